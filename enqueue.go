@@ -1,0 +1,178 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Enqueuer can enqueue jobs. It is safe for concurrent use.
+type Enqueuer struct {
+	Namespace string // eg, "myapp-work"
+	Pool      *redis.Pool
+
+	store *store
+
+	mu        sync.RWMutex
+	knownJobs map[string]int64 // job name -> when to SADD it to known_jobs again (epoch s)
+}
+
+// knownJobsRefresh is how long an Enqueuer trusts that a job name is in known_jobs.
+const knownJobsRefresh = 300
+
+// NewEnqueuer creates a new enqueuer with the specified Redis namespace and Redis pool.
+// It panics when pool is nil.
+func NewEnqueuer(namespace string, pool *redis.Pool) *Enqueuer {
+	if pool == nil {
+		panic("work: NewEnqueuer needs a non-nil *redis.Pool")
+	}
+	return &Enqueuer{
+		Namespace: namespace,
+		Pool:      pool,
+		store:     newStore(namespace, pool),
+		knownJobs: make(map[string]int64),
+	}
+}
+
+// errEmptyJobName is returned for an empty job name: such a job could never be processed.
+var errEmptyJobName = errors.New("work: job name is empty")
+
+func newJob(jobName string, args map[string]interface{}) *Job {
+	return &Job{Name: jobName, ID: makeIdentifier(), EnqueuedAt: nowEpochSeconds(), Args: args}
+}
+
+// Enqueue will enqueue the specified job name and arguments. The args param can be nil if no args
+// are needed. An idle worker pool picks the job up within milliseconds.
+// Example: e.Enqueue("send_email", work.Q{"addr": "test@example.com"})
+func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, error) {
+	if jobName == "" {
+		return nil, errEmptyJobName
+	}
+	job := newJob(jobName, args)
+	raw, err := job.serialize()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.store.enqueue(context.Background(), jobName, raw, e.needsKnown(jobName)); err != nil {
+		e.forgetKnown(jobName)
+		return nil, err
+	}
+	return job, nil
+}
+
+// EnqueueIn enqueues a job in the scheduled job queue for execution in secondsFromNow seconds.
+func (e *Enqueuer) EnqueueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
+	if jobName == "" {
+		return nil, errEmptyJobName
+	}
+	job := newJob(jobName, args)
+	raw, err := job.serialize()
+	if err != nil {
+		return nil, err
+	}
+	sj := &ScheduledJob{RunAt: nowEpochSeconds() + secondsFromNow, Job: job}
+	if err := e.store.schedule(context.Background(), jobName, sj.RunAt, raw, e.needsKnown(jobName)); err != nil {
+		e.forgetKnown(jobName)
+		return nil, err
+	}
+	return sj, nil
+}
+
+// EnqueueUnique enqueues a job unless a job is already enqueued with the same name and arguments.
+// The already-enqueued job can be in the normal work queue or in the scheduled job queue. Once a
+// worker begins processing a job, another job with the same name and arguments can be enqueued
+// again. Jobs in the retry and dead sets don't count against uniqueness. A unique lock lives 24 hours.
+// EnqueueUnique returns the job if it was enqueued and (nil, nil) if it was a duplicate.
+func (e *Enqueuer) EnqueueUnique(jobName string, args map[string]interface{}) (*Job, error) {
+	job, _, err := e.enqueueUnique(jobName, false, 0, args, nil)
+	return job, err
+}
+
+// EnqueueUniqueIn enqueues a unique job in the scheduled job queue for execution in secondsFromNow
+// seconds. See EnqueueUnique for the semantics of unique jobs.
+func (e *Enqueuer) EnqueueUniqueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
+	job, runAt, err := e.enqueueUnique(jobName, true, secondsFromNow, args, nil)
+	if job == nil {
+		return nil, err
+	}
+	return &ScheduledJob{RunAt: runAt, Job: job}, err
+}
+
+// EnqueueUniqueByKey enqueues a job unless a job is already enqueued with the same name and keyMap.
+// A duplicate replaces the args of the job already enqueued, so the single run uses the latest args.
+// See EnqueueUnique for the other semantics of unique jobs.
+func (e *Enqueuer) EnqueueUniqueByKey(jobName string, args map[string]interface{}, keyMap map[string]interface{}) (*Job, error) {
+	job, _, err := e.enqueueUnique(jobName, false, 0, args, keyMap)
+	return job, err
+}
+
+// EnqueueUniqueInByKey enqueues a job in the scheduled job queue, unique by keyMap, for execution in
+// secondsFromNow seconds. See EnqueueUniqueByKey.
+func (e *Enqueuer) EnqueueUniqueInByKey(jobName string, secondsFromNow int64, args map[string]interface{}, keyMap map[string]interface{}) (*ScheduledJob, error) {
+	job, runAt, err := e.enqueueUnique(jobName, true, secondsFromNow, args, keyMap)
+	if job == nil {
+		return nil, err
+	}
+	return &ScheduledJob{RunAt: runAt, Job: job}, err
+}
+
+// enqueueUnique enqueues a unique job (into the scheduled set when scheduled), keyed by keyMap when it
+// is non-nil.
+func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow int64, args, keyMap map[string]interface{}) (*Job, int64, error) {
+	if jobName == "" {
+		return nil, 0, errEmptyJobName
+	}
+	byKey := keyMap != nil
+	if !byKey {
+		keyMap = args
+	}
+	uniqueKey, err := e.store.ks.unique(jobName, keyMap)
+	if err != nil {
+		return nil, 0, err
+	}
+	job := newJob(jobName, args)
+	job.Unique = true
+	job.UniqueKey = uniqueKey
+	raw, err := job.serialize()
+	if err != nil {
+		return nil, 0, err
+	}
+	lockValue := []byte("1")
+	if byKey {
+		lockValue = raw
+	}
+	var runAt int64
+	if scheduled {
+		runAt = nowEpochSeconds() + secondsFromNow
+	}
+	ok, err := e.store.enqueueUnique(context.Background(), jobName, uniqueKey, raw, lockValue, runAt, uniqueTTLSeconds)
+	if err != nil || !ok {
+		return nil, 0, err
+	}
+	return job, runAt, nil
+}
+
+// needsKnown reports whether jobName should be added to known_jobs with this enqueue.
+func (e *Enqueuer) needsKnown(jobName string) bool {
+	now := time.Now().Unix()
+	e.mu.RLock()
+	until, ok := e.knownJobs[jobName]
+	e.mu.RUnlock()
+	if ok && now < until {
+		return false
+	}
+	e.mu.Lock()
+	e.knownJobs[jobName] = now + knownJobsRefresh
+	e.mu.Unlock()
+	return true
+}
+
+// forgetKnown makes the next enqueue of jobName add it to known_jobs again (after a failed write).
+func (e *Enqueuer) forgetKnown(jobName string) {
+	e.mu.Lock()
+	delete(e.knownJobs, jobName)
+	e.mu.Unlock()
+}

@@ -1,0 +1,533 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// fetcher moves jobs from Redis to the pool's workers, in batches.
+//
+// It keeps a view of which of the pool's queues may hold runnable jobs ("ready"), so a fetch only
+// names those, whatever the number of registered job names. A queue becomes ready when a wake-up
+// message names it (an Enqueuer published it when the queue went from empty to non-empty, a stop or
+// reaper put jobs back, a concurrency slot or a pause was released) or when a periodic look at the
+// queue lengths finds it non-empty (which catches jobs pushed by other programs). It stops being
+// ready when a fetch finds it empty, paused or at its MaxConcurrency.
+//
+// Capacity is counted in tokens: a job holds one from fetch until its worker finishes it, so the pool
+// holds at most concurrency running jobs plus as many fetched ahead.
+type fetcher struct {
+	r        *poolRun
+	jobs     chan *Job
+	tokens   chan struct{}
+	capacity int
+	minBatch int
+
+	mu      sync.Mutex
+	ready   map[string]bool
+	gen     map[string]uint64 // bumped by each wake-up, so a stale "empty" cannot hide a new job
+	drains  []drainWaiter
+	scans   uint64 // scans started
+	scanned uint64 // the number of the last scan completed
+	rescan  bool   // a scan is wanted at once (Drain)
+	wake    chan struct{}
+	stopped chan struct{}
+	done    chan struct{}
+	sampler prioritySampler
+
+	outstanding int64 // jobs fetched and not yet finished (guarded by mu)
+}
+
+// drainWaiter is a Drain call waiting for a scan that started after it.
+type drainWaiter struct {
+	ch    chan struct{}
+	after uint64
+}
+
+func newFetcher(r *poolRun, capacity int) *fetcher {
+	f := &fetcher{
+		r:        r,
+		jobs:     make(chan *Job, capacity),
+		tokens:   make(chan struct{}, capacity),
+		capacity: capacity,
+		minBatch: max(1, capacity/4),
+		ready:    make(map[string]bool),
+		gen:      make(map[string]uint64),
+		wake:     make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	for i := 0; i < capacity; i++ {
+		f.tokens <- struct{}{}
+	}
+	prio := make(map[string]uint, len(r.jobTypes))
+	for name, jt := range r.jobTypes {
+		prio[name] = jt.Priority
+	}
+	f.sampler = newPrioritySampler(prio)
+	return f
+}
+
+func (f *fetcher) start() {
+	go f.subscribe()
+	go f.loop()
+}
+
+// stop ends the fetch loop and the subscription, and puts jobs fetched but not started back at the
+// front of their queues.
+func (f *fetcher) stop() {
+	close(f.stopped)
+	<-f.done
+	for {
+		select {
+		case j := <-f.jobs:
+			f.release(1)
+			f.r.acker.submit(finishOp{op: "requeue", name: j.Name, raw: j.raw})
+			continue
+		default:
+		}
+		break
+	}
+	f.mu.Lock()
+	for _, d := range f.drains {
+		close(d.ch)
+	}
+	f.drains = nil
+	f.mu.Unlock()
+}
+
+// release returns n tokens (jobs finished, or never fetched).
+func (f *fetcher) release(n int) {
+	f.mu.Lock()
+	f.outstanding -= int64(n)
+	f.mu.Unlock()
+	for i := 0; i < n; i++ {
+		f.tokens <- struct{}{}
+	}
+	if n > 0 && f.drainPending() {
+		f.poke()
+	}
+}
+
+func (f *fetcher) drainPending() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.drains) > 0
+}
+
+// poke wakes the fetch loop if it is waiting.
+func (f *fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notify marks a queue ready (a wake-up message named it).
+func (f *fetcher) notify(name string) {
+	f.mu.Lock()
+	if _, ok := f.r.jobTypes[name]; !ok {
+		f.mu.Unlock()
+		return
+	}
+	f.ready[name] = true
+	f.gen[name]++
+	f.mu.Unlock()
+	f.poke()
+}
+
+// drain returns once the pool has found its queues empty with no job outstanding.
+func (f *fetcher) drain(ctx context.Context) {
+	d := drainWaiter{ch: make(chan struct{})}
+	f.mu.Lock()
+	d.after = f.scans
+	f.drains = append(f.drains, d)
+	f.rescan = true
+	f.mu.Unlock()
+	f.poke()
+	select {
+	case <-d.ch:
+	case <-ctx.Done():
+	}
+}
+
+func (f *fetcher) backoff(i int) time.Duration {
+	b := f.r.wp.opts.SleepBackoffs
+	if i >= len(b) {
+		i = len(b) - 1
+	}
+	return time.Duration(b[i]) * time.Millisecond
+}
+
+// rescanEvery bounds how long a job pushed by another program (without a wake-up) waits while the
+// pool is busy with other queues.
+func (f *fetcher) rescanEvery() time.Duration {
+	d := f.backoff(len(f.r.wp.opts.SleepBackoffs) - 1)
+	if d <= 0 {
+		d = time.Second
+	}
+	return d
+}
+
+func (f *fetcher) loop() {
+	defer close(f.done)
+	logger := f.r.wp.logger
+	idle := 0              // consecutive looks that found nothing
+	var nextScan time.Time // zero: scan now
+	errWait := 10 * time.Millisecond
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if f.isStopped() {
+			return
+		}
+		if !time.Now().Before(nextScan) || f.takeRescan() {
+			if err := f.scan(); err != nil {
+				logger.Error("work: looking for jobs", "err", err)
+				if !f.sleep(timer, errWait) {
+					return
+				}
+				errWait = min(2*errWait, 5*time.Second)
+				continue
+			}
+			nextScan = time.Now().Add(f.rescanEvery())
+		}
+		cands, gens := f.candidates()
+		if len(cands) == 0 {
+			if f.checkDrained() {
+				continue
+			}
+			wait := f.backoff(idle)
+			idle++
+			if until := time.Until(nextScan); wait > until {
+				wait = until
+			}
+			if wait <= 0 {
+				nextScan = time.Time{}
+				continue
+			}
+			timer.Reset(wait)
+			select {
+			case <-f.stopped:
+				return
+			case <-f.wake:
+			case <-timer.C:
+				nextScan = time.Time{}
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+			continue
+		}
+		n := f.acquire()
+		if n == 0 {
+			return
+		}
+		got, err := f.fetch(cands, gens, n)
+		if err != nil {
+			logger.Error("work: fetching jobs", "err", err)
+			if !f.sleep(timer, errWait) {
+				return
+			}
+			errWait = min(2*errWait, 5*time.Second)
+			continue
+		}
+		errWait = 10 * time.Millisecond
+		if got > 0 {
+			idle = 0
+		}
+	}
+}
+
+func (f *fetcher) isStopped() bool {
+	select {
+	case <-f.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d unless the fetcher stops first; it reports whether to go on.
+func (f *fetcher) sleep(timer *time.Timer, d time.Duration) bool {
+	timer.Reset(d)
+	defer timer.Stop()
+	select {
+	case <-f.stopped:
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+func (f *fetcher) takeRescan() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.rescan
+	f.rescan = false
+	return r
+}
+
+// checkDrained closes the pending Drain calls that a scan has answered since they began, once no
+// queue is ready and every fetched job is finished and recorded. It reports whether a new scan is
+// wanted at once.
+func (f *fetcher) checkDrained() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.drains) == 0 || f.outstanding != 0 || len(f.jobs) != 0 || !f.r.acker.idle() {
+		return false
+	}
+	kept := f.drains[:0]
+	for _, d := range f.drains {
+		if f.scanned > d.after {
+			close(d.ch)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	f.drains = kept
+	if len(kept) > 0 {
+		f.rescan = true
+	}
+	return f.rescan
+}
+
+// scan marks ready every queue of the pool that holds jobs (one round trip, any number of names).
+func (f *fetcher) scan() error {
+	f.mu.Lock()
+	f.scans++
+	seq := f.scans
+	f.mu.Unlock()
+	nonEmpty, err := f.r.wp.store.nonEmptyQueues(f.r.ctx, f.r.names)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	for _, name := range nonEmpty {
+		f.ready[name] = true
+	}
+	f.scanned = seq
+	f.mu.Unlock()
+	return nil
+}
+
+// candidates returns the ready queues in the order to try them (weighted random by priority) and
+// their wake-up generations.
+func (f *fetcher) candidates() ([]string, []uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ready) == 0 {
+		return nil, nil
+	}
+	cands := f.sampler.order(f.ready)
+	gens := make([]uint64, len(cands))
+	for i, c := range cands {
+		gens[i] = f.gen[c]
+	}
+	return cands, gens
+}
+
+// acquire takes at least one token, and more while fetched jobs are still waiting for a worker (so
+// fetches are batched under load, and immediate when the workers are starved). It returns 0 when the
+// fetcher stops.
+func (f *fetcher) acquire() int {
+	n := 0
+	select {
+	case <-f.tokens:
+		n = 1
+	case <-f.stopped:
+		return 0
+	}
+	for {
+		for n < f.capacity {
+			select {
+			case <-f.tokens:
+				n++
+				continue
+			default:
+			}
+			break
+		}
+		if n >= f.minBatch || len(f.jobs) == 0 {
+			return n
+		}
+		select {
+		case <-f.tokens:
+			n++
+		case <-f.stopped:
+			f.putTokens(n)
+			return 0
+		}
+	}
+}
+
+func (f *fetcher) putTokens(n int) {
+	for i := 0; i < n; i++ {
+		f.tokens <- struct{}{}
+	}
+}
+
+// fetch runs one fetch of up to n jobs, updates the ready view, and hands the jobs to the workers.
+func (f *fetcher) fetch(cands []string, gens []uint64, n int) (int, error) {
+	r := f.r
+	res, err := r.wp.store.fetch(r.ctx, r.poolID, cands, n)
+	if err != nil {
+		f.putTokens(n)
+		if errors.Is(err, context.Canceled) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	if len(res.status) != len(cands) || len(res.counts) != len(cands) {
+		f.putTokens(n)
+		return 0, fmt.Errorf("work: fetch: reply for %d queues, asked %d", len(res.status), len(cands))
+	}
+	f.mu.Lock()
+	for i, name := range cands {
+		if st := res.status[i]; st == 0 || st == -1 || st == -2 {
+			if f.gen[name] == gens[i] {
+				delete(f.ready, name)
+			}
+		}
+	}
+	f.outstanding += int64(len(res.jobs))
+	f.mu.Unlock()
+	if unused := n - len(res.jobs); unused > 0 {
+		f.putTokens(unused)
+	}
+	if len(res.jobs) == 0 {
+		return 0, nil
+	}
+	jobs := f.decode(cands, res)
+	for _, j := range jobs {
+		f.jobs <- j // never blocks: the channel holds as many jobs as there are tokens
+	}
+	return len(res.jobs), nil
+}
+
+// decode turns fetched payloads into jobs. A payload that cannot run (it does not decode, or names
+// another job than its queue) goes straight to the dead set with the reason and its bytes. Unique
+// jobs release their unique lock here, and a ByKey job takes the latest args stored in it.
+func (f *fetcher) decode(cands []string, res fetchResult) []*Job {
+	r := f.r
+	ks := r.wp.store.ks
+	jobs := make([]*Job, 0, len(res.jobs))
+	var uniques []*Job
+	var uniqueKeys []string
+	k := 0
+	for i, name := range cands {
+		for c := int64(0); c < res.counts[i]; c++ {
+			raw := res.jobs[k]
+			k++
+			job, err := decodeJob(raw)
+			if err == nil && job.Name != name {
+				err = fmt.Errorf("job name %q does not match its queue %q", job.Name, name)
+			}
+			if err != nil {
+				r.wp.logger.Error("work: payload sent to the dead set", "job_name", name, "err", err)
+				f.release(1)
+				r.acker.submit(deadLetterOp(ks, name, raw, err))
+				continue
+			}
+			if job.Unique {
+				key := job.UniqueKey
+				if key == "" {
+					key, _ = ks.unique(job.Name, job.Args)
+				}
+				uniques = append(uniques, job)
+				uniqueKeys = append(uniqueKeys, key)
+			}
+			jobs = append(jobs, job)
+		}
+	}
+	if len(uniqueKeys) > 0 {
+		vals, err := r.wp.store.claimUnique(r.ctx, uniqueKeys)
+		if err != nil {
+			// The locks expire on their own; the jobs still run.
+			r.wp.logger.Error("work: releasing unique locks", "err", err)
+		}
+		for i, v := range vals {
+			if len(v) == 0 || string(v) == "1" {
+				continue
+			}
+			latest, err := decodeJob(v)
+			if err != nil || latest.Name != uniques[i].Name {
+				continue
+			}
+			uniques[i].Args = latest.Args
+		}
+	}
+	return jobs
+}
+
+// subscribe listens for wake-up messages until the fetcher stops, reconnecting after errors and
+// looking at every queue after each (re)connection, since messages sent meanwhile were missed.
+func (f *fetcher) subscribe() {
+	logger := f.r.wp.logger
+	wait := 10 * time.Millisecond
+	for !f.isStopped() {
+		err := f.subscribeOnce()
+		if f.isStopped() {
+			return
+		}
+		if err != nil {
+			logger.Warn("work: wake-up subscription lost; falling back to polling until it is back", "err", err)
+		}
+		select {
+		case <-f.stopped:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func (f *fetcher) subscribeOnce() error {
+	ctx, cancel := context.WithCancel(f.r.ctx)
+	defer cancel()
+	c, err := f.r.wp.store.src.get(ctx)
+	if err != nil {
+		return err
+	}
+	psc := redis.PubSubConn{Conn: c}
+	defer psc.Close()
+	if err := psc.Subscribe(f.r.wp.store.ks.wakeChannel()); err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case <-f.stopped:
+		case <-ctx.Done():
+		}
+		psc.Unsubscribe()
+		cancel()
+	}()
+	for {
+		switch v := psc.ReceiveContext(ctx).(type) {
+		case redis.Message:
+			f.notify(string(v.Data))
+		case redis.Subscription:
+			if v.Count == 0 {
+				return nil
+			}
+			// Subscribed: anything pushed before now may have been missed.
+			f.mu.Lock()
+			for _, name := range f.r.names {
+				f.ready[name] = true
+				f.gen[name]++
+			}
+			f.mu.Unlock()
+			f.poke()
+		case error:
+			return v
+		}
+	}
+}

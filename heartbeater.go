@@ -1,0 +1,83 @@
+package work
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// heartbeater tells Redis, every HeartbeatInterval, that the pool is alive (in the server's clock, so
+// clocks of other machines do not matter), squares the pool's concurrency counters with the jobs it
+// actually holds, and hands the pools whose heartbeat stopped to the reaper.
+type heartbeater struct {
+	r    *poolRun
+	hb   poolHeartbeat
+	reap *reaper
+	keep atomic.Bool // leave the heartbeat in place at stop: jobs may still be held
+}
+
+func newHeartbeater(r *poolRun) *heartbeater {
+	h := &heartbeater{r: r, reap: newReaper(r)}
+	h.hb = poolHeartbeat{
+		poolID:      r.poolID,
+		startedAt:   r.startedAt,
+		jobNames:    r.names,
+		concurrency: r.wp.concurrency,
+		workerIDs:   r.workerIDs(),
+		host:        hostname(),
+		pid:         os.Getpid(),
+	}
+	return h
+}
+
+func (h *heartbeater) start(wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(h.r.wp.opts.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.r.ctx.Done():
+				return
+			case <-t.C:
+				h.beat()
+			}
+		}
+	}()
+}
+
+// beat sends one heartbeat and reaps what it reports dead.
+func (h *heartbeater) beat() {
+	ctx, cancel := context.WithTimeout(h.r.ctx, h.r.wp.opts.DeadPoolTimeout)
+	defer cancel()
+	deadAfter := int64(h.r.wp.opts.DeadPoolTimeout / time.Second)
+	now, stale, err := h.r.wp.store.heartbeat(ctx, &h.hb, deadAfter)
+	if err != nil {
+		if h.r.ctx.Err() == nil {
+			h.r.wp.logger.Error("work: heartbeat", "err", err)
+		}
+		h.reap.unhealthy()
+		return
+	}
+	h.reap.observe(ctx, now, stale)
+}
+
+// keepRegistered makes unregister leave the heartbeat, so that a reaper returns the jobs this pool
+// could not put back itself.
+func (h *heartbeater) keepRegistered() { h.keep.Store(true) }
+
+// unregister removes the stopped pool's heartbeat.
+func (h *heartbeater) unregister() {
+	if h.keep.Load() {
+		h.r.wp.logger.Warn("work: pool stopped with jobs still held; another pool will put them back")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.r.wp.store.removePool(ctx, h.r.poolID); err != nil {
+		h.r.wp.logger.Error("work: removing the pool's heartbeat", "err", err)
+	}
+}

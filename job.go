@@ -1,0 +1,281 @@
+package work
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Q is a shortcut to easily specify arguments for jobs when enqueueing them.
+// Example: e.Enqueue("send_email", work.Q{"addr": "test@example.com", "track": true})
+type Q map[string]interface{}
+
+// Job represents a job. Its JSON form is the documented wire format: a job pushed onto
+// "<namespace>:jobs:<name>" by any program in any language in this form is processed.
+type Job struct {
+	// Inputs when making a new job
+	Name       string                 `json:"name,omitempty"`
+	ID         string                 `json:"id"`
+	EnqueuedAt int64                  `json:"t"`
+	Args       map[string]interface{} `json:"args"`
+	Unique     bool                   `json:"unique,omitempty"`
+	UniqueKey  string                 `json:"unique_key,omitempty"`
+
+	// Inputs when retrying
+	Fails    int64  `json:"fails,omitempty"` // number of times this job has failed
+	LastErr  string `json:"err,omitempty"`
+	FailedAt int64  `json:"failed_at,omitempty"`
+
+	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
+	// the original payload bytes, verbatim. It is empty for every decodable job.
+	Raw []byte `json:"raw,omitempty"`
+
+	raw      []byte // the bytes as fetched from Redis (the in-progress member)
+	argError error
+	observer *workerState // set while a worker runs the job, for Checkin
+}
+
+// ScheduledJob represents a job in the scheduled queue.
+type ScheduledJob struct {
+	RunAt int64 `json:"run_at"`
+	*Job
+}
+
+// RetryJob represents a job in the retry queue.
+type RetryJob struct {
+	RetryAt int64 `json:"retry_at"`
+	*Job
+}
+
+// DeadJob represents a job in the dead queue.
+type DeadJob struct {
+	DiedAt int64 `json:"died_at"`
+	*Job
+}
+
+// makeIdentifier returns 24 lowercase hex characters from 12 random bytes.
+func makeIdentifier() string {
+	var b [12]byte
+	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; fall back to the clock rather than panic.
+		binaryPutTime(b[:])
+	}
+	return hex.EncodeToString(b[:])
+}
+
+var idFallback atomic.Uint64
+
+func binaryPutTime(b []byte) {
+	v := uint64(time.Now().UnixNano()) ^ idFallback.Add(0x9E3779B97F4A7C15)
+	for i := range b {
+		b[i] = byte(v >> (8 * (i % 8)))
+	}
+}
+
+func nowEpochSeconds() int64 { return time.Now().Unix() }
+
+// serialize encodes the job in its wire format.
+func (j *Job) serialize() ([]byte, error) { return json.Marshal(j) }
+
+// decodeJob decodes a payload. Numbers in Args decode as float64, as with encoding/json, except
+// integers that a float64 cannot hold exactly (beyond 2^53), which stay json.Number so that they
+// survive a retry unchanged and ArgInt64 reads them exactly.
+func decodeJob(raw []byte) (*Job, error) {
+	var j Job
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&j); err != nil {
+		return nil, fmt.Errorf("malformed job payload: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("malformed job payload: data after the JSON object")
+	}
+	if j.Name == "" {
+		return nil, errors.New("malformed job payload: no job name")
+	}
+	for k, v := range j.Args {
+		j.Args[k] = normalizeNumber(v)
+	}
+	j.raw = raw
+	return &j, nil
+}
+
+func normalizeNumber(v interface{}) interface{} {
+	switch x := v.(type) {
+	case json.Number:
+		s := string(x)
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			if f := float64(i); f >= -(1<<53) && f <= 1<<53 {
+				return f
+			}
+			return x
+		}
+		if isIntegerLiteral(s) {
+			return x // beyond int64: keep it exact
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+		return x
+	case map[string]interface{}:
+		for k, e := range x {
+			x[k] = normalizeNumber(e)
+		}
+	case []interface{}:
+		for i, e := range x {
+			x[i] = normalizeNumber(e)
+		}
+	}
+	return v
+}
+
+func isIntegerLiteral(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && !(i == 0 && c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Checkin records a progress message for the running job. The web UI and Client.WorkerObservations
+// show it. It is cheap: the message is written to Redis at most once a second per worker.
+func (j *Job) Checkin(msg string) {
+	if w := j.observer; w != nil {
+		w.checkin(msg)
+	}
+}
+
+// ArgString returns j.Args[key] typed to a string. If the key is missing or of the wrong type, it sets
+// an argument error and returns "". Call ArgError after reading the args to check for such errors.
+func (j *Job) ArgString(key string) string {
+	v, ok := j.Args[key]
+	if !ok {
+		j.argError = missingKeyError("string", key)
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	j.argError = typecastError("string", key, v)
+	return ""
+}
+
+// ArgInt64 returns j.Args[key] typed to an int64. It accepts integer kinds, integral floats within
+// ±2^53 (as JSON numbers decode) and exact big integers. Otherwise it sets an argument error and
+// returns 0; see ArgError.
+func (j *Job) ArgInt64(key string) int64 {
+	v, ok := j.Args[key]
+	if !ok {
+		j.argError = missingKeyError("int64", key)
+		return 0
+	}
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			return i
+		}
+		j.argError = typecastError("int64", key, v)
+		return 0
+	}
+	rv := reflect.ValueOf(v)
+	switch {
+	case isIntKind(rv):
+		return rv.Int()
+	case isUintKind(rv):
+		if u := rv.Uint(); u <= math.MaxInt64 {
+			return int64(u)
+		}
+	case isFloatKind(rv):
+		f := rv.Float()
+		if f == math.Trunc(f) && f >= -(1<<53) && f <= 1<<53 {
+			return int64(f)
+		}
+	}
+	j.argError = typecastError("int64", key, v)
+	return 0
+}
+
+// ArgFloat64 returns j.Args[key] typed to a float64, converting any number kind. Otherwise it sets an
+// argument error and returns 0.0; see ArgError.
+func (j *Job) ArgFloat64(key string) float64 {
+	v, ok := j.Args[key]
+	if !ok {
+		j.argError = missingKeyError("float64", key)
+		return 0.0
+	}
+	if n, ok := v.(json.Number); ok {
+		if f, err := n.Float64(); err == nil {
+			return f
+		}
+		j.argError = typecastError("float64", key, v)
+		return 0.0
+	}
+	rv := reflect.ValueOf(v)
+	switch {
+	case isFloatKind(rv):
+		return rv.Float()
+	case isIntKind(rv):
+		return float64(rv.Int())
+	case isUintKind(rv):
+		return float64(rv.Uint())
+	}
+	j.argError = typecastError("float64", key, v)
+	return 0.0
+}
+
+// ArgBool returns j.Args[key] typed to a bool. Otherwise it sets an argument error and returns false;
+// see ArgError.
+func (j *Job) ArgBool(key string) bool {
+	v, ok := j.Args[key]
+	if !ok {
+		j.argError = missingKeyError("bool", key)
+		return false
+	}
+	if b, ok := v.(bool); ok {
+		return b
+	}
+	j.argError = typecastError("bool", key, v)
+	return false
+}
+
+// ArgError returns the last error generated when extracting typed params. Returns nil if extracting
+// the args went fine.
+func (j *Job) ArgError() error { return j.argError }
+
+func isIntKind(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return true
+	}
+	return false
+}
+
+func isUintKind(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+func isFloatKind(v reflect.Value) bool {
+	k := v.Kind()
+	return k == reflect.Float32 || k == reflect.Float64
+}
+
+func missingKeyError(jsonType, key string) error {
+	return fmt.Errorf("looking for a %s in job.Arg[%s] but key wasn't found", jsonType, key)
+}
+
+func typecastError(jsonType, key string, v interface{}) error {
+	return fmt.Errorf("looking for a %s in job.Arg[%s] but value wasn't right type: %T(%v)", jsonType, key, v, v)
+}

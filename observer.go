@@ -1,0 +1,140 @@
+package work
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// workerState is what a worker is doing, as shown by Client.WorkerObservations. Workers update it in
+// memory on every job; the observer writes what changed to Redis at most once a second.
+type workerState struct {
+	workerID string
+
+	mu         sync.Mutex
+	job        *Job
+	startedAt  int64
+	checkinMsg string
+	checkinAt  int64
+	version    uint64
+}
+
+func (s *workerState) start(job *Job) {
+	s.mu.Lock()
+	s.job, s.startedAt, s.checkinMsg, s.checkinAt = job, nowEpochSeconds(), "", 0
+	s.version++
+	s.mu.Unlock()
+}
+
+func (s *workerState) done() {
+	s.mu.Lock()
+	s.job, s.checkinMsg, s.checkinAt = nil, "", 0
+	s.version++
+	s.mu.Unlock()
+}
+
+func (s *workerState) checkin(msg string) {
+	s.mu.Lock()
+	s.checkinMsg, s.checkinAt = msg, nowEpochSeconds()
+	s.version++
+	s.mu.Unlock()
+}
+
+func (s *workerState) currentJob() *Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.job
+}
+
+// snapshot returns the state as an observation and its version.
+func (s *workerState) snapshot() (observation, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := observation{workerID: s.workerID}
+	if s.job != nil {
+		o.busy = true
+		o.jobName, o.jobID, o.startedAt = s.job.Name, s.job.ID, s.startedAt
+		o.checkin, o.checkinAt = s.checkinMsg, s.checkinAt
+		o.args = argsJSON(s.job.raw)
+	}
+	return o, s.version
+}
+
+// argsJSON extracts the args of a payload from its immutable bytes (the handler may be changing the
+// decoded map meanwhile).
+func argsJSON(raw []byte) []byte {
+	var p struct {
+		Args json.RawMessage `json:"args"`
+	}
+	if json.Unmarshal(raw, &p) != nil || len(p.Args) == 0 {
+		return []byte("null")
+	}
+	return p.Args
+}
+
+// observer writes worker observations to Redis: once a second, only the workers whose state changed.
+type observer struct {
+	r       *poolRun
+	written map[string]uint64
+}
+
+const observeEvery = time.Second
+
+func newObserver(r *poolRun) *observer { return &observer{r: r, written: make(map[string]uint64)} }
+
+func (o *observer) start(wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(observeEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-o.r.ctx.Done():
+				o.clear()
+				return
+			case <-t.C:
+				o.flush()
+			}
+		}
+	}()
+}
+
+func (o *observer) flush() {
+	var obs []observation
+	var versions []uint64
+	for _, w := range o.r.workers {
+		ob, v := w.state.snapshot()
+		if last, ok := o.written[w.id]; ok && last == v {
+			continue
+		}
+		if _, ok := o.written[w.id]; !ok && !ob.busy {
+			o.written[w.id] = v // idle from the start: nothing to write
+			continue
+		}
+		obs = append(obs, ob)
+		versions = append(versions, v)
+	}
+	if len(obs) == 0 {
+		return
+	}
+	if err := o.r.wp.store.writeObservations(o.r.ctx, obs); err != nil {
+		o.r.wp.logger.Warn("work: writing worker observations", "err", err)
+		return
+	}
+	for i, ob := range obs {
+		o.written[ob.workerID] = versions[i]
+	}
+}
+
+// clear deletes the observations of a stopping pool.
+func (o *observer) clear() {
+	obs := make([]observation, 0, len(o.r.workers))
+	for _, w := range o.r.workers {
+		obs = append(obs, observation{workerID: w.id})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = o.r.wp.store.writeObservations(ctx, obs)
+}

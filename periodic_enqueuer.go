@@ -1,0 +1,82 @@
+package work
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// periodicEnqueuer puts the next runs of the pool's periodic jobs into the scheduled set, a few
+// minutes ahead. Each run has a deterministic payload (ID "periodic:<name>:<spec>:<epoch>", t = the
+// epoch, args null), so every pool writes the same bytes and ZADD keeps a single copy; the requeuer
+// then moves it to its queue once.
+type periodicEnqueuer struct {
+	r    *poolRun
+	jobs []*periodicJob
+}
+
+type periodicJob struct {
+	jobName  string
+	spec     string
+	schedule cron.Schedule
+}
+
+const (
+	periodicHorizon = 4 * time.Minute
+	periodicEvery   = time.Minute
+)
+
+func newPeriodicEnqueuer(r *poolRun, jobs []*periodicJob) *periodicEnqueuer {
+	return &periodicEnqueuer{r: r, jobs: jobs}
+}
+
+func (p *periodicEnqueuer) start(wg *sync.WaitGroup) {
+	if len(p.jobs) == 0 {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			p.enqueue(time.Now())
+			// Jitter spreads the pools' writes; the horizon is far longer than the wait.
+			wait := periodicEvery + time.Duration(rand.Int64N(int64(10*time.Second)))
+			select {
+			case <-p.r.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+	}()
+}
+
+// enqueue schedules every run from now until now+horizon.
+func (p *periodicEnqueuer) enqueue(now time.Time) {
+	var scores []int64
+	var payloads [][]byte
+	for _, pj := range p.jobs {
+		for t := pj.schedule.Next(now); !t.After(now.Add(periodicHorizon)); t = pj.schedule.Next(t) {
+			epoch := t.Unix()
+			job := &Job{Name: pj.jobName, ID: periodicJobID(pj.jobName, pj.spec, epoch), EnqueuedAt: epoch}
+			raw, err := job.serialize()
+			if err != nil {
+				continue
+			}
+			scores = append(scores, epoch)
+			payloads = append(payloads, raw)
+		}
+	}
+	if len(scores) == 0 {
+		return
+	}
+	if _, err := p.r.wp.store.schedulePeriodic(p.r.ctx, scores, payloads); err != nil && p.r.ctx.Err() == nil {
+		p.r.wp.logger.Error("work: scheduling periodic jobs", "err", err)
+	}
+}
+
+func periodicJobID(name, spec string, epoch int64) string {
+	return fmt.Sprintf("periodic:%s:%s:%d", name, spec, epoch)
+}

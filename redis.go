@@ -1,0 +1,831 @@
+package work
+
+// This file is the one place that knows Redis: the key names of the documented layout, the Lua scripts
+// that move a job from one state to the next, and the store type whose methods the rest of the package
+// calls. No other file builds a key or sends a command.
+//
+// Every script touches only keys of one namespace, so a namespace written with a hash tag ("{app}")
+// keeps every script on one Redis Cluster slot. Scripts never re-encode job JSON: payload bytes are
+// copied as opaque strings, and any new payload (a retry, a dead-letter record) is encoded in Go.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// redisNamespacePrefix returns the key prefix of a namespace: the namespace plus ":" unless it already
+// ends in ":"; the empty namespace has no prefix.
+func redisNamespacePrefix(namespace string) string {
+	if namespace != "" && !strings.HasSuffix(namespace, ":") {
+		return namespace + ":"
+	}
+	return namespace
+}
+
+// keyspace builds the key names of one namespace (compat layout, byte for byte).
+type keyspace struct{ p string }
+
+func newKeyspace(namespace string) keyspace { return keyspace{p: redisNamespacePrefix(namespace)} }
+
+func (k keyspace) jobsPrefix() string        { return k.p + "jobs:" }
+func (k keyspace) jobs(name string) string   { return k.p + "jobs:" + name }
+func (k keyspace) paused(name string) string { return k.jobs(name) + ":paused" }
+func (k keyspace) lock(name string) string   { return k.jobs(name) + ":lock" }
+func (k keyspace) lockInfo(name string) string {
+	return k.jobs(name) + ":lock_info"
+}
+func (k keyspace) maxConcurrency(name string) string { return k.jobs(name) + ":max_concurrency" }
+func (k keyspace) inProgress(name, poolID string) string {
+	return k.jobs(name) + ":" + poolID + ":inprogress"
+}
+func (k keyspace) scheduled() string               { return k.p + "scheduled" }
+func (k keyspace) retry() string                   { return k.p + "retry" }
+func (k keyspace) dead() string                    { return k.p + "dead" }
+func (k keyspace) knownJobs() string               { return k.p + "known_jobs" }
+func (k keyspace) workerPools() string             { return k.p + "worker_pools" }
+func (k keyspace) heartbeat(poolID string) string  { return k.p + "worker_pools:" + poolID }
+func (k keyspace) worker(workerID string) string   { return k.p + "worker:" + workerID }
+func (k keyspace) lastPeriodicEnqueue() string     { return k.p + "last_periodic_enqueue" }
+func (k keyspace) wakeChannel() string             { return k.p + "wake" }
+func (k keyspace) uniquePrefix(name string) string { return k.p + "unique:" + name + ":" }
+
+// unique returns the unique-lock key of a job name and its args (or key map): the prefix, then the
+// output of json.Encoder (sorted keys, HTML-escaped, trailing newline), nothing at all for nil args.
+func (k keyspace) unique(name string, args map[string]interface{}) (string, error) {
+	var buf bytes.Buffer
+	buf.WriteString(k.uniquePrefix(name))
+	if args != nil {
+		if err := json.NewEncoder(&buf).Encode(args); err != nil {
+			return "", err
+		}
+	}
+	return buf.String(), nil
+}
+
+// uniqueTTLSeconds is how long a unique lock lives when no worker picks its job up.
+const uniqueTTLSeconds = 86400
+
+// Scripts. Each documents its KEYS and ARGV like a function signature.
+
+// fetchScript moves up to ARGV[2] jobs, taken from the candidate queues in the order given, into this
+// pool's in-progress lists, and counts them against each queue's concurrency lock. A paused queue and a
+// queue at its MaxConcurrency are skipped.
+//
+//	KEYS[6i-5..6i], one group per candidate queue i:
+//	  jobs list, in-progress list of this pool, paused flag, lock counter, lock_info hash, max_concurrency
+//	ARGV[1] pool ID
+//	ARGV[2] how many jobs at most, over all candidates
+//
+// Returns {status, counts, jobs}: status[i] is queue i's length after the fetch, -1 when paused, -2 at
+// its concurrency limit, -3 when not reached; counts[i] the number taken from it; jobs the payloads in
+// fetch order (oldest first within a queue).
+var fetchScript = redis.NewScript(-1, `
+local pool = ARGV[1]
+local want = tonumber(ARGV[2])
+local status, counts, jobs = {}, {}, {}
+for i = 1, #KEYS / 6 do
+  local b = (i - 1) * 6
+  local got = 0
+  if want <= 0 then
+    status[i] = -3
+  elseif redis.call('exists', KEYS[b+3]) == 1 then
+    status[i] = -1
+  else
+    local take = want
+    local max = tonumber(redis.call('get', KEYS[b+6]) or 0) or 0
+    if max > 0 then
+      local held = tonumber(redis.call('get', KEYS[b+4]) or 0) or 0
+      if max - held < take then take = max - held end
+    end
+    if take <= 0 then
+      status[i] = -2
+    else
+      for j = 1, take do
+        local v = redis.call('rpoplpush', KEYS[b+1], KEYS[b+2])
+        if not v then break end
+        got = got + 1
+        jobs[#jobs + 1] = v
+      end
+      if got > 0 then
+        redis.call('incrby', KEYS[b+4], got)
+        redis.call('hincrby', KEYS[b+5], pool, got)
+        want = want - got
+      end
+      status[i] = redis.call('llen', KEYS[b+1])
+    end
+  end
+  counts[i] = got
+end
+return {status, counts, jobs}
+`)
+
+// finishScript ends this pool's hold on fetched jobs, atomically for the whole batch. A job is only
+// acted on if it is still in the in-progress list, so a job that was already put back (by a stop
+// deadline or a reaper) is not counted twice: the counters cannot drift.
+//
+//	KEYS[5i-4..5i], one group per job i:
+//	  in-progress list, lock counter, lock_info hash, max_concurrency, destination (the job's queue
+//	  for 'requeue', the retry or dead set for 'zadd', unused for 'ack')
+//	ARGV[1] pool ID
+//	ARGV[2] wake-up channel
+//	ARGV[3+4(i-1)..]: op ('ack', 'zadd' or 'requeue'), in-progress payload, job name, zadd score,
+//	  followed by ARGV[3+4n+(i-1)]: zadd payload (or "")
+//
+// Returns one 1 (done) or 0 (no longer held) per job.
+var finishScript = redis.NewScript(-1, `
+local pool, channel = ARGV[1], ARGV[2]
+local n = #KEYS / 5
+local out = {}
+for i = 1, n do
+  local k = (i - 1) * 5
+  local a = 2 + (i - 1) * 4
+  local op, raw, name = ARGV[a+1], ARGV[a+2], ARGV[a+3]
+  if redis.call('lrem', KEYS[k+1], -1, raw) == 1 then
+    local held = redis.call('decr', KEYS[k+2])
+    if held < 0 then redis.call('set', KEYS[k+2], 0) end
+    if redis.call('hincrby', KEYS[k+3], pool, -1) <= 0 then redis.call('hdel', KEYS[k+3], pool) end
+    local max = tonumber(redis.call('get', KEYS[k+4]) or 0) or 0
+    if max > 0 and held + 1 >= max then redis.call('publish', channel, name) end
+    if op == 'zadd' then
+      redis.call('zadd', KEYS[k+5], ARGV[a+4], ARGV[2 + 4*n + i])
+    elseif op == 'requeue' then
+      if redis.call('rpush', KEYS[k+5], raw) == 1 then redis.call('publish', channel, name) end
+    end
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out
+`)
+
+// heartbeatScript records that this pool is alive (in Redis server time), squares the pool's
+// concurrency counters with what it actually holds, and reports the other pools whose heartbeat is
+// older than ARGV[8] seconds or missing. It reads other pools' heartbeat hashes by name (ARGV[9] is
+// their key prefix); with a hash-tagged namespace they share the slot of KEYS[1].
+//
+//	KEYS[1] worker_pools set; KEYS[2] this pool's heartbeat hash
+//	KEYS[3i..3i+2], one group per job name of this pool: in-progress list, lock counter, lock_info hash
+//	ARGV[1] pool ID; ARGV[2] started_at; ARGV[3] job_names; ARGV[4] concurrency; ARGV[5] worker_ids;
+//	ARGV[6] host; ARGV[7] pid; ARGV[8] dead-after seconds; ARGV[9] heartbeat key prefix
+//
+// Returns {now, stale pool ID 1, its job_names (or ""), stale pool ID 2, ...}.
+var heartbeatScript = redis.NewScript(-1, `
+local pool = ARGV[1]
+local now = tonumber(redis.call('time')[1])
+redis.call('hset', KEYS[2], 'heartbeat_at', now, 'started_at', ARGV[2], 'job_names', ARGV[3],
+  'concurrency', ARGV[4], 'worker_ids', ARGV[5], 'host', ARGV[6], 'pid', ARGV[7])
+redis.call('sadd', KEYS[1], pool)
+for k = 3, #KEYS, 3 do
+  local held = redis.call('llen', KEYS[k])
+  if held > 0 then redis.call('hset', KEYS[k+2], pool, held) else redis.call('hdel', KEYS[k+2], pool) end
+  local sum = 0
+  for _, v in ipairs(redis.call('hvals', KEYS[k+2])) do sum = sum + (tonumber(v) or 0) end
+  redis.call('set', KEYS[k+1], sum)
+end
+local out = {now}
+local deadAfter = tonumber(ARGV[8])
+for _, id in ipairs(redis.call('smembers', KEYS[1])) do
+  if id ~= pool then
+    local hb = redis.call('hmget', ARGV[9] .. id, 'heartbeat_at', 'job_names')
+    local at = tonumber(hb[1] or '')
+    if not at or now - at > deadAfter then
+      out[#out + 1] = id
+      out[#out + 1] = hb[2] or ''
+    end
+  end
+end
+return out
+`)
+
+// reapScript returns a dead pool's in-progress jobs to the fetch end of their queues (oldest first, no
+// retry counted) and releases what it held of each concurrency lock, unless the pool sent a heartbeat
+// after all. Only one of several reapers racing for the same pool does anything.
+//
+//	KEYS[1] worker_pools set; KEYS[2] the dead pool's heartbeat hash
+//	KEYS[4i-1..4i+2], one group per job name: jobs list, the pool's in-progress list, lock, lock_info
+//	ARGV[1] dead pool ID; ARGV[2] dead-after seconds; ARGV[3] wake-up channel; ARGV[3+i] job name i
+//
+// Returns the number of jobs requeued, or -1 when the pool turned out to be alive.
+var reapScript = redis.NewScript(-1, `
+local now = tonumber(redis.call('time')[1])
+local at = tonumber(redis.call('hget', KEYS[2], 'heartbeat_at') or '')
+if at and now - at <= tonumber(ARGV[2]) then return -1 end
+local moved = 0
+for i = 1, (#KEYS - 2) / 4 do
+  local b = 2 + (i - 1) * 4
+  local c = 0
+  while true do
+    local v = redis.call('lpop', KEYS[b+2])
+    if not v then break end
+    redis.call('rpush', KEYS[b+1], v)
+    c = c + 1
+  end
+  local held = tonumber(redis.call('hget', KEYS[b+4], ARGV[1]) or 0) or 0
+  redis.call('hdel', KEYS[b+4], ARGV[1])
+  if held ~= 0 then
+    if redis.call('decrby', KEYS[b+3], held) < 0 then redis.call('set', KEYS[b+3], 0) end
+  end
+  if c > 0 then
+    redis.call('publish', ARGV[3], ARGV[3+i])
+    moved = moved + c
+  end
+end
+redis.call('del', KEYS[2])
+redis.call('srem', KEYS[1], ARGV[1])
+return moved
+`)
+
+// dueScript lists members of sorted sets whose score is at or before the server's clock.
+//
+//	KEYS[1..n] sorted sets (scheduled, retry)
+//	ARGV[1] at most this many members of each set
+//
+// Returns {now, {members of KEYS[1]}, {members of KEYS[2]}, ...}.
+var dueScript = redis.NewScript(-1, `
+local now = redis.call('time')[1]
+local out = {tonumber(now)}
+for i = 1, #KEYS do
+  out[i + 1] = redis.call('zrangebyscore', KEYS[i], '-inf', now, 'LIMIT', 0, ARGV[1])
+end
+return out
+`)
+
+// enqueueDueScript moves members of a sorted set onto the back of the queues named for them, each at
+// most once: a member that another pool moved first is skipped.
+//
+//	KEYS[1] the sorted set; KEYS[1+i] the queue list for member i
+//	ARGV[1] wake-up channel; ARGV[2i], ARGV[2i+1] member i and its job name
+//
+// Returns the number of members moved.
+var enqueueDueScript = redis.NewScript(-1, `
+local moved = 0
+for i = 2, #KEYS do
+  local m, name = ARGV[2*(i-1)], ARGV[2*(i-1)+1]
+  if redis.call('zrem', KEYS[1], m) == 1 then
+    if redis.call('lpush', KEYS[i], m) == 1 then redis.call('publish', ARGV[1], name) end
+    moved = moved + 1
+  end
+end
+return moved
+`)
+
+// zsetMoveScript moves one member from a sorted set to another sorted set under a new payload, if it is
+// still there: a payload that cannot be decoded goes to dead with its reason this way.
+//
+//	KEYS[1] source set; KEYS[2] destination set
+//	ARGV[1] member; ARGV[2] destination score; ARGV[3] destination payload
+//
+// Returns 1 when moved, 0 when the member was gone.
+var zsetMoveScript = redis.NewScript(2, `
+if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then
+  redis.call('zadd', KEYS[2], ARGV[2], ARGV[3])
+  return 1
+end
+return 0
+`)
+
+// enqueueUniqueScript enqueues a job (onto a queue, or into the scheduled set when ARGV[3] is a score)
+// unless its unique lock is held. A duplicate refreshes the lock and, for ByKey jobs, replaces the
+// stored job so the single run uses the latest args.
+//
+//	KEYS[1] jobs list or scheduled set; KEYS[2] unique lock; KEYS[3] known_jobs set
+//	ARGV[1] job payload; ARGV[2] lock value ("1", or the job payload for ByKey); ARGV[3] run-at score
+//	or ""; ARGV[4] job name; ARGV[5] wake-up channel; ARGV[6] lock TTL in seconds
+//
+// Returns "ok" when enqueued, "dup" otherwise.
+var enqueueUniqueScript = redis.NewScript(3, `
+redis.call('sadd', KEYS[3], ARGV[4])
+if redis.call('set', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[6]) then
+  if ARGV[3] ~= '' then
+    redis.call('zadd', KEYS[1], ARGV[3], ARGV[1])
+  elseif redis.call('lpush', KEYS[1], ARGV[1]) == 1 then
+    redis.call('publish', ARGV[5], ARGV[4])
+  end
+  return 'ok'
+end
+redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[6])
+return 'dup'
+`)
+
+// claimUniqueScript releases the unique locks of jobs a worker is starting, returning what each held
+// ("1", or the latest job payload of a ByKey job, or nil when the lock had expired).
+//
+//	KEYS[1..n] unique locks
+var claimUniqueScript = redis.NewScript(-1, `
+local out = {}
+for i = 1, #KEYS do
+  out[i] = redis.call('get', KEYS[i])
+  redis.call('del', KEYS[i])
+end
+return out
+`)
+
+// schedulePeriodicScript adds periodic jobs to the scheduled set for run-at times still in the future
+// on the server's clock, so a job already moved to its queue is never added a second time. Every pool
+// writes the same bytes for the same tick, so ZADD makes the add idempotent across pools.
+//
+//	KEYS[1] scheduled set; KEYS[2] last_periodic_enqueue
+//	ARGV[2i-1], ARGV[2i]: run-at score and payload of job i
+//
+// Returns the number of jobs newly added.
+var schedulePeriodicScript = redis.NewScript(2, `
+local now = tonumber(redis.call('time')[1])
+local added = 0
+for i = 1, #ARGV, 2 do
+  if tonumber(ARGV[i]) > now then
+    added = added + redis.call('zadd', KEYS[1], ARGV[i], ARGV[i+1])
+  end
+end
+redis.call('set', KEYS[2], now)
+return added
+`)
+
+// nonEmptyScript reports which queues hold jobs: one command however many queues.
+//
+//	KEYS[1..n] jobs lists
+//
+// Returns the indexes (1-based) of the non-empty ones.
+var nonEmptyScript = redis.NewScript(-1, `
+local out = {}
+for i = 1, #KEYS do
+  if redis.call('llen', KEYS[i]) > 0 then out[#out + 1] = i end
+end
+return out
+`)
+
+// connSource hands out connections. It is the seam behind which other Redis clients can sit.
+type connSource interface {
+	get(ctx context.Context) (redis.Conn, error)
+}
+
+type redigoSource struct{ pool *redis.Pool }
+
+func (s redigoSource) get(ctx context.Context) (redis.Conn, error) { return s.pool.GetContext(ctx) }
+
+// store is the package's Redis layer: one method per state transition or read, each one round trip
+// unless it says otherwise.
+type store struct {
+	src connSource
+	ks  keyspace
+}
+
+func newStore(namespace string, pool *redis.Pool) *store {
+	return &store{src: redigoSource{pool}, ks: newKeyspace(namespace)}
+}
+
+// do runs fn on a connection and closes it.
+func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
+	c, err := s.src.get(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
+}
+
+// enqueue pushes a payload onto its queue (registering the job name when addKnown is set) and wakes
+// idle pools when the queue was empty: one round trip, two only on the empty-to-non-empty edge.
+func (s *store) enqueue(ctx context.Context, name string, payload []byte, addKnown bool) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		var n int64
+		var err error
+		if addKnown {
+			if err = c.Send("SADD", s.ks.knownJobs(), name); err != nil {
+				return err
+			}
+			if err = c.Send("LPUSH", s.ks.jobs(name), payload); err != nil {
+				return err
+			}
+			r, err := redis.Values(c.Do(""))
+			if err != nil {
+				return err
+			}
+			if n, err = redis.Int64(r[1], nil); err != nil {
+				return err
+			}
+		} else if n, err = redis.Int64(c.Do("LPUSH", s.ks.jobs(name), payload)); err != nil {
+			return err
+		}
+		if n == 1 {
+			_, err = c.Do("PUBLISH", s.ks.wakeChannel(), name)
+		}
+		return err
+	})
+}
+
+// enqueueBatch pushes many payloads in one round trip (a MULTI transaction, so the call is atomic).
+func (s *store) enqueueBatch(ctx context.Context, names []string, payloads [][]byte, addKnown []string) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		c.Send("MULTI")
+		for _, n := range addKnown {
+			c.Send("SADD", s.ks.knownJobs(), n)
+		}
+		for i, p := range payloads {
+			c.Send("LPUSH", s.ks.jobs(names[i]), p)
+		}
+		seen := map[string]bool{}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				c.Send("PUBLISH", s.ks.wakeChannel(), n)
+			}
+		}
+		_, err := c.Do("EXEC")
+		return err
+	})
+}
+
+// schedule adds a payload to the scheduled set.
+func (s *store) schedule(ctx context.Context, name string, runAt int64, payload []byte, addKnown bool) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		if addKnown {
+			c.Send("SADD", s.ks.knownJobs(), name)
+		}
+		_, err := c.Do("ZADD", s.ks.scheduled(), runAt, payload)
+		return err
+	})
+}
+
+// enqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
+func (s *store) enqueueUnique(ctx context.Context, name, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
+	dest, score := s.ks.jobs(name), ""
+	if runAt != 0 {
+		dest, score = s.ks.scheduled(), strconv.FormatInt(runAt, 10)
+	}
+	var res string
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		res, err = redis.String(enqueueUniqueScript.Do(c, dest, uniqueKey, s.ks.knownJobs(),
+			payload, lockValue, score, name, s.ks.wakeChannel(), ttl))
+		return err
+	})
+	return res == "ok", err
+}
+
+// fetchResult is what one fetch returned.
+type fetchResult struct {
+	status []int64  // per candidate, see fetchScript
+	counts []int64  // per candidate
+	jobs   [][]byte // payloads, grouped by candidate in order
+}
+
+// fetch takes up to want jobs from the candidate queues, in order, for poolID.
+func (s *store) fetch(ctx context.Context, poolID string, candidates []string, want int) (fetchResult, error) {
+	args := make([]interface{}, 0, 1+6*len(candidates)+2)
+	args = append(args, 6*len(candidates))
+	for _, name := range candidates {
+		args = append(args, s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.paused(name),
+			s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name))
+	}
+	args = append(args, poolID, want)
+	var res fetchResult
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(fetchScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) != 3 {
+			return fmt.Errorf("work: fetch: unexpected reply of %d elements", len(r))
+		}
+		if res.status, err = redis.Int64s(r[0], nil); err != nil {
+			return err
+		}
+		if res.counts, err = redis.Int64s(r[1], nil); err != nil {
+			return err
+		}
+		res.jobs, err = redis.ByteSlices(r[2], nil)
+		return err
+	})
+	return res, err
+}
+
+// finishOp is one job's end of hold: ack, move to the retry or dead set, or requeue.
+type finishOp struct {
+	op      string // "ack", "zadd" or "requeue"
+	name    string // job name (its queue)
+	raw     []byte // the payload as it sits in the in-progress list
+	dest    string // zadd: the set key
+	score   int64  // zadd: the score
+	payload []byte // zadd: the member
+}
+
+// finish applies a batch of finishOps atomically and reports which jobs were still held.
+func (s *store) finish(ctx context.Context, poolID string, ops []finishOp) ([]int64, error) {
+	args := make([]interface{}, 0, 1+9*len(ops)+2)
+	args = append(args, 5*len(ops))
+	for i := range ops {
+		o := &ops[i]
+		dest := o.dest
+		if o.op == "requeue" {
+			dest = s.ks.jobs(o.name)
+		} else if dest == "" {
+			dest = s.ks.jobs(o.name) // unused by 'ack'; any key of the same namespace will do
+		}
+		args = append(args, s.ks.inProgress(o.name, poolID), s.ks.lock(o.name), s.ks.lockInfo(o.name),
+			s.ks.maxConcurrency(o.name), dest)
+	}
+	args = append(args, poolID, s.ks.wakeChannel())
+	for i := range ops {
+		o := &ops[i]
+		args = append(args, o.op, o.raw, o.name, o.score)
+	}
+	for i := range ops {
+		args = append(args, ops[i].payload)
+	}
+	var done []int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		done, err = redis.Int64s(finishScript.Do(c, args...))
+		return err
+	})
+	return done, err
+}
+
+// claimUnique releases unique locks (see claimUniqueScript).
+func (s *store) claimUnique(ctx context.Context, keys []string) ([][]byte, error) {
+	args := make([]interface{}, 0, len(keys)+1)
+	args = append(args, len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	var vals [][]byte
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		vals, err = redis.ByteSlices(claimUniqueScript.Do(c, args...))
+		return err
+	})
+	return vals, err
+}
+
+// poolHeartbeat is what a pool publishes about itself (compat: the worker_pools:<id> hash).
+type poolHeartbeat struct {
+	poolID      string
+	startedAt   int64
+	jobNames    []string // sorted
+	concurrency uint
+	workerIDs   []string // sorted
+	host        string
+	pid         int
+}
+
+// stalePool is a pool whose heartbeat is older than the dead-after limit.
+type stalePool struct {
+	id       string
+	jobNames []string // nil when its heartbeat hash is gone
+}
+
+// heartbeat writes this pool's heartbeat and reports the server's clock and the stale pools.
+func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSeconds int64) (int64, []stalePool, error) {
+	args := make([]interface{}, 0, 3+3*len(hb.jobNames)+9)
+	args = append(args, 2+3*len(hb.jobNames), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
+	for _, name := range hb.jobNames {
+		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.lock(name), s.ks.lockInfo(name))
+	}
+	args = append(args, hb.poolID, hb.startedAt, strings.Join(hb.jobNames, ","), hb.concurrency,
+		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""))
+	var now int64
+	var stale []stalePool
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(heartbeatScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) == 0 || len(r)%2 != 1 {
+			return fmt.Errorf("work: heartbeat: unexpected reply of %d elements", len(r))
+		}
+		if now, err = redis.Int64(r[0], nil); err != nil {
+			return err
+		}
+		for i := 1; i+1 < len(r); i += 2 {
+			id, _ := redis.String(r[i], nil)
+			names, _ := redis.String(r[i+1], nil)
+			sp := stalePool{id: id}
+			if names != "" {
+				sp.jobNames = strings.Split(names, ",")
+			}
+			stale = append(stale, sp)
+		}
+		return nil
+	})
+	return now, stale, err
+}
+
+// reap requeues a dead pool's in-progress jobs of the given job names. It returns the number of jobs
+// requeued, or -1 when the pool is alive after all.
+func (s *store) reap(ctx context.Context, poolID string, jobNames []string, deadAfterSeconds int64) (int64, error) {
+	args := make([]interface{}, 0, 3+4*len(jobNames)+3+len(jobNames))
+	args = append(args, 2+4*len(jobNames), s.ks.workerPools(), s.ks.heartbeat(poolID))
+	for _, name := range jobNames {
+		args = append(args, s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.lock(name), s.ks.lockInfo(name))
+	}
+	args = append(args, poolID, deadAfterSeconds, s.ks.wakeChannel())
+	for _, name := range jobNames {
+		args = append(args, name)
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(reapScript.Do(c, args...))
+		return err
+	})
+	return n, err
+}
+
+// knownJobNames returns the members of known_jobs.
+func (s *store) knownJobNames(ctx context.Context) ([]string, error) {
+	var names []string
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		names, err = redis.Strings(c.Do("SMEMBERS", s.ks.knownJobs()))
+		return err
+	})
+	return names, err
+}
+
+// due lists up to limit due members of each of the given sets, with the server's clock.
+func (s *store) due(ctx context.Context, sets []string, limit int) (int64, [][][]byte, error) {
+	args := make([]interface{}, 0, 2+len(sets))
+	args = append(args, len(sets))
+	for _, k := range sets {
+		args = append(args, k)
+	}
+	args = append(args, limit)
+	var now int64
+	var members [][][]byte
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(dueScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) != len(sets)+1 {
+			return fmt.Errorf("work: due: unexpected reply of %d elements", len(r))
+		}
+		if now, err = redis.Int64(r[0], nil); err != nil {
+			return err
+		}
+		for _, v := range r[1:] {
+			m, err := redis.ByteSlices(v, nil)
+			if err != nil {
+				return err
+			}
+			members = append(members, m)
+		}
+		return nil
+	})
+	return now, members, err
+}
+
+// enqueueDue moves set members onto the queues of the given names (see enqueueDueScript).
+func (s *store) enqueueDue(ctx context.Context, set string, members [][]byte, names []string) (int64, error) {
+	args := make([]interface{}, 0, 2+3*len(members)+1)
+	args = append(args, 1+len(members), set)
+	for _, name := range names {
+		args = append(args, s.ks.jobs(name))
+	}
+	args = append(args, s.ks.wakeChannel())
+	for i, m := range members {
+		args = append(args, m, names[i])
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(enqueueDueScript.Do(c, args...))
+		return err
+	})
+	return n, err
+}
+
+// zsetMove moves one member between sorted sets under a new payload (see zsetMoveScript).
+func (s *store) zsetMove(ctx context.Context, from, to string, member []byte, score int64, payload []byte) (bool, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(zsetMoveScript.Do(c, from, to, member, score, payload))
+		return err
+	})
+	return n == 1, err
+}
+
+// schedulePeriodic adds periodic jobs (see schedulePeriodicScript).
+func (s *store) schedulePeriodic(ctx context.Context, scores []int64, payloads [][]byte) (int64, error) {
+	args := make([]interface{}, 0, 2+2*len(scores))
+	args = append(args, s.ks.scheduled(), s.ks.lastPeriodicEnqueue())
+	for i := range scores {
+		args = append(args, scores[i], payloads[i])
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(schedulePeriodicScript.Do(c, args...))
+		return err
+	})
+	return n, err
+}
+
+// registerPool writes, at pool start, the names the pool serves and their MaxConcurrency.
+func (s *store) registerPool(ctx context.Context, names []string, maxConcurrency []uint) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		for i, name := range names {
+			c.Send("SADD", s.ks.knownJobs(), name)
+			c.Send("SET", s.ks.maxConcurrency(name), maxConcurrency[i])
+		}
+		_, err := c.Do("")
+		return err
+	})
+}
+
+// nonEmptyQueues returns the names whose queue holds jobs.
+func (s *store) nonEmptyQueues(ctx context.Context, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	args := make([]interface{}, 0, 1+len(names))
+	args = append(args, len(names))
+	for _, name := range names {
+		args = append(args, s.ks.jobs(name))
+	}
+	var out []string
+	err := s.do(ctx, func(c redis.Conn) error {
+		idx, err := redis.Ints(nonEmptyScript.Do(c, args...))
+		for _, i := range idx {
+			if i >= 1 && i <= len(names) {
+				out = append(out, names[i-1])
+			}
+		}
+		return err
+	})
+	return out, err
+}
+
+// queueLengths returns the length of each named queue, one round trip.
+func (s *store) queueLengths(ctx context.Context, names []string) ([]int64, error) {
+	var out []int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		for _, name := range names {
+			c.Send("LLEN", s.ks.jobs(name))
+		}
+		r, err := redis.Int64s(c.Do(""))
+		out = r
+		return err
+	})
+	return out, err
+}
+
+// observation is the worker:<id> hash of a busy worker.
+type observation struct {
+	workerID  string
+	busy      bool
+	jobName   string
+	jobID     string
+	startedAt int64
+	args      []byte
+	checkin   string
+	checkinAt int64
+}
+
+// writeObservations records busy workers (EX 86400) and deletes idle ones, one round trip.
+func (s *store) writeObservations(ctx context.Context, obs []observation) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		for i := range obs {
+			o := &obs[i]
+			key := s.ks.worker(o.workerID)
+			if !o.busy {
+				c.Send("DEL", key)
+				continue
+			}
+			c.Send("DEL", key)
+			args := []interface{}{key, "job_name", o.jobName, "job_id", o.jobID, "started_at", o.startedAt, "args", o.args}
+			if o.checkinAt != 0 {
+				args = append(args, "checkin", o.checkin, "checkin_at", o.checkinAt)
+			}
+			c.Send("HSET", args...)
+			c.Send("EXPIRE", key, 86400)
+		}
+		_, err := c.Do("")
+		return err
+	})
+}
+
+// removePool deletes a stopping pool's heartbeat and registration.
+func (s *store) removePool(ctx context.Context, poolID string) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		c.Send("SREM", s.ks.workerPools(), poolID)
+		c.Send("DEL", s.ks.heartbeat(poolID))
+		_, err := c.Do("")
+		return err
+	})
+}
+
+// isNoScript reports whether err is Redis's NOSCRIPT reply.
+func isNoScript(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT")
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the whole test suite against real, throwaway redis-server processes.
+# Installs redis-server from Debian's packages when it is missing, starts servers on free loopback
+# ports, runs the Go tests with the race detector, and stops the servers whatever happens.
+# Extra arguments go to `go test` (for example: scripts/test.sh -run TestEnqueue -count=1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "redis-server not found: installing it from Debian's packages" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()' 2>/dev/null \
+  || shuf -i 20000-60000 -n 1; }
+
+# start_redis VAR [extra redis-server args...]: starts a server, exports VAR=127.0.0.1:port.
+start_redis() {
+  local var=$1; shift
+  local port dir
+  port=$(free_port)
+  dir="$tmp/$var"; mkdir -p "$dir"
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+    --daemonize no --loglevel warning "$@" >"$dir/log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && { export "$var=127.0.0.1:$port"; return 0; }
+    sleep 0.05
+  done
+  echo "redis-server on port $port did not start:" >&2; cat "$dir/log" >&2; exit 1
+}
+
+start_redis WORK_TEST_REDIS
+echo "test redis: $WORK_TEST_REDIS" >&2
+
+go vet ./...
+go test -race -count=1 -timeout 12m "$@" ./...

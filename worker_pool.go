@@ -1,0 +1,378 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/robfig/cron/v3"
+)
+
+// WorkerPool runs jobs: its workers fetch jobs from Redis, run them through the middleware and the
+// job's handler, and record the outcome (done, retry or dead).
+type WorkerPool struct {
+	workerPoolID string
+	concurrency  uint
+	namespace    string
+	pool         *redis.Pool
+	store        *store
+	contextType  reflect.Type
+	opts         WorkerPoolOptions
+	logger       *slog.Logger
+
+	mu           sync.Mutex
+	jobTypes     map[string]*jobType
+	middleware   []boundMiddleware
+	needsCtx     bool // some handler or middleware takes the custom context
+	periodicJobs []*periodicJob
+	run          *poolRun // non-nil while started
+}
+
+// JobOptions can be passed to JobWithOptions.
+type JobOptions struct {
+	Priority       uint              // Priority from 1 to 100000; 0 means 1
+	MaxFails       uint              // 1: the first failure is final. 0: 4
+	SkipDead       bool              // If true, don't send failed jobs to the dead queue when retries are exhausted.
+	MaxConcurrency uint              // Max number of jobs of this name in flight across all pools of the namespace. 0: no limit.
+	Backoff        BackoffCalculator // If not set, uses the default backoff algorithm.
+
+	// Timeout, when positive, cancels the context.Context of a handler that runs longer than it; the
+	// handler should then return (a handler that ignores its context is not interrupted). A job whose
+	// handler returns after its timeout fails with context.DeadlineExceeded.
+	Timeout time.Duration
+}
+
+// WorkerPoolOptions can be passed to NewWorkerPoolWithOptions.
+type WorkerPoolOptions struct {
+	// SleepBackoffs are the waits, in milliseconds, between looks at Redis while the pool finds no
+	// job; the last one repeats. Jobs enqueued through an Enqueuer wake an idle pool at once whatever
+	// these say; the backoffs bound how long a job pushed onto a queue by another program waits.
+	// Default: 0, 10, 100, 1000.
+	SleepBackoffs []int64
+
+	// Logger receives the pool's log records. Default: slog.Default().
+	Logger *slog.Logger
+
+	// HeartbeatInterval is how often the pool tells Redis it is alive. Default: 5s.
+	HeartbeatInterval time.Duration
+
+	// DeadPoolTimeout is how long a pool's heartbeat may be missing before other pools put its
+	// in-progress jobs back in their queues (without counting a failure). A pool whose heartbeats
+	// still arrive is never reaped, however slow. Default: 10s, so a crashed pool's jobs are back
+	// within 15s at the default HeartbeatInterval.
+	DeadPoolTimeout time.Duration
+}
+
+// BackoffCalculator is a function that returns how many seconds to wait before the next attempt of
+// a failed job. job.Fails, job.LastErr and job.FailedAt are already set.
+type BackoffCalculator func(job *Job) int64
+
+var defaultSleepBackoffs = []int64{0, 10, 100, 1000}
+
+const (
+	defaultHeartbeatInterval = 5 * time.Second
+	defaultDeadPoolTimeout   = 10 * time.Second
+	defaultMaxFails          = 4
+	maxPriority              = 100000
+)
+
+type jobType struct {
+	Name string
+	JobOptions
+	handler boundHandler
+}
+
+// NewWorkerPool creates a new worker pool. ctx should be a struct literal whose type will be used for
+// middleware and handlers. concurrency specifies how many workers to spin up: each runs one job at a
+// time. It panics when pool is nil, when ctx is not a struct, or when concurrency is 0.
+func NewWorkerPool(ctx interface{}, concurrency uint, namespace string, pool *redis.Pool) *WorkerPool {
+	return NewWorkerPoolWithOptions(ctx, concurrency, namespace, pool, WorkerPoolOptions{})
+}
+
+// NewWorkerPoolWithOptions creates a new worker pool as per the NewWorkerPool function, but permits
+// you to specify additional options such as sleep backoffs.
+func NewWorkerPoolWithOptions(ctx interface{}, concurrency uint, namespace string, pool *redis.Pool, opts WorkerPoolOptions) *WorkerPool {
+	if pool == nil {
+		panic("work: NewWorkerPool needs a non-nil *redis.Pool")
+	}
+	ctxType := reflect.TypeOf(ctx)
+	if ctxType == nil || ctxType.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("work: NewWorkerPool needs a struct value as its context (eg, Context{}), got %T", ctx))
+	}
+	if concurrency == 0 {
+		panic("work: NewWorkerPool needs a concurrency of at least 1")
+	}
+	if len(opts.SleepBackoffs) == 0 {
+		opts.SleepBackoffs = defaultSleepBackoffs
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = defaultHeartbeatInterval
+	}
+	if opts.DeadPoolTimeout <= 0 {
+		opts.DeadPoolTimeout = defaultDeadPoolTimeout
+	}
+	if opts.DeadPoolTimeout < opts.HeartbeatInterval+time.Second {
+		opts.DeadPoolTimeout = opts.HeartbeatInterval + time.Second
+	}
+	id := makeIdentifier()
+	return &WorkerPool{
+		workerPoolID: id,
+		concurrency:  concurrency,
+		namespace:    namespace,
+		pool:         pool,
+		store:        newStore(namespace, pool),
+		contextType:  ctxType,
+		opts:         opts,
+		logger:       opts.Logger.With("pool_id", id),
+		jobTypes:     make(map[string]*jobType),
+	}
+}
+
+// Middleware appends the specified function to the middleware chain. The fn can take one of these
+// forms: func(*Job, NextMiddlewareFunc) error, func(*Ctx, *Job, NextMiddlewareFunc) error,
+// func(context.Context, *Job, NextMiddlewareContextFunc) error, or
+// func(*Ctx, context.Context, *Job, NextMiddlewareContextFunc) error, where Ctx is the type of the
+// pool's context. It panics on any other form, and when called after Start.
+func (wp *WorkerPool) Middleware(fn interface{}) *WorkerPool {
+	m, usesCtx := bindMiddleware(wp.contextType, fn)
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	wp.mustNotBeStarted("Middleware")
+	wp.middleware = append(wp.middleware, m)
+	wp.needsCtx = wp.needsCtx || usesCtx
+	return wp
+}
+
+// Job registers the job name to the specified handler fn. For instance, when workers pull jobs from
+// the name "send_email" queue, they'll call the specified handler. fn can take one of these forms:
+// func(*Job) error, func(*Ctx, *Job) error, func(context.Context, *Job) error, or
+// func(*Ctx, context.Context, *Job) error. It panics on any other form, on an empty name, and when
+// called after Start.
+func (wp *WorkerPool) Job(name string, fn interface{}) *WorkerPool {
+	return wp.JobWithOptions(name, JobOptions{}, fn)
+}
+
+// JobWithOptions adds a handler for 'name' jobs as per the Job function, but permits you to specify
+// additional options such as a job's priority, retry count, and whether to send dead jobs to the dead
+// job queue or trash them. It panics on a Priority above 100000.
+func (wp *WorkerPool) JobWithOptions(name string, jobOpts JobOptions, fn interface{}) *WorkerPool {
+	if name == "" {
+		panic("work: job name is empty")
+	}
+	if jobOpts.Priority > maxPriority {
+		panic(fmt.Sprintf("work: job %q has priority %d; the most is %d", name, jobOpts.Priority, maxPriority))
+	}
+	if jobOpts.Priority == 0 {
+		jobOpts.Priority = 1
+	}
+	if jobOpts.MaxFails == 0 {
+		jobOpts.MaxFails = defaultMaxFails
+	}
+	h, usesCtx := bindHandler(wp.contextType, fn)
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	wp.mustNotBeStarted("Job")
+	wp.jobTypes[name] = &jobType{Name: name, JobOptions: jobOpts, handler: h}
+	wp.needsCtx = wp.needsCtx || usesCtx
+	return wp
+}
+
+// PeriodicallyEnqueue will periodically enqueue jobName according to the cron-based spec. The spec
+// format is based on https://godoc.org/github.com/robfig/cron: five fields (minute precision), six
+// with a leading seconds field, or a descriptor such as "@every 1m" or "@hourly". Every pool of the
+// namespace may register the same spec: each tick is enqueued once. It panics on a bad spec.
+func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPool {
+	sched, err := parseCronSpec(spec)
+	if err != nil {
+		panic(fmt.Sprintf("work: PeriodicallyEnqueue(%q, %q): %v", spec, jobName, err))
+	}
+	if jobName == "" {
+		panic("work: job name is empty")
+	}
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	wp.mustNotBeStarted("PeriodicallyEnqueue")
+	wp.periodicJobs = append(wp.periodicJobs, &periodicJob{jobName: jobName, spec: spec, schedule: sched})
+	return wp
+}
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+func parseCronSpec(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
+
+func (wp *WorkerPool) mustNotBeStarted(what string) {
+	if wp.run != nil {
+		panic("work: " + what + " called after Start")
+	}
+}
+
+// Start starts the workers and associated processes. Calling Start on a started pool does nothing.
+func (wp *WorkerPool) Start() {
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	if wp.run != nil {
+		return
+	}
+	wp.run = newPoolRun(wp)
+	wp.run.start()
+}
+
+// Stop stops the workers and associated processes. It waits for running jobs to finish; jobs fetched
+// but not yet started go back to the front of their queues, and queued jobs stay queued. Calling
+// Stop on a pool that is not started does nothing.
+func (wp *WorkerPool) Stop() {
+	_ = wp.StopContext(context.Background())
+}
+
+// StopContext stops the pool like Stop, but waits for running jobs only until ctx is done. Then it
+// cancels the running jobs' contexts, puts those jobs back at the front of their queues (they will
+// run again, in this or another pool) and returns ctx.Err(). A handler that ignores its context may
+// still be running when StopContext returns; its outcome is then discarded.
+func (wp *WorkerPool) StopContext(ctx context.Context) error {
+	wp.mu.Lock()
+	r := wp.run
+	wp.run = nil
+	wp.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.stop(ctx)
+}
+
+// Drain drains all jobs in the queues of this pool's job names: it returns once the pool finds them
+// empty and has finished every job it fetched. It does not wait for scheduled or retry jobs.
+// Calling Drain on a pool that is not started returns at once.
+func (wp *WorkerPool) Drain() {
+	wp.mu.Lock()
+	r := wp.run
+	wp.mu.Unlock()
+	if r != nil {
+		r.drain()
+	}
+}
+
+// poolRun is a started pool: its goroutines and the channels between them. The data flows
+// fetcher -> jobs -> workers -> acker.
+type poolRun struct {
+	wp       *WorkerPool
+	poolID   string
+	names    []string // registered job names, sorted
+	jobTypes map[string]*jobType
+
+	ctx    context.Context // cancelled when the pool stops: background loops end
+	cancel context.CancelFunc
+	// jobCtx is the parent of every job's context; cancelled only when a stop deadline passes.
+	jobCtx    context.Context
+	jobCancel context.CancelFunc
+
+	fetcher     *fetcher
+	acker       *acker
+	workers     []*worker
+	observer    *observer
+	heartbeater *heartbeater
+	requeuer    *requeuer
+	periodic    *periodicEnqueuer
+
+	workersDone sync.WaitGroup
+	bgDone      sync.WaitGroup
+	startedAt   int64
+}
+
+func newPoolRun(wp *WorkerPool) *poolRun {
+	r := &poolRun{wp: wp, poolID: wp.workerPoolID, jobTypes: make(map[string]*jobType, len(wp.jobTypes))}
+	for name, jt := range wp.jobTypes {
+		r.jobTypes[name] = jt
+		r.names = append(r.names, name)
+	}
+	sort.Strings(r.names)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.jobCtx, r.jobCancel = context.WithCancel(context.Background())
+	r.startedAt = nowEpochSeconds()
+	capacity := int(wp.concurrency) * 2
+	r.acker = newAcker(r)
+	r.fetcher = newFetcher(r, capacity)
+	for i := uint(0); i < wp.concurrency; i++ {
+		r.workers = append(r.workers, newWorker(r))
+	}
+	r.observer = newObserver(r)
+	r.heartbeater = newHeartbeater(r)
+	r.requeuer = newRequeuer(r)
+	r.periodic = newPeriodicEnqueuer(r, wp.periodicJobs)
+	return r
+}
+
+func (r *poolRun) start() {
+	maxc := make([]uint, len(r.names))
+	for i, name := range r.names {
+		maxc[i] = r.jobTypes[name].MaxConcurrency
+	}
+	if err := r.wp.store.registerPool(r.ctx, r.names, maxc); err != nil {
+		r.wp.logger.Error("work: registering job names", "err", err)
+	}
+	r.heartbeater.beat() // register the pool before it holds any job
+	r.acker.start(&r.bgDone)
+	r.observer.start(&r.bgDone)
+	r.heartbeater.start(&r.bgDone)
+	r.requeuer.start(&r.bgDone)
+	r.periodic.start(&r.bgDone)
+	for _, w := range r.workers {
+		r.workersDone.Add(1)
+		go w.loop(&r.workersDone)
+	}
+	r.fetcher.start()
+}
+
+func (r *poolRun) stop(ctx context.Context) error {
+	r.fetcher.stop() // no more fetches; returns once the fetcher loop has ended
+	close(r.fetcher.jobs)
+	workersDone := make(chan struct{})
+	go func() { r.workersDone.Wait(); close(workersDone) }()
+	var err error
+	select {
+	case <-workersDone:
+	case <-ctx.Done():
+		err = ctx.Err()
+		r.jobCancel()
+		// Put the jobs still running back in their queues; a late outcome finds them gone.
+		for _, w := range r.workers {
+			if j := w.current(); j != nil {
+				r.acker.submit(finishOp{op: "requeue", name: j.Name, raw: j.raw})
+			}
+		}
+	}
+	r.acker.close() // flushes everything submitted so far
+	r.cancel()
+	r.bgDone.Wait()
+	r.jobCancel()
+	r.heartbeater.unregister()
+	return err
+}
+
+func (r *poolRun) drain() { r.fetcher.drain(r.ctx) }
+
+// workerIDs returns the pool's worker IDs, sorted.
+func (r *poolRun) workerIDs() []string {
+	ids := make([]string, len(r.workers))
+	for i, w := range r.workers {
+		ids[i] = w.id
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}
