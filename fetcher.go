@@ -502,12 +502,13 @@ func (f *fetcher) subscribeOnce() error {
 	if err := psc.Subscribe(f.r.wp.store.ks.wakeChannel()); err != nil {
 		return err
 	}
+	// Only the receiving goroutine touches the connection: a stop cancels ctx, which makes
+	// ReceiveContext close it.
 	go func() {
 		select {
 		case <-f.stopped:
 		case <-ctx.Done():
 		}
-		psc.Unsubscribe()
 		cancel()
 	}()
 	for {
@@ -515,9 +516,6 @@ func (f *fetcher) subscribeOnce() error {
 		case redis.Message:
 			f.notify(string(v.Data))
 		case redis.Subscription:
-			if v.Count == 0 {
-				return nil
-			}
 			// Subscribed: anything pushed before now may have been missed.
 			f.mu.Lock()
 			for _, name := range f.r.names {

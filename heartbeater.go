@@ -38,31 +38,49 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 		defer wg.Done()
 		t := time.NewTicker(h.r.wp.opts.HeartbeatInterval)
 		defer t.Stop()
+		extra := time.NewTimer(time.Hour)
+		extra.Stop()
+		defer extra.Stop()
 		for {
 			select {
 			case <-h.r.ctx.Done():
 				return
 			case <-t.C:
-				h.beat()
+			case <-extra.C:
+			}
+			if d := h.beat(); d > 0 {
+				extra.Reset(d)
 			}
 		}
 	}()
 }
 
-// beat sends one heartbeat and reaps what it reports dead.
-func (h *heartbeater) beat() {
-	ctx, cancel := context.WithTimeout(h.r.ctx, h.r.wp.opts.DeadPoolTimeout)
+// beat sends one heartbeat and reaps what it reports dead. When another pool is late, it returns
+// how long until that pool would be dead, so the next look comes then rather than at the next tick:
+// that keeps recovery near DeadPoolTimeout instead of DeadPoolTimeout plus an interval.
+func (h *heartbeater) beat() time.Duration {
+	opts := h.r.wp.opts
+	ctx, cancel := context.WithTimeout(h.r.ctx, opts.DeadPoolTimeout)
 	defer cancel()
-	deadAfter := int64(h.r.wp.opts.DeadPoolTimeout / time.Second)
-	now, stale, err := h.r.wp.store.heartbeat(ctx, &h.hb, deadAfter)
+	deadAfter := int64(opts.DeadPoolTimeout / time.Second)
+	lateAfter := int64(opts.HeartbeatInterval/time.Second) + 1
+	res, err := h.r.wp.store.heartbeat(ctx, &h.hb, deadAfter, lateAfter)
 	if err != nil {
 		if h.r.ctx.Err() == nil {
 			h.r.wp.logger.Error("work: heartbeat", "err", err)
 		}
 		h.reap.unhealthy()
-		return
+		return 0
 	}
-	h.reap.observe(ctx, now, stale)
+	h.reap.observe(ctx, res.now, res.stale)
+	if res.lateAt == 0 {
+		return 0
+	}
+	d := time.Duration(res.lateAt+deadAfter+1-res.now) * time.Second
+	if d <= 0 || d >= opts.HeartbeatInterval {
+		return 0
+	}
+	return d
 }
 
 // keepRegistered makes unregister leave the heartbeat, so that a reaper returns the jobs this pool

@@ -114,8 +114,8 @@ func normalizeNumber(v interface{}) interface{} {
 	case json.Number:
 		s := string(x)
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			if f := float64(i); f >= -(1<<53) && f <= 1<<53 {
-				return f
+			if i >= -(1<<53) && i <= 1<<53 {
+				return float64(i)
 			}
 			return x
 		}

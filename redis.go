@@ -168,15 +168,17 @@ return out
 
 // heartbeatScript records that this pool is alive (in Redis server time), squares the pool's
 // concurrency counters with what it actually holds, and reports the other pools whose heartbeat is
-// older than ARGV[8] seconds or missing. It reads other pools' heartbeat hashes by name (ARGV[9] is
+// older than ARGV[8] seconds or missing, and the earliest heartbeat among the others that are late
+// (older than ARGV[10] seconds), so the caller can look again when that one would be dead. It reads other pools' heartbeat hashes by name (ARGV[9] is
 // their key prefix); with a hash-tagged namespace they share the slot of KEYS[1].
 //
 //	KEYS[1] worker_pools set; KEYS[2] this pool's heartbeat hash
 //	KEYS[3i..3i+2], one group per job name of this pool: in-progress list, lock counter, lock_info hash
 //	ARGV[1] pool ID; ARGV[2] started_at; ARGV[3] job_names; ARGV[4] concurrency; ARGV[5] worker_ids;
-//	ARGV[6] host; ARGV[7] pid; ARGV[8] dead-after seconds; ARGV[9] heartbeat key prefix
+//	ARGV[6] host; ARGV[7] pid; ARGV[8] dead-after seconds; ARGV[9] heartbeat key prefix;
+//	ARGV[10] late-after seconds
 //
-// Returns {now, stale pool ID 1, its job_names (or ""), stale pool ID 2, ...}.
+// Returns {now, earliest late heartbeat (0: none), stale pool ID 1, its job_names (or ""), ...}.
 var heartbeatScript = redis.NewScript(-1, `
 local pool = ARGV[1]
 local now = tonumber(redis.call('time')[1])
@@ -190,8 +192,8 @@ for k = 3, #KEYS, 3 do
   for _, v in ipairs(redis.call('hvals', KEYS[k+2])) do sum = sum + (tonumber(v) or 0) end
   redis.call('set', KEYS[k+1], sum)
 end
-local out = {now}
-local deadAfter = tonumber(ARGV[8])
+local out = {now, 0}
+local deadAfter, lateAfter = tonumber(ARGV[8]), tonumber(ARGV[10])
 for _, id in ipairs(redis.call('smembers', KEYS[1])) do
   if id ~= pool then
     local hb = redis.call('hmget', ARGV[9] .. id, 'heartbeat_at', 'job_names')
@@ -199,6 +201,8 @@ for _, id in ipairs(redis.call('smembers', KEYS[1])) do
     if not at or now - at > deadAfter then
       out[#out + 1] = id
       out[#out + 1] = hb[2] or ''
+    elseif now - at > lateAfter and (out[2] == 0 or at < out[2]) then
+      out[2] = at
     end
   end
 end
@@ -582,40 +586,49 @@ type stalePool struct {
 	jobNames []string // nil when its heartbeat hash is gone
 }
 
-// heartbeat writes this pool's heartbeat and reports the server's clock and the stale pools.
-func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSeconds int64) (int64, []stalePool, error) {
+// heartbeatResult is what a heartbeat learnt about the namespace's pools.
+type heartbeatResult struct {
+	now    int64       // the server's clock, epoch seconds
+	lateAt int64       // the earliest heartbeat of a late (not yet dead) pool; 0: none
+	stale  []stalePool // pools past the dead-after limit
+}
+
+// heartbeat writes this pool's heartbeat and reports on the other pools.
+func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSeconds, lateAfterSeconds int64) (heartbeatResult, error) {
 	args := make([]interface{}, 0, 3+3*len(hb.jobNames)+9)
 	args = append(args, 2+3*len(hb.jobNames), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
 	for _, name := range hb.jobNames {
 		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.lock(name), s.ks.lockInfo(name))
 	}
 	args = append(args, hb.poolID, hb.startedAt, strings.Join(hb.jobNames, ","), hb.concurrency,
-		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""))
-	var now int64
-	var stale []stalePool
+		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""), lateAfterSeconds)
+	var res heartbeatResult
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Values(heartbeatScript.Do(c, args...))
 		if err != nil {
 			return err
 		}
-		if len(r) == 0 || len(r)%2 != 1 {
+		if len(r) < 2 || len(r)%2 != 0 {
 			return fmt.Errorf("work: heartbeat: unexpected reply of %d elements", len(r))
 		}
-		if now, err = redis.Int64(r[0], nil); err != nil {
+		if res.now, err = redis.Int64(r[0], nil); err != nil {
 			return err
 		}
-		for i := 1; i+1 < len(r); i += 2 {
+		if res.lateAt, err = redis.Int64(r[1], nil); err != nil {
+			return err
+		}
+		for i := 2; i+1 < len(r); i += 2 {
 			id, _ := redis.String(r[i], nil)
 			names, _ := redis.String(r[i+1], nil)
 			sp := stalePool{id: id}
 			if names != "" {
 				sp.jobNames = strings.Split(names, ",")
 			}
-			stale = append(stale, sp)
+			res.stale = append(res.stale, sp)
 		}
 		return nil
 	})
-	return now, stale, err
+	return res, err
 }
 
 // reap requeues a dead pool's in-progress jobs of the given job names. It returns the number of jobs

@@ -1,0 +1,691 @@
+package work
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// newTestClient returns a Client on a fresh namespace, the pool and the namespace's keyspace.
+func newTestClient(t *testing.T) (*Client, *redis.Pool, keyspace) {
+	t.Helper()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	return NewClient(ns, pool), pool, newKeyspace(ns)
+}
+
+func clientJobBytes(t *testing.T, j *Job) []byte {
+	t.Helper()
+	b, err := j.serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// subscribeWake subscribes to the namespace's wake-up channel; the caller closes the connection.
+func subscribeWake(t *testing.T, pool *redis.Pool, ks keyspace) redis.PubSubConn {
+	t.Helper()
+	psc := redis.PubSubConn{Conn: pool.Get()}
+	if err := psc.Subscribe(ks.wakeChannel()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := psc.ReceiveWithTimeout(5 * time.Second).(redis.Subscription); !ok {
+		t.Fatal("no subscription confirmation")
+	}
+	return psc
+}
+
+// nextWake returns the next message on a subscribed wake-up channel.
+func nextWake(t *testing.T, psc redis.PubSubConn) string {
+	t.Helper()
+	switch m := psc.ReceiveWithTimeout(5 * time.Second).(type) {
+	case redis.Message:
+		return string(m.Data)
+	case error:
+		t.Fatalf("waiting for a wake-up: %v", m)
+	default:
+		t.Fatalf("waiting for a wake-up: got %#v", m)
+	}
+	return ""
+}
+
+func TestClientNewClientPanicsOnNilPool(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewClient(nil pool) did not panic")
+		}
+	}()
+	NewClient("ns", nil)
+}
+
+func TestClientWorkerPoolHeartbeatsAreSortedAndSkipMissingHashes(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rdo(t, pool, "SADD", ks.workerPools(), "p2", "p1", "missing", "wrongtype", "garbled")
+	rdo(t, pool, "HSET", ks.heartbeat("p2"), "heartbeat_at", 1700000010, "started_at", 1700000000,
+		"job_names", "zeta,alpha", "concurrency", 10, "worker_ids", "w3,w1,w2", "host", "h2", "pid", 42)
+	rdo(t, pool, "HSET", ks.heartbeat("p1"), "heartbeat_at", 1700000011, "started_at", 1700000001,
+		"job_names", "", "concurrency", 1, "worker_ids", "w9", "host", "h1", "pid", 7)
+	rdo(t, pool, "SET", ks.heartbeat("wrongtype"), "not a hash")
+	rdo(t, pool, "HSET", ks.heartbeat("garbled"), "heartbeat_at", "soon", "concurrency", "-3", "pid", "x",
+		"host", "h3")
+
+	hbs, err := c.WorkerPoolHeartbeats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*WorkerPoolHeartbeat{
+		{WorkerPoolID: "garbled", JobNames: []string{}, Host: "h3", WorkerIDs: []string{}},
+		{WorkerPoolID: "p1", StartedAt: 1700000001, HeartbeatAt: 1700000011, JobNames: []string{},
+			Concurrency: 1, Host: "h1", Pid: 7, WorkerIDs: []string{"w9"}},
+		{WorkerPoolID: "p2", StartedAt: 1700000000, HeartbeatAt: 1700000010, JobNames: []string{"alpha", "zeta"},
+			Concurrency: 10, Host: "h2", Pid: 42, WorkerIDs: []string{"w1", "w2", "w3"}},
+	}
+	if !reflect.DeepEqual(hbs, want) {
+		got, _ := json.Marshal(hbs)
+		exp, _ := json.Marshal(want)
+		t.Fatalf("heartbeats:\n got %s\nwant %s", got, exp)
+	}
+}
+
+func TestClientWorkerPoolHeartbeatsEmptyWithoutPools(t *testing.T) {
+	t.Parallel()
+	c, _, _ := newTestClient(t)
+	hbs, err := c.WorkerPoolHeartbeats()
+	if err != nil || len(hbs) != 0 {
+		t.Fatalf("got %v, %v; want none", hbs, err)
+	}
+}
+
+func TestClientWorkerObservationsIncludeIdleWorkersSortedByID(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rdo(t, pool, "SADD", ks.workerPools(), "pa", "pb", "gone")
+	rdo(t, pool, "HSET", ks.heartbeat("pa"), "heartbeat_at", 1, "worker_ids", "wc,wa")
+	rdo(t, pool, "HSET", ks.heartbeat("pb"), "heartbeat_at", 1, "worker_ids", "wb")
+	rdo(t, pool, "HSET", ks.worker("wb"), "job_name", "send", "job_id", "j1", "started_at", 1700000000,
+		"args", `{"to":"x"}`, "checkin", "half way", "checkin_at", 1700000005)
+	rdo(t, pool, "HSET", ks.worker("wc"), "job_name", "other", "job_id", "j2", "started_at", 1700000001,
+		"args", `null`)
+
+	obs, err := c.WorkerObservations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*WorkerObservation{
+		{WorkerID: "wa"},
+		{WorkerID: "wb", IsBusy: true, JobName: "send", JobID: "j1", StartedAt: 1700000000, ArgsJSON: `{"to":"x"}`,
+			Checkin: "half way", CheckinAt: 1700000005},
+		{WorkerID: "wc", IsBusy: true, JobName: "other", JobID: "j2", StartedAt: 1700000001, ArgsJSON: "null"},
+	}
+	if !reflect.DeepEqual(obs, want) {
+		got, _ := json.Marshal(obs)
+		exp, _ := json.Marshal(want)
+		t.Fatalf("observations:\n got %s\nwant %s", got, exp)
+	}
+}
+
+func TestClientQueuesListsEveryKnownJobWithCountAndLatency(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	now := time.Now().Unix()
+	rdo(t, pool, "SADD", ks.knownJobs(), "charlie", "alpha", "bravo", "delta")
+	// LPUSH puts the first pushed job at the tail: the oldest, next to be fetched.
+	rdo(t, pool, "LPUSH", ks.jobs("alpha"),
+		clientJobBytes(t, &Job{Name: "alpha", ID: "a1", EnqueuedAt: now - 100}),
+		clientJobBytes(t, &Job{Name: "alpha", ID: "a2", EnqueuedAt: now - 5}),
+		clientJobBytes(t, &Job{Name: "alpha", ID: "a3", EnqueuedAt: now}))
+	rdo(t, pool, "LPUSH", ks.jobs("charlie"), `{"name":"charlie","t":"yesterday"`,
+		clientJobBytes(t, &Job{Name: "charlie", ID: "c2", EnqueuedAt: now - 50}))
+	rdo(t, pool, "LPUSH", ks.jobs("delta"), clientJobBytes(t, &Job{Name: "delta", ID: "d1", EnqueuedAt: now + 3600}))
+
+	qs, err := c.Queues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 4 {
+		t.Fatalf("got %d queues, want 4", len(qs))
+	}
+	names := []string{qs[0].JobName, qs[1].JobName, qs[2].JobName, qs[3].JobName}
+	if !reflect.DeepEqual(names, []string{"alpha", "bravo", "charlie", "delta"}) {
+		t.Fatalf("queues not sorted by name: %v", names)
+	}
+	if qs[0].Count != 3 || qs[0].Latency < 100 || qs[0].Latency > 160 {
+		t.Errorf("alpha: got %+v, want count 3 and latency about 100", qs[0])
+	}
+	if *qs[1] != (Queue{JobName: "bravo"}) {
+		t.Errorf("empty queue: got %+v", qs[1])
+	}
+	if *qs[2] != (Queue{JobName: "charlie", Count: 2}) {
+		t.Errorf("queue with a malformed oldest job: got %+v, want count 2 latency 0", qs[2])
+	}
+	if *qs[3] != (Queue{JobName: "delta", Count: 1}) {
+		t.Errorf("queue whose oldest job is from the future: got %+v, want latency 0", qs[3])
+	}
+}
+
+// zsetLister lists one of the three job sets as (score, job) pairs.
+type zsetLister struct {
+	name string
+	key  func(keyspace) string
+	list func(c *Client, page uint) ([]int64, []*Job, int64, error)
+}
+
+var zsetListers = []zsetLister{
+	{"scheduled", keyspace.scheduled, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
+		js, n, err := c.ScheduledJobs(page)
+		var scores []int64
+		var jobs []*Job
+		for _, j := range js {
+			scores, jobs = append(scores, j.RunAt), append(jobs, j.Job)
+		}
+		return scores, jobs, n, err
+	}},
+	{"retry", keyspace.retry, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
+		js, n, err := c.RetryJobs(page)
+		var scores []int64
+		var jobs []*Job
+		for _, j := range js {
+			scores, jobs = append(scores, j.RetryAt), append(jobs, j.Job)
+		}
+		return scores, jobs, n, err
+	}},
+	{"dead", keyspace.dead, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
+		js, n, err := c.DeadJobs(page)
+		var scores []int64
+		var jobs []*Job
+		for _, j := range js {
+			scores, jobs = append(scores, j.DiedAt), append(jobs, j.Job)
+		}
+		return scores, jobs, n, err
+	}},
+}
+
+func TestClientJobPagesHoldTwentyJobsSortedByScore(t *testing.T) {
+	for _, l := range zsetListers {
+		l := l
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			c, pool, ks := newTestClient(t)
+			// Added in an order unrelated to the scores.
+			args := []interface{}{l.key(ks)}
+			for i := 44; i >= 0; i-- {
+				k := (i * 7) % 45
+				j := &Job{Name: "n", ID: fmt.Sprintf("id%02d", k), EnqueuedAt: 1, Args: Q{"k": k}}
+				args = append(args, 1000+k, clientJobBytes(t, j))
+			}
+			rdo(t, pool, "ZADD", args...)
+
+			check := func(page uint, first, n int) {
+				t.Helper()
+				scores, jobs, total, err := l.list(c, page)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if total != 45 {
+					t.Errorf("page %d: total %d, want 45", page, total)
+				}
+				if len(jobs) != n {
+					t.Fatalf("page %d: %d jobs, want %d", page, len(jobs), n)
+				}
+				for i := range jobs {
+					k := first + i
+					if scores[i] != int64(1000+k) || jobs[i].ID != fmt.Sprintf("id%02d", k) || jobs[i].ArgInt64("k") != int64(k) {
+						t.Errorf("page %d item %d: score %d job %+v, want score %d", page, i, scores[i], jobs[i], 1000+k)
+					}
+					if jobs[i].Raw != nil || jobs[i].LastErr != "" {
+						t.Errorf("page %d item %d: a good job reads as undecodable: %+v", page, i, jobs[i])
+					}
+				}
+			}
+			check(0, 0, 20)
+			check(1, 0, 20)
+			check(2, 20, 20)
+			check(3, 40, 5)
+			check(4, 0, 0)
+			check(^uint(0), 0, 0)
+		})
+	}
+}
+
+func TestClientJobPagesReturnUndecodableMembersWithRawAndReason(t *testing.T) {
+	for _, l := range zsetListers {
+		l := l
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			c, pool, ks := newTestClient(t)
+			good := clientJobBytes(t, &Job{Name: "n", ID: "good", EnqueuedAt: 1})
+			noName := `{"id":"noname","t":5,"args":{}}`
+			rdo(t, pool, "ZADD", l.key(ks), 10, good, 20, "not json at all", 30, noName, 40, `{"name":"n","id":"x"} trailing`)
+
+			scores, jobs, total, err := l.list(c, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != 4 || len(jobs) != 4 {
+				t.Fatalf("total %d, %d jobs; want 4 and 4", total, len(jobs))
+			}
+			if !reflect.DeepEqual(scores, []int64{10, 20, 30, 40}) {
+				t.Errorf("scores %v", scores)
+			}
+			if jobs[0].ID != "good" || jobs[0].Raw != nil {
+				t.Errorf("good job: %+v", jobs[0])
+			}
+			for i, want := range []string{"not json at all", noName, `{"name":"n","id":"x"} trailing`} {
+				j := jobs[i+1]
+				if string(j.Raw) != want || j.LastErr == "" {
+					t.Errorf("undecodable member %d: Raw %q LastErr %q; want Raw %q and a reason", i, j.Raw, j.LastErr, want)
+				}
+			}
+			if jobs[2].ID != "noname" {
+				t.Errorf("an undecodable member keeps the ID it carries: got %q", jobs[2].ID)
+			}
+			if n := rInt(t, pool, "ZCARD", l.key(ks)); n != 4 {
+				t.Errorf("listing changed the set: %d members", n)
+			}
+		})
+	}
+}
+
+func TestClientDeadJobsShowsTheOriginalPayloadOfAnUndecodableJob(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	// A worker's dead record of a payload it could not decode, name unknown.
+	rec := fmt.Sprintf(`{"id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw":%q}`,
+		base64.StdEncoding.EncodeToString([]byte("{broken")))
+	rdo(t, pool, "ZADD", ks.dead(), 9, rec)
+	jobs, total, err := c.DeadJobs(1)
+	if err != nil || total != 1 || len(jobs) != 1 {
+		t.Fatalf("got %v, %d, %v", jobs, total, err)
+	}
+	if j := jobs[0]; j.DiedAt != 9 || j.ID != "r1" || string(j.Raw) != "{broken" || j.LastErr != "malformed job payload" {
+		t.Errorf("got %+v (Raw %q)", j.Job, j.Raw)
+	}
+}
+
+func TestClientDeleteDeadJobRemovesOnlyThatJob(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	a := clientJobBytes(t, &Job{Name: "n", ID: "a", EnqueuedAt: 1, Fails: 4, LastErr: "x", FailedAt: 100})
+	b := clientJobBytes(t, &Job{Name: "n", ID: "b", EnqueuedAt: 1, Fails: 4, LastErr: "x", FailedAt: 100})
+	rdo(t, pool, "ZADD", ks.dead(), 100, a, 100, b, 101, "junk")
+
+	if err := c.DeleteDeadJob(101, "a"); !errors.Is(err, ErrNotDeleted) {
+		t.Errorf("wrong score: got %v, want ErrNotDeleted", err)
+	}
+	if err := c.DeleteDeadJob(100, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rStrings(t, pool, "ZRANGE", ks.dead(), 0, -1); !reflect.DeepEqual(got, []string{string(b), "junk"}) {
+		t.Errorf("dead set after delete: %q", got)
+	}
+	if err := c.DeleteDeadJob(100, "a"); !errors.Is(err, ErrNotDeleted) {
+		t.Errorf("second delete: got %v, want ErrNotDeleted", err)
+	}
+	// An undecodable member is deleted by the (empty) ID it was listed with.
+	if err := c.DeleteDeadJob(101, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := rStrings(t, pool, "ZRANGE", ks.dead(), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
+		t.Errorf("dead set after deleting the undecodable member: %q", got)
+	}
+}
+
+func TestClientDeleteRetryJobRemovesOnlyThatJob(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	a := clientJobBytes(t, &Job{Name: "n", ID: "a", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5})
+	b := clientJobBytes(t, &Job{Name: "n", ID: "b", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5})
+	rdo(t, pool, "ZADD", ks.retry(), 50, a, 60, b)
+
+	if err := c.DeleteRetryJob(60, "a"); !errors.Is(err, ErrNotDeleted) {
+		t.Errorf("wrong score: got %v, want ErrNotDeleted", err)
+	}
+	if err := c.DeleteRetryJob(50, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rStrings(t, pool, "ZRANGE", ks.retry(), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
+		t.Errorf("retry set after delete: %q", got)
+	}
+	if err := c.DeleteRetryJob(50, "a"); !errors.Is(err, ErrNotDeleted) {
+		t.Errorf("second delete: got %v, want ErrNotDeleted", err)
+	}
+}
+
+func TestClientDeleteScheduledJobFreesItsUniqueLock(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	args := Q{"user": 7.0, "big": json.Number("12345678901234567890")}
+	byArgs, err := ks.unique("mail", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey, err := ks.unique("mail", Q{"user": 8.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKey := clientJobBytes(t, &Job{Name: "mail", ID: "k", EnqueuedAt: 1, Args: Q{"user": 8.0, "v": 2.0},
+		Unique: true, UniqueKey: byKey})
+	// A unique job written without unique_key: its lock is found from its args.
+	withoutKey := clientJobBytes(t, &Job{Name: "mail", ID: "u", EnqueuedAt: 1, Args: args, Unique: true})
+	plain := clientJobBytes(t, &Job{Name: "mail", ID: "p", EnqueuedAt: 1, Args: args})
+	rdo(t, pool, "ZADD", ks.scheduled(), 500, withKey, 500, withoutKey, 600, plain)
+	rdo(t, pool, "SET", byKey, withKey, "EX", 86400)
+	rdo(t, pool, "SET", byArgs, "1", "EX", 86400)
+
+	if err := c.DeleteScheduledJob(500, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if rInt(t, pool, "EXISTS", byKey) != 0 || rInt(t, pool, "EXISTS", byArgs) != 1 {
+		t.Fatalf("after deleting the ByKey job: its lock should be gone and the other kept")
+	}
+	if err := c.DeleteScheduledJob(600, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if rInt(t, pool, "EXISTS", byArgs) != 1 {
+		t.Fatal("deleting a job that is not unique freed a lock")
+	}
+	if err := c.DeleteScheduledJob(500, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if rInt(t, pool, "EXISTS", byArgs) != 0 {
+		t.Fatal("the lock derived from the args was not freed")
+	}
+	if n := rInt(t, pool, "ZCARD", ks.scheduled()); n != 0 {
+		t.Errorf("scheduled set holds %d members, want 0", n)
+	}
+	rdo(t, pool, "SET", byArgs, "1", "EX", 86400) // a newer job's lock
+	if err := c.DeleteScheduledJob(500, "u"); !errors.Is(err, ErrNotDeleted) {
+		t.Errorf("second delete: got %v, want ErrNotDeleted", err)
+	}
+	if rInt(t, pool, "EXISTS", byArgs) != 1 {
+		t.Error("a delete that matched nothing freed a newer job's lock")
+	}
+}
+
+func TestClientRetryDeadJobMovesItBackToItsQueue(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	dead := &Job{Name: "mail", ID: "d1", EnqueuedAt: 1000, Args: Q{"to": "a@b.c"}, Fails: 4, LastErr: "smtp down", FailedAt: 2000}
+	rdo(t, pool, "ZADD", ks.dead(), 2000, clientJobBytes(t, dead))
+	psc := subscribeWake(t, pool, ks)
+	defer psc.Close()
+
+	before := time.Now().Unix()
+	if err := c.RetryDeadJob(2000, "d1"); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Unix()
+	if got := nextWake(t, psc); got != "mail" {
+		t.Errorf("wake-up message %q, want the job name", got)
+	}
+	if n := rInt(t, pool, "ZCARD", ks.dead()); n != 0 {
+		t.Errorf("dead set holds %d members, want 0", n)
+	}
+	queued := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1)
+	if len(queued) != 1 {
+		t.Fatalf("queue holds %d jobs, want 1", len(queued))
+	}
+	j, err := decodeJob([]byte(queued[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Name != "mail" || j.ID != "d1" || j.ArgString("to") != "a@b.c" || j.Fails != 0 || j.LastErr != "" || j.FailedAt != 0 {
+		t.Errorf("requeued job %+v", j)
+	}
+	if j.EnqueuedAt < before || j.EnqueuedAt > after {
+		t.Errorf("requeued job t = %d, want the time of the retry", j.EnqueuedAt)
+	}
+	for _, field := range []string{`"fails"`, `"err"`, `"failed_at"`, `"raw"`} {
+		if strings.Contains(queued[0], field) {
+			t.Errorf("requeued payload %s still holds %s", queued[0], field)
+		}
+	}
+}
+
+func TestClientRetryDeadJobQueuesItBehindWaitingJobs(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	waiting := clientJobBytes(t, &Job{Name: "mail", ID: "w", EnqueuedAt: 1})
+	rdo(t, pool, "LPUSH", ks.jobs("mail"), waiting)
+	rdo(t, pool, "ZADD", ks.dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: "d", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
+	if err := c.RetryDeadJob(5, "d"); err != nil {
+		t.Fatal(err)
+	}
+	// Workers fetch from the tail: the waiting job stays first in line.
+	q := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1)
+	if len(q) != 2 || q[1] != string(waiting) || !strings.Contains(q[0], `"id":"d"`) {
+		t.Errorf("queue %q", q)
+	}
+}
+
+func TestClientRetryDeadJobTwiceReturnsErrNotRetried(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rdo(t, pool, "ZADD", ks.dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: "d", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
+	if err := c.RetryDeadJob(5, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RetryDeadJob(5, "d"); !errors.Is(err, ErrNotRetried) {
+		t.Fatalf("second retry: got %v, want ErrNotRetried", err)
+	}
+	if err := c.RetryDeadJob(6, "nope"); !errors.Is(err, ErrNotRetried) {
+		t.Fatalf("retry of a job that is not there: got %v, want ErrNotRetried", err)
+	}
+	if n := rInt(t, pool, "LLEN", ks.jobs("mail")); n != 1 {
+		t.Errorf("queue holds %d jobs, want 1", n)
+	}
+}
+
+func TestClientRetryDeadJobRacingClientsRetryOnce(t *testing.T) {
+	t.Parallel()
+	c1, pool, ks := newTestClient(t)
+	c2 := &Client{store: c1.store}
+	for i := 0; i < 20; i++ {
+		id := fmt.Sprintf("d%d", i)
+		rdo(t, pool, "ZADD", ks.dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: id, EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for k, c := range []*Client{c1, c2} {
+			wg.Add(1)
+			go func(k int, c *Client) {
+				defer wg.Done()
+				errs[k] = c.RetryDeadJob(5, id)
+			}(k, c)
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			} else if !errors.Is(err, ErrNotRetried) {
+				t.Fatal(err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d clients retried the job, want exactly 1", i, ok)
+		}
+	}
+	if n := rInt(t, pool, "LLEN", ks.jobs("mail")); n != 20 {
+		t.Errorf("queue holds %d jobs, want 20", n)
+	}
+}
+
+func TestClientRetryDeadJobKeepsLargeIntegersExact(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	args := `{"big":12345678901234567890,"edge":9007199254740993,"neg":-9223372036854775808,"list":[],"obj":{},"f":1.5e300,"s":"\u003ctag\u003e"}`
+	member := `{"name":"big","id":"b1","t":1,"args":` + args + `,"unique":true,"unique_key":"k","fails":4,"err":"boom","failed_at":99}`
+	rdo(t, pool, "ZADD", ks.dead(), 99, member)
+	if err := c.RetryDeadJob(99, "b1"); err != nil {
+		t.Fatal(err)
+	}
+	got := rStrings(t, pool, "LRANGE", ks.jobs("big"), 0, -1)
+	if len(got) != 1 {
+		t.Fatalf("queue holds %d jobs, want 1", len(got))
+	}
+	var head struct {
+		T int64 `json:"t"`
+	}
+	if err := json.Unmarshal([]byte(got[0]), &head); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"name":"big","id":"b1","t":%d,"args":%s,"unique":true,"unique_key":"k"}`, head.T, args)
+	if got[0] != want {
+		t.Errorf("requeued payload\n got %s\nwant %s", got[0], want)
+	}
+}
+
+func TestClientRetryDeadJobRequeuesAnUndecodablePayloadVerbatim(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rec := fmt.Sprintf(`{"name":"mail","id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw":%q}`,
+		base64.StdEncoding.EncodeToString([]byte(`{"name":"mail",broken`)))
+	rdo(t, pool, "ZADD", ks.dead(), 9, rec)
+	if err := c.RetryDeadJob(9, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{`{"name":"mail",broken`}) {
+		t.Errorf("queue %q, want the original payload", got)
+	}
+	if n := rInt(t, pool, "ZCARD", ks.dead()); n != 0 {
+		t.Errorf("dead set holds %d members, want 0", n)
+	}
+}
+
+func TestClientRetryDeadJobLeavesAnUndecodableMember(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rec := fmt.Sprintf(`{"id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw":%q}`,
+		base64.StdEncoding.EncodeToString([]byte("{broken")))
+	rdo(t, pool, "ZADD", ks.dead(), 9, "garbage", 9, rec)
+	if err := c.RetryDeadJob(9, ""); !errors.Is(err, ErrNotRetried) {
+		t.Errorf("retry of garbage: got %v, want ErrNotRetried", err)
+	}
+	if err := c.RetryDeadJob(9, "r1"); !errors.Is(err, ErrNotRetried) {
+		t.Errorf("retry of a record with no job name: got %v, want ErrNotRetried", err)
+	}
+	if n := rInt(t, pool, "ZCARD", ks.dead()); n != 2 {
+		t.Errorf("dead set holds %d members, want both left", n)
+	}
+}
+
+func TestClientRetryAllDeadJobsMovesThemInBatches(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	const n = 2500
+	args := []interface{}{ks.dead()}
+	for i := 0; i < n; i++ {
+		name := []string{"alpha", "bravo"}[i%2]
+		j := &Job{Name: name, ID: fmt.Sprintf("j%04d", i), EnqueuedAt: 1, Args: Q{"i": i}, Fails: 4, LastErr: "x", FailedAt: int64(10000 + i)}
+		args = append(args, 10000+i, clientJobBytes(t, j))
+	}
+	// Members that cannot be retried, in the first batch and in a later one.
+	bad := []string{"junk-1", "junk-2", `{"id":"noname"}`}
+	args = append(args, 10000, bad[0], 11500, bad[1], 12499, bad[2])
+	raw := fmt.Sprintf(`{"name":"charlie","id":"r","t":1,"args":null,"err":"malformed","failed_at":5,"raw":%q}`,
+		base64.StdEncoding.EncodeToString([]byte("opaque")))
+	args = append(args, 10001, raw)
+	rdo(t, pool, "ZADD", args...)
+
+	if err := c.RetryAllDeadJobs(); err != nil {
+		t.Fatal(err)
+	}
+	left := rStrings(t, pool, "ZRANGE", ks.dead(), 0, -1)
+	sort.Strings(left)
+	want := append([]string(nil), bad...)
+	sort.Strings(want)
+	if !reflect.DeepEqual(left, want) {
+		t.Errorf("dead set after RetryAllDeadJobs: %q, want only the undecodable members", left)
+	}
+	if got := rStrings(t, pool, "LRANGE", ks.jobs("charlie"), 0, -1); !reflect.DeepEqual(got, []string{"opaque"}) {
+		t.Errorf("charlie queue %q", got)
+	}
+	seen := map[string]bool{}
+	for _, name := range []string{"alpha", "bravo"} {
+		q := rStrings(t, pool, "LRANGE", ks.jobs(name), 0, -1)
+		if len(q) != n/2 {
+			t.Errorf("%s queue holds %d jobs, want %d", name, len(q), n/2)
+		}
+		for k := range q {
+			// The first to die is the first in line (the tail).
+			j, err := decodeJob([]byte(q[len(q)-1-k]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := int(j.ArgInt64("i"))
+			if j.Name != name || j.Fails != 0 || seen[j.ID] || (name == "alpha" && i != 2*k) || (name == "bravo" && i != 2*k+1) {
+				t.Fatalf("%s queue position %d: %+v", name, k, j)
+			}
+			seen[j.ID] = true
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct jobs requeued, want %d", len(seen), n)
+	}
+	if err := c.RetryAllDeadJobs(); err != nil {
+		t.Errorf("second RetryAllDeadJobs with only undecodable members: %v", err)
+	}
+}
+
+func TestClientRetryAllDeadJobsOnAnEmptySetDoesNothing(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	if err := c.RetryAllDeadJobs(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "EXISTS", ks.dead()); n != 0 {
+		t.Error("dead set created")
+	}
+}
+
+func TestClientDeleteAllDeadJobsEmptiesTheDeadSet(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rdo(t, pool, "ZADD", ks.dead(), 1, "a", 2, "b", 3, clientJobBytes(t, &Job{Name: "n", ID: "c"}))
+	rdo(t, pool, "ZADD", ks.retry(), 1, "r")
+	if err := c.DeleteAllDeadJobs(); err != nil {
+		t.Fatal(err)
+	}
+	if rInt(t, pool, "EXISTS", ks.dead()) != 0 || rInt(t, pool, "ZCARD", ks.retry()) != 1 {
+		t.Error("DeleteAllDeadJobs must empty the dead set and nothing else")
+	}
+	if err := c.DeleteAllDeadJobs(); err != nil {
+		t.Errorf("on an empty dead set: %v", err)
+	}
+}
+
+func TestClientPauseQueueSetsThePausedKeyAndUnpauseWakesPools(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	if err := c.PauseQueue("mail"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := redis.String(rdo(t, pool, "GET", ks.paused("mail")), nil); v != "1" {
+		t.Fatalf("paused key holds %q, want \"1\"", v)
+	}
+	psc := subscribeWake(t, pool, ks)
+	defer psc.Close()
+	if err := c.UnpauseQueue("mail"); err != nil {
+		t.Fatal(err)
+	}
+	if rInt(t, pool, "EXISTS", ks.paused("mail")) != 0 {
+		t.Error("paused key still there")
+	}
+	if got := nextWake(t, psc); got != "mail" {
+		t.Errorf("wake-up message %q, want the job name", got)
+	}
+	if c.PauseQueue("") == nil || c.UnpauseQueue("") == nil {
+		t.Error("an empty job name must be refused")
+	}
+}
