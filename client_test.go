@@ -301,7 +301,7 @@ func TestClientDeadJobsShowsTheOriginalPayloadOfAnUndecodableJob(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	// A worker's dead record of a payload it could not decode, name unknown.
-	rec := fmt.Sprintf(`{"id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw":%q}`,
+	rec := fmt.Sprintf(`{"id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":%q}`,
 		base64.StdEncoding.EncodeToString([]byte("{broken")))
 	rdo(t, pool, "ZADD", ks.dead(), 9, rec)
 	jobs, total, err := c.DeadJobs(1)
@@ -446,7 +446,7 @@ func TestClientRetryDeadJobMovesItBackToItsQueue(t *testing.T) {
 	if j.EnqueuedAt < before || j.EnqueuedAt > after {
 		t.Errorf("requeued job t = %d, want the time of the retry", j.EnqueuedAt)
 	}
-	for _, field := range []string{`"fails"`, `"err"`, `"failed_at"`, `"raw"`} {
+	for _, field := range []string{`"fails"`, `"err"`, `"failed_at"`, `"raw_payload"`} {
 		if strings.Contains(queued[0], field) {
 			t.Errorf("requeued payload %s still holds %s", queued[0], field)
 		}
@@ -549,7 +549,7 @@ func TestClientRetryDeadJobKeepsLargeIntegersExact(t *testing.T) {
 func TestClientRetryDeadJobRequeuesAnUndecodablePayloadVerbatim(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	rec := fmt.Sprintf(`{"name":"mail","id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw":%q}`,
+	rec := fmt.Sprintf(`{"name":"mail","id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":%q}`,
 		base64.StdEncoding.EncodeToString([]byte(`{"name":"mail",broken`)))
 	rdo(t, pool, "ZADD", ks.dead(), 9, rec)
 	if err := c.RetryDeadJob(9, "r1"); err != nil {
@@ -566,7 +566,7 @@ func TestClientRetryDeadJobRequeuesAnUndecodablePayloadVerbatim(t *testing.T) {
 func TestClientRetryDeadJobLeavesAnUndecodableMember(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	rec := fmt.Sprintf(`{"id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw":%q}`,
+	rec := fmt.Sprintf(`{"id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":%q}`,
 		base64.StdEncoding.EncodeToString([]byte("{broken")))
 	rdo(t, pool, "ZADD", ks.dead(), 9, "garbage", 9, rec)
 	if err := c.RetryDeadJob(9, ""); !errors.Is(err, ErrNotRetried) {
@@ -593,7 +593,7 @@ func TestClientRetryAllDeadJobsMovesThemInBatches(t *testing.T) {
 	// Members that cannot be retried, in the first batch and in a later one.
 	bad := []string{"junk-1", "junk-2", `{"id":"noname"}`}
 	args = append(args, 10000, bad[0], 11500, bad[1], 12499, bad[2])
-	raw := fmt.Sprintf(`{"name":"charlie","id":"r","t":1,"args":null,"err":"malformed","failed_at":5,"raw":%q}`,
+	raw := fmt.Sprintf(`{"name":"charlie","id":"r","t":1,"args":null,"err":"malformed","failed_at":5,"raw_payload":%q}`,
 		base64.StdEncoding.EncodeToString([]byte("opaque")))
 	args = append(args, 10001, raw)
 	rdo(t, pool, "ZADD", args...)

@@ -37,7 +37,7 @@ type Job struct {
 
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.
-	Raw []byte `json:"raw,omitempty"`
+	Raw []byte `json:"raw_payload,omitempty"`
 
 	raw      []byte // the bytes as fetched from Redis (the in-progress member)
 	argError error
@@ -115,7 +115,8 @@ func normalizeNumber(v interface{}) interface{} {
 		s := string(x)
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 			if i >= -(1<<53) && i <= 1<<53 {
-				return float64(i)
+				f, _ := strconv.ParseFloat(s, 64) // exact here, and keeps the sign of -0
+				return f
 			}
 			return x
 		}

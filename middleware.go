@@ -55,6 +55,9 @@ func sameFuncType(t, want reflect.Type) bool {
 // bindHandler turns fn into a boundHandler, reporting whether it uses the custom context. It panics
 // with the list of valid forms when fn has none of them.
 func bindHandler(ctxType reflect.Type, fn interface{}) (boundHandler, bool) {
+	if _, _, ok := funcOf(fn); !ok {
+		panic(fmt.Sprintf("work: handler is %T(nil) or not a function; valid forms are %s", fn, fmt.Sprintf(handlerForms, ctxType.Name())))
+	}
 	switch f := fn.(type) {
 	case func(*Job) error:
 		return func(_ reflect.Value, _ context.Context, j *Job) error { return f(j) }, false
@@ -65,10 +68,8 @@ func bindHandler(ctxType reflect.Type, fn interface{}) (boundHandler, bool) {
 	case ContextHandler:
 		return func(_ reflect.Value, c context.Context, j *Job) error { return f(c, j) }, false
 	}
-	v := reflect.ValueOf(fn)
-	t := v.Type()
-	if t.Kind() == reflect.Func && t.NumOut() == 1 && t.Out(0) == typeError && t.NumIn() >= 2 &&
-		t.In(0) == reflect.PtrTo(ctxType) {
+	v, t, ok := funcOf(fn)
+	if ok && t.NumOut() == 1 && t.Out(0) == typeError && t.NumIn() >= 2 && t.In(0) == reflect.PointerTo(ctxType) {
 		switch {
 		case t.NumIn() == 2 && t.In(1) == typeJob:
 			return func(cv reflect.Value, _ context.Context, j *Job) error {
@@ -80,11 +81,14 @@ func bindHandler(ctxType reflect.Type, fn interface{}) (boundHandler, bool) {
 			}, true
 		}
 	}
-	panic(fmt.Sprintf("work: handler has type %T; valid forms are "+handlerForms, fn, ctxType.Name()))
+	panic(fmt.Sprintf("work: handler has type %T; valid forms are %s", fn, fmt.Sprintf(handlerForms, ctxType.Name())))
 }
 
 // bindMiddleware turns fn into a boundMiddleware, like bindHandler.
 func bindMiddleware(ctxType reflect.Type, fn interface{}) (boundMiddleware, bool) {
+	if _, _, ok := funcOf(fn); !ok {
+		panic(fmt.Sprintf("work: middleware is %T(nil) or not a function; valid forms are %s", fn, fmt.Sprintf(middlewareForms, ctxType.Name())))
+	}
 	switch f := fn.(type) {
 	case func(*Job, NextMiddlewareFunc) error:
 		return legacyMiddleware(f), false
@@ -105,10 +109,8 @@ func bindMiddleware(ctxType reflect.Type, fn interface{}) (boundMiddleware, bool
 	case func(*Job, func() error) error:
 		return legacyMiddleware(func(j *Job, next NextMiddlewareFunc) error { return f(j, next) }), false
 	}
-	v := reflect.ValueOf(fn)
-	t := v.Type()
-	if t.Kind() == reflect.Func && t.NumOut() == 1 && t.Out(0) == typeError && t.NumIn() >= 3 &&
-		t.In(0) == reflect.PtrTo(ctxType) {
+	v, t, ok := funcOf(fn)
+	if ok && t.NumOut() == 1 && t.Out(0) == typeError && t.NumIn() >= 3 && t.In(0) == reflect.PointerTo(ctxType) {
 		switch {
 		case t.NumIn() == 3 && t.In(1) == typeJob && sameFuncType(t.In(2), typeNext):
 			nextType := t.In(2)
@@ -124,7 +126,19 @@ func bindMiddleware(ctxType reflect.Type, fn interface{}) (boundMiddleware, bool
 			}, true
 		}
 	}
-	panic(fmt.Sprintf("work: middleware has type %T; valid forms are "+middlewareForms, fn, ctxType.Name()))
+	panic(fmt.Sprintf("work: middleware has type %T; valid forms are %s", fn, fmt.Sprintf(middlewareForms, ctxType.Name())))
+}
+
+// funcOf returns fn's value and type when fn is a non-nil function.
+func funcOf(fn interface{}) (reflect.Value, reflect.Type, bool) {
+	if fn == nil {
+		return reflect.Value{}, nil, false
+	}
+	v := reflect.ValueOf(fn)
+	if v.Kind() != reflect.Func || v.IsNil() {
+		return v, v.Type(), false
+	}
+	return v, v.Type(), true
 }
 
 func legacyMiddleware(f func(*Job, NextMiddlewareFunc) error) boundMiddleware {

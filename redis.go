@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -425,28 +424,6 @@ func (s *store) enqueue(ctx context.Context, name string, payload []byte, addKno
 	})
 }
 
-// enqueueBatch pushes many payloads in one round trip (a MULTI transaction, so the call is atomic).
-func (s *store) enqueueBatch(ctx context.Context, names []string, payloads [][]byte, addKnown []string) error {
-	return s.do(ctx, func(c redis.Conn) error {
-		c.Send("MULTI")
-		for _, n := range addKnown {
-			c.Send("SADD", s.ks.knownJobs(), n)
-		}
-		for i, p := range payloads {
-			c.Send("LPUSH", s.ks.jobs(names[i]), p)
-		}
-		seen := map[string]bool{}
-		for _, n := range names {
-			if !seen[n] {
-				seen[n] = true
-				c.Send("PUBLISH", s.ks.wakeChannel(), n)
-			}
-		}
-		_, err := c.Do("EXEC")
-		return err
-	})
-}
-
 // schedule adds a payload to the scheduled set.
 func (s *store) schedule(ctx context.Context, name string, runAt int64, payload []byte, addKnown bool) error {
 	return s.do(ctx, func(c redis.Conn) error {
@@ -778,20 +755,6 @@ func (s *store) nonEmptyQueues(ctx context.Context, names []string) ([]string, e
 	return out, err
 }
 
-// queueLengths returns the length of each named queue, one round trip.
-func (s *store) queueLengths(ctx context.Context, names []string) ([]int64, error) {
-	var out []int64
-	err := s.do(ctx, func(c redis.Conn) error {
-		for _, name := range names {
-			c.Send("LLEN", s.ks.jobs(name))
-		}
-		r, err := redis.Int64s(c.Do(""))
-		out = r
-		return err
-	})
-	return out, err
-}
-
 // observation is the worker:<id> hash of a busy worker.
 type observation struct {
 	workerID  string
@@ -835,10 +798,4 @@ func (s *store) removePool(ctx context.Context, poolID string) error {
 		_, err := c.Do("")
 		return err
 	})
-}
-
-// isNoScript reports whether err is Redis's NOSCRIPT reply.
-func isNoScript(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT")
 }

@@ -1,0 +1,197 @@
+package work
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Benchmarks of the library's hot paths against the test redis-server. They report, besides time:
+// jobs/s, client round trips per job (counted on the connections), and Redis commands and server CPU
+// per job (from INFO deltas; run them alone, as other clients of the server would count too).
+//
+//	go test -run '^$' -bench . -benchtime 20000x
+
+// countingNetConn counts round trips as writes on the socket: redigo buffers a command or a pipeline
+// and writes it with one Flush.
+type countingNetConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingNetConn) Write(p []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(p)
+}
+
+func newCountingPool(tb testing.TB) (*redis.Pool, *atomic.Int64) {
+	n := new(atomic.Int64)
+	addr := testRedisAddr()
+	dial := redis.DialNetDial(func(network, address string) (net.Conn, error) {
+		c, err := net.Dial(network, address)
+		if err != nil {
+			return nil, err
+		}
+		return countingNetConn{Conn: c, n: n}, nil
+	})
+	pool := &redis.Pool{MaxActive: 100, MaxIdle: 100, Wait: true, Dial: func() (redis.Conn, error) {
+		return redis.Dial("tcp", addr, dial)
+	}}
+	tb.Cleanup(func() { pool.Close() })
+	return pool, n
+}
+
+// serverStats reads the server's command count and CPU seconds.
+func serverStats(tb testing.TB, pool *redis.Pool) (cmds int64, cpu float64) {
+	c := pool.Get()
+	defer c.Close()
+	info, err := redis.String(c.Do("INFO", "all"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "total_commands_processed":
+			cmds, _ = strconv.ParseInt(v, 10, 64)
+		case "used_cpu_sys", "used_cpu_user":
+			f, _ := strconv.ParseFloat(v, 64)
+			cpu += f
+		}
+	}
+	return cmds, cpu
+}
+
+// seedJobs pushes n no-op jobs spread over the given names, pipelined.
+func seedJobs(tb testing.TB, pool *redis.Pool, ns string, names []string, n int) {
+	ks := newKeyspace(ns)
+	c := pool.Get()
+	defer c.Close()
+	for i := 0; i < n; i++ {
+		name := names[i%len(names)]
+		raw, _ := newJob(name, nil).serialize()
+		c.Send("LPUSH", ks.jobs(name), raw)
+		if i%1000 == 999 {
+			if _, err := c.Do(""); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	if _, err := c.Do(""); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+type benchCtx struct{}
+
+// BenchmarkProcessNoopJobs is gocraft's burn-down: no-op jobs over 5 names, drained by one pool.
+func BenchmarkProcessNoopJobs(b *testing.B) {
+	for _, conc := range []uint{10, 50} {
+		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+			pool, rt := newCountingPool(b)
+			ns := newTestNamespace(b, pool)
+			names := []string{"a", "b", "c", "d", "e"}
+			seedJobs(b, pool, ns, names, b.N)
+			var done atomic.Int64
+			wp := NewWorkerPool(benchCtx{}, conc, ns, pool)
+			for _, name := range names {
+				wp.Job(name, func(*Job) error { done.Add(1); return nil })
+			}
+			cmds0, cpu0 := serverStats(b, pool)
+			rt0 := rt.Load()
+			b.ResetTimer()
+			start := time.Now()
+			wp.Start()
+			for done.Load() < int64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			wp.Drain()
+			rts := rt.Load() - rt0
+			wp.Stop()
+			cmds1, cpu1 := serverStats(b, pool)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+			b.ReportMetric(float64(rts)/float64(b.N), "roundtrips/job")
+			b.ReportMetric(float64(cmds1-cmds0-2)/float64(b.N), "rediscmds/job")
+			b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/job")
+		})
+	}
+}
+
+// BenchmarkEnqueue measures single Enqueue calls.
+func BenchmarkEnqueue(b *testing.B) {
+	pool, rt := newCountingPool(b)
+	ns := newTestNamespace(b, pool)
+	e := NewEnqueuer(ns, pool)
+	args := Q{"addr": "test@example.com", "n": 1}
+	rt0 := rt.Load()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Enqueue("x", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(rt.Load()-rt0)/float64(b.N), "roundtrips/job")
+}
+
+// BenchmarkIdlePickup measures enqueue-to-start latency on an idle pool, one job at a time.
+func BenchmarkIdlePickup(b *testing.B) {
+	pool := newTestPool(b)
+	ns := newTestNamespace(b, pool)
+	startedAt := make(chan time.Time, 1)
+	wp := NewWorkerPool(benchCtx{}, 10, ns, pool)
+	wp.Job("ping", func(*Job) error { startedAt <- time.Now(); return nil })
+	wp.Start()
+	defer wp.Stop()
+	e := NewEnqueuer(ns, pool)
+	if _, err := e.Enqueue("ping", nil); err != nil { // warm up: subscribed and idle
+		b.Fatal(err)
+	}
+	<-startedAt
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		time.Sleep(2 * time.Millisecond) // let the pool go idle again
+		t0 := time.Now()
+		if _, err := e.Enqueue("ping", nil); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, (<-startedAt).Sub(t0))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkIdlePoolRedisLoad measures the commands an idle pool of 100 workers sends per second.
+// Run it with -benchtime 1x; it watches the pool for 20 seconds.
+func BenchmarkIdlePoolRedisLoad(b *testing.B) {
+	pool, rt := newCountingPool(b)
+	ns := newTestNamespace(b, pool)
+	wp := NewWorkerPool(benchCtx{}, 100, ns, pool)
+	for i := 0; i < 5; i++ {
+		wp.Job(fmt.Sprintf("job%d", i), func(*Job) error { return nil })
+	}
+	wp.Start()
+	time.Sleep(3 * time.Second) // past the start-up and the first idle backoffs
+	rt0 := rt.Load()
+	const watch = 20 * time.Second
+	time.Sleep(watch)
+	n := rt.Load() - rt0
+	wp.Stop()
+	b.ReportMetric(float64(n)/watch.Seconds(), "commands/s")
+}

@@ -1,0 +1,536 @@
+package work
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+func TestNewEnqueuerPanicsOnNilPool(t *testing.T) {
+	t.Parallel()
+	bhvPanicMessage(t, "NewEnqueuer(nil pool)", func() { NewEnqueuer("ns", nil) })
+}
+
+func TestEnqueueWritesTheCompatPayloadOntoItsQueue(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	before := time.Now().Unix()
+	job, err := e.Enqueue("send", Q{"b": 1, "a": "x", "html": "<p>&"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Unix()
+	if !bhvHexID.MatchString(job.ID) {
+		t.Errorf("ID %q is not 24 lowercase hex chars", job.ID)
+	}
+	if job.Name != "send" || job.EnqueuedAt < before || job.EnqueuedAt > after {
+		t.Errorf("returned job %+v", job)
+	}
+	list := rStrings(t, pool, "LRANGE", bhvKey(ns, "jobs", "send"), 0, -1)
+	want := fmt.Sprintf(`{"name":"send","id":"%s","t":%d,"args":{"a":"x","b":1,"html":"\u003cp\u003e\u0026"}}`,
+		job.ID, job.EnqueuedAt)
+	if len(list) != 1 || list[0] != want {
+		t.Fatalf("queue holds %q, want [%s]", list, want)
+	}
+	// The next job goes to the enqueue end (LPUSH); workers fetch from the other end.
+	second, err := e.Enqueue("send", Q{"n": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.ID == job.ID {
+		t.Error("two jobs got the same ID")
+	}
+	head, _ := redis.String(rdo(t, pool, "LINDEX", bhvKey(ns, "jobs", "send"), 0), nil)
+	tail, _ := redis.String(rdo(t, pool, "LINDEX", bhvKey(ns, "jobs", "send"), -1), nil)
+	if !strings.Contains(head, second.ID) || tail != want {
+		t.Errorf("queue order: head %s tail %s; want the newest at the head", head, tail)
+	}
+	if n := rInt(t, pool, "SISMEMBER", bhvKey(ns, "known_jobs"), "send"); n != 1 {
+		t.Error("send is not in known_jobs")
+	}
+}
+
+func TestEnqueueNilArgsWritesArgsNull(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	job, err := NewEnqueuer(ns, pool).Enqueue("bare", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := redis.String(rdo(t, pool, "LINDEX", bhvKey(ns, "jobs", "bare"), 0), nil)
+	if want := fmt.Sprintf(`{"name":"bare","id":"%s","t":%d,"args":null}`, job.ID, job.EnqueuedAt); got != want {
+		t.Errorf("payload %s, want %s", got, want)
+	}
+}
+
+func TestEnqueueRejectsAnEmptyJobName(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	check := func(what string, isNil bool, err error) {
+		t.Helper()
+		if err == nil || !isNil {
+			t.Errorf("%s with an empty job name: err %v, nil result %v; want an error and no job", what, err, isNil)
+		}
+	}
+	j1, err := e.Enqueue("", Q{"a": 1})
+	check("Enqueue", j1 == nil, err)
+	j2, err := e.EnqueueIn("", 10, Q{"a": 1})
+	check("EnqueueIn", j2 == nil, err)
+	j3, err := e.EnqueueUnique("", Q{"a": 1})
+	check("EnqueueUnique", j3 == nil, err)
+	j4, err := e.EnqueueUniqueIn("", 10, Q{"a": 1})
+	check("EnqueueUniqueIn", j4 == nil, err)
+	j5, err := e.EnqueueUniqueByKey("", Q{"a": 1}, Q{"k": 1})
+	check("EnqueueUniqueByKey", j5 == nil, err)
+	j6, err := e.EnqueueUniqueInByKey("", 10, Q{"a": 1}, Q{"k": 1})
+	check("EnqueueUniqueInByKey", j6 == nil, err)
+	if keys := rStrings(t, pool, "KEYS", ns+":*"); len(keys) != 0 {
+		t.Errorf("an empty job name wrote %v", keys)
+	}
+}
+
+func TestEveryEnqueueVariantRegistersTheJobName(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	calls := map[string]func() error{
+		"enqueue":      func() error { _, err := e.Enqueue("enqueue", nil); return err },
+		"in":           func() error { _, err := e.EnqueueIn("in", 100, nil); return err },
+		"unique":       func() error { _, err := e.EnqueueUnique("unique", nil); return err },
+		"unique-in":    func() error { _, err := e.EnqueueUniqueIn("unique-in", 100, nil); return err },
+		"by-key":       func() error { _, err := e.EnqueueUniqueByKey("by-key", nil, Q{"k": 1}); return err },
+		"by-key-in":    func() error { _, err := e.EnqueueUniqueInByKey("by-key-in", 100, nil, Q{"k": 1}); return err },
+		"enqueue-dup":  func() error { _, err := e.Enqueue("enqueue", nil); return err },
+		"unique-dup-1": func() error { _, err := e.EnqueueUnique("unique", nil); return err },
+	}
+	for name, call := range calls {
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	for _, name := range []string{"enqueue", "in", "unique", "unique-in", "by-key", "by-key-in"} {
+		if rInt(t, pool, "SISMEMBER", bhvKey(ns, "known_jobs"), name) != 1 {
+			t.Errorf("%s missing from known_jobs", name)
+		}
+	}
+	if n := rInt(t, pool, "SCARD", bhvKey(ns, "known_jobs")); n != 6 {
+		t.Errorf("known_jobs holds %d names, want 6", n)
+	}
+}
+
+func TestEnqueuePublishesAWakeUpOnlyWhenTheQueueWasEmpty(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	psc := redis.PubSubConn{Conn: pool.Get()}
+	defer psc.Close()
+	if err := psc.Subscribe(bhvKey(ns, "wake")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := psc.ReceiveWithTimeout(5 * time.Second).(redis.Subscription); !ok {
+		t.Fatal("no subscription confirmation")
+	}
+	next := func() string {
+		t.Helper()
+		switch m := psc.ReceiveWithTimeout(5 * time.Second).(type) {
+		case redis.Message:
+			return string(m.Data)
+		default:
+			t.Fatalf("waiting for a wake-up message: got %#v", m)
+		}
+		return ""
+	}
+	e := NewEnqueuer(ns, pool)
+	for _, name := range []string{"x", "x", "x", "y"} {
+		if _, err := e.Enqueue(name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := next(); got != "x" {
+		t.Errorf("first wake-up %q, want x", got)
+	}
+	if got := next(); got != "y" {
+		t.Errorf("second wake-up %q, want y (jobs pushed onto a non-empty queue send none)", got)
+	}
+}
+
+func TestEnqueueInSchedulesAtRunAtAndRunsOnceDue(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	before := time.Now().Unix()
+	far, err := e.EnqueueIn("later", 300, Q{"w": "far"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Unix()
+	if far.RunAt < before+300 || far.RunAt > after+300 || far.Job == nil || far.Name != "later" {
+		t.Errorf("EnqueueIn returned %+v", far)
+	}
+	members := bhvZRange(t, pool, bhvKey(ns, "scheduled"))
+	want := fmt.Sprintf(`{"name":"later","id":"%s","t":%d,"args":{"w":"far"}}`, far.ID, far.EnqueuedAt)
+	if len(members) != 1 || members[0].Raw != want || members[0].Score != far.RunAt {
+		t.Fatalf("scheduled set %+v, want %s at %d", members, want, far.RunAt)
+	}
+	if n := rInt(t, pool, "EXISTS", bhvKey(ns, "jobs", "later")); n != 0 {
+		t.Error("a scheduled job went onto its queue at once")
+	}
+
+	got := make(chan *Job, 2)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("later", func(j *Job) error { got <- j; return nil }))
+	soon, err := e.EnqueueIn("later", 1, Q{"w": "soon"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case j := <-got:
+		if j.ID != soon.ID || j.ArgString("w") != "soon" {
+			t.Errorf("ran %+v, want the job due in 1s", j)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the scheduled job did not run once due")
+	}
+	members = bhvZRange(t, pool, bhvKey(ns, "scheduled"))
+	if len(members) != 1 || members[0].Raw != want {
+		t.Errorf("scheduled set %+v: want only the far job left", members)
+	}
+	select {
+	case j := <-got:
+		t.Errorf("a second run: %+v", j)
+	default:
+	}
+}
+
+func TestEnqueueUniqueDuplicateReturnsNilAndHoldsOneLock(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	job, err := e.EnqueueUnique("u", Q{"b": 2, "a": "<1>"})
+	if err != nil || job == nil {
+		t.Fatalf("first EnqueueUnique: %v, %v", job, err)
+	}
+	dup, err := e.EnqueueUnique("u", Q{"a": "<1>", "b": 2})
+	if dup != nil || err != nil {
+		t.Fatalf("duplicate EnqueueUnique = (%v, %v), want (nil, nil)", dup, err)
+	}
+	other, err := e.EnqueueUnique("u", Q{"a": "<1>", "b": 3})
+	if other == nil || err != nil {
+		t.Fatalf("EnqueueUnique with other args = (%v, %v), want a job", other, err)
+	}
+	if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "u")); n != 2 {
+		t.Errorf("queue holds %d jobs, want 2", n)
+	}
+	key := ns + `:unique:u:{"a":"\u003c1\u003e","b":2}` + "\n"
+	if v, _ := redis.String(rdo(t, pool, "GET", key), nil); v != "1" {
+		t.Errorf("unique lock %q holds %q, want \"1\"", key, v)
+	}
+	if ttl := rInt(t, pool, "TTL", key); ttl < 86300 || ttl > 86400 {
+		t.Errorf("unique lock TTL %d, want about 86400", ttl)
+	}
+	tail, _ := redis.String(rdo(t, pool, "LINDEX", bhvKey(ns, "jobs", "u"), -1), nil)
+	stored := bhvDecode(t, tail)
+	if stored.ID != job.ID || !stored.Unique || stored.UniqueKey != key {
+		t.Errorf("stored unique job %s: want unique true and unique_key %q", tail, key)
+	}
+	if !job.Unique || job.UniqueKey != key {
+		t.Errorf("returned job %+v lacks its unique fields", job)
+	}
+	if n := len(rStrings(t, pool, "KEYS", ns+":unique:*")); n != 2 {
+		t.Errorf("%d unique locks, want 2", n)
+	}
+}
+
+func TestEnqueueUniqueWithNilArgsLocksOnTheNameAlone(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	if j, err := e.EnqueueUnique("bare", nil); j == nil || err != nil {
+		t.Fatalf("first: %v %v", j, err)
+	}
+	if j, err := e.EnqueueUnique("bare", nil); j != nil || err != nil {
+		t.Fatalf("duplicate = (%v, %v), want (nil, nil)", j, err)
+	}
+	if n := rInt(t, pool, "EXISTS", ns+":unique:bare:"); n != 1 {
+		t.Errorf("no unique lock at %q; keys: %q", ns+":unique:bare:", rStrings(t, pool, "KEYS", ns+":unique:*"))
+	}
+}
+
+func TestEnqueueUniqueDuplicateRefreshesTheLockTTL(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	if _, err := e.EnqueueUnique("u", Q{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	key := ns + `:unique:u:{"a":1}` + "\n"
+	rdo(t, pool, "EXPIRE", key, 100)
+	if j, err := e.EnqueueUnique("u", Q{"a": 1}); j != nil || err != nil {
+		t.Fatalf("duplicate = (%v, %v)", j, err)
+	}
+	if ttl := rInt(t, pool, "TTL", key); ttl < 86300 {
+		t.Errorf("TTL after a duplicate is %d, want it refreshed to about 86400", ttl)
+	}
+}
+
+func TestEnqueueUniqueInDuplicateReturnsNilAndSharesTheLockWithEnqueueUnique(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	before := time.Now().Unix()
+	sj, err := e.EnqueueUniqueIn("u", 600, Q{"a": 1})
+	if err != nil || sj == nil {
+		t.Fatalf("first EnqueueUniqueIn: %v %v", sj, err)
+	}
+	if sj.RunAt < before+600 || sj.RunAt > time.Now().Unix()+600 || !sj.Unique {
+		t.Errorf("returned %+v", sj)
+	}
+	if dup, err := e.EnqueueUniqueIn("u", 600, Q{"a": 1}); dup != nil || err != nil {
+		t.Errorf("duplicate EnqueueUniqueIn = (%v, %v), want (nil, nil)", dup, err)
+	}
+	if dup, err := e.EnqueueUnique("u", Q{"a": 1}); dup != nil || err != nil {
+		t.Errorf("EnqueueUnique of a scheduled unique job = (%v, %v), want (nil, nil)", dup, err)
+	}
+	members := bhvZRange(t, pool, bhvKey(ns, "scheduled"))
+	if len(members) != 1 || members[0].Score != sj.RunAt || bhvDecode(t, members[0].Raw).ID != sj.ID {
+		t.Errorf("scheduled set %+v, want the one job at %d", members, sj.RunAt)
+	}
+	if n := rInt(t, pool, "EXISTS", bhvKey(ns, "jobs", "u")); n != 0 {
+		t.Error("the duplicate went onto the queue")
+	}
+	key := ns + `:unique:u:{"a":1}` + "\n"
+	if ttl := rInt(t, pool, "TTL", key); ttl < 86300 || ttl > 86400 {
+		t.Errorf("unique lock TTL %d, want about 86400", ttl)
+	}
+}
+
+func TestEnqueueUniqueByKeyDuplicateRunsOnceWithTheLatestArgs(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	first, err := e.EnqueueUniqueByKey("bk", Q{"v": 1, "k": "a"}, Q{"k": "a"})
+	if err != nil || first == nil {
+		t.Fatalf("first: %v %v", first, err)
+	}
+	for v := 2; v <= 3; v++ {
+		if dup, err := e.EnqueueUniqueByKey("bk", Q{"v": v, "k": "a"}, Q{"k": "a"}); dup != nil || err != nil {
+			t.Fatalf("duplicate %d = (%v, %v), want (nil, nil)", v, dup, err)
+		}
+	}
+	if other, err := e.EnqueueUniqueByKey("bk", Q{"v": 9, "k": "b"}, Q{"k": "b"}); other == nil || err != nil {
+		t.Fatalf("another key = (%v, %v), want a job", other, err)
+	}
+	if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "bk")); n != 2 {
+		t.Fatalf("queue holds %d jobs, want 2", n)
+	}
+	key := ns + `:unique:bk:{"k":"a"}` + "\n"
+	lock, _ := redis.String(rdo(t, pool, "GET", key), nil)
+	if latest := bhvDecode(t, lock); latest.Name != "bk" || latest.ArgInt64("v") != 3 {
+		t.Errorf("ByKey lock holds %q, want the latest job (v=3)", lock)
+	}
+	if ttl := rInt(t, pool, "TTL", key); ttl < 86300 || ttl > 86400 {
+		t.Errorf("unique lock TTL %d, want about 86400", ttl)
+	}
+	if stored := bhvDecode(t, rStrings(t, pool, "LRANGE", bhvKey(ns, "jobs", "bk"), -1, -1)[0]); stored.UniqueKey != key {
+		t.Errorf("stored unique_key %q, want %q", stored.UniqueKey, key)
+	}
+
+	var mu sync.Mutex
+	ran := map[string][]int64{}
+	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("bk", func(j *Job) error {
+		mu.Lock()
+		ran[j.ArgString("k")] = append(ran[j.ArgString("k")], j.ArgInt64("v"))
+		mu.Unlock()
+		return nil
+	}))
+	wp.Drain()
+	mu.Lock()
+	if fmt.Sprint(ran["a"]) != "[3]" || fmt.Sprint(ran["b"]) != "[9]" {
+		t.Errorf("runs %v, want a once with v=3 and b once with v=9", ran)
+	}
+	mu.Unlock()
+	if n := rInt(t, pool, "EXISTS", key); n != 0 {
+		t.Error("the unique lock outlived the job's start")
+	}
+	bhvEventuallyReleased(t, pool, ns, "bk", wp.workerPoolID)
+}
+
+func TestEnqueueUniqueInByKeyDuplicateRunsOnceDueWithTheLatestArgs(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	first, err := e.EnqueueUniqueInByKey("bki", 1, Q{"v": 1}, Q{"k": "a"})
+	if err != nil || first == nil || first.RunAt == 0 {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	if dup, err := e.EnqueueUniqueInByKey("bki", 1, Q{"v": 2}, Q{"k": "a"}); dup != nil || err != nil {
+		t.Fatalf("duplicate = (%v, %v), want (nil, nil)", dup, err)
+	}
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 1 {
+		t.Fatalf("scheduled set holds %d jobs, want 1", n)
+	}
+	key := ns + `:unique:bki:{"k":"a"}` + "\n"
+	if ttl := rInt(t, pool, "TTL", key); ttl < 86300 || ttl > 86400 {
+		t.Errorf("unique lock TTL %d, want about 86400", ttl)
+	}
+	var runs atomic.Int64
+	got := make(chan int64, 4)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("bki", func(j *Job) error {
+		runs.Add(1)
+		got <- j.ArgInt64("v")
+		return nil
+	}))
+	select {
+	case v := <-got:
+		if v != 2 {
+			t.Errorf("ran with v=%d, want the latest args (2)", v)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the scheduled ByKey job did not run")
+	}
+	eventually(t, 10*time.Second, "the unique lock released", func() bool { return rInt(t, pool, "EXISTS", key) == 0 })
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 0 {
+		t.Errorf("scheduled set holds %d jobs", n)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("ran %d times", n)
+	}
+}
+
+func TestUniqueLockIsReleasedWhenAWorkerPicksTheJobUp(t *testing.T) {
+	t.Parallel()
+	variants := []struct {
+		name    string
+		key     string // after "<ns>:unique:u:"
+		enqueue func(e *Enqueuer) (bool, error)
+	}{
+		{"EnqueueUnique", `{"a":1}` + "\n", func(e *Enqueuer) (bool, error) {
+			j, err := e.EnqueueUnique("u", Q{"a": 1})
+			return j != nil, err
+		}},
+		{"EnqueueUniqueIn", `{"a":1}` + "\n", func(e *Enqueuer) (bool, error) {
+			j, err := e.EnqueueUniqueIn("u", 0, Q{"a": 1})
+			return j != nil, err
+		}},
+		{"EnqueueUniqueByKey", `{"k":1}` + "\n", func(e *Enqueuer) (bool, error) {
+			j, err := e.EnqueueUniqueByKey("u", Q{"a": 1}, Q{"k": 1})
+			return j != nil, err
+		}},
+		{"EnqueueUniqueInByKey", `{"k":1}` + "\n", func(e *Enqueuer) (bool, error) {
+			j, err := e.EnqueueUniqueInByKey("u", 0, Q{"a": 1}, Q{"k": 1})
+			return j != nil, err
+		}},
+	}
+	for _, v := range variants {
+		v := v
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			pool := newTestPool(t)
+			ns := newTestNamespace(t, pool)
+			gate := newBhvGate()
+			started := make(chan struct{}, 2)
+			var runs atomic.Int64
+			wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("u", func(*Job) error {
+				runs.Add(1)
+				started <- struct{}{}
+				gate.Wait()
+				return nil
+			}))
+			t.Cleanup(gate.Open)
+			e := NewEnqueuer(ns, pool)
+			if ok, err := v.enqueue(e); !ok || err != nil {
+				t.Fatalf("first enqueue: %v %v", ok, err)
+			}
+			if ok, err := v.enqueue(e); ok || err != nil {
+				t.Fatalf("duplicate before the job started: enqueued=%v err=%v", ok, err)
+			}
+			key := ns + ":unique:u:" + v.key
+			bhvWait(t, started, "the job to start")
+			if n := rInt(t, pool, "EXISTS", key); n != 0 {
+				t.Errorf("the unique lock %q is still held while the job runs", key)
+			}
+			if ok, err := v.enqueue(e); !ok || err != nil {
+				t.Fatalf("identical job while the first runs: enqueued=%v err=%v, want it enqueued", ok, err)
+			}
+			bhvWait(t, started, "the second job to start")
+			gate.Open()
+			wp.Drain()
+			if n := runs.Load(); n != 2 {
+				t.Errorf("ran %d times, want 2", n)
+			}
+			bhvEventuallyReleased(t, pool, ns, "u", wp.workerPoolID)
+		})
+	}
+}
+
+func TestUniqueJobsDoNotStallAMaxConcurrencyQueue(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	var runs atomic.Int64
+	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 3, ns, pool).
+		JobWithOptions("mcu", JobOptions{MaxConcurrency: 1}, func(*Job) error { runs.Add(1); return nil }))
+	want := int64(0)
+	for i := 0; i < 10; i++ {
+		if j, err := e.EnqueueUniqueByKey("mcu", Q{"v": i}, Q{"k": i}); err != nil || j == nil {
+			t.Fatal(j, err)
+		}
+		if j, err := e.EnqueueUnique("mcu", Q{"u": i}); err != nil || j == nil {
+			t.Fatal(j, err)
+		}
+		want += 2
+	}
+	eventually(t, 15*time.Second, "every unique job run", func() bool { return runs.Load() == want })
+	wp.Drain()
+	bhvEventuallyReleased(t, pool, ns, "mcu", wp.workerPoolID)
+	if keys := rStrings(t, pool, "KEYS", ns+":unique:*"); len(keys) != 0 {
+		t.Errorf("unique locks left: %q", keys)
+	}
+}
+
+func TestLargeIntegersAndEmptyArraysSurviveTheQueueAndARetry(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	got := make(chan *Job, 2)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).JobWithOptions("big",
+		JobOptions{Backoff: func(*Job) int64 { return 3600 }},
+		func(j *Job) error { got <- j; return fmt.Errorf("fail once") }))
+	// Pushed by hand so that the bytes are exactly these.
+	payload := `{"name":"big","id":"b1","t":1,"args":{"id":1152921504606846977,"list":[],"obj":{}}}`
+	rdo(t, pool, "LPUSH", bhvKey(ns, "jobs", "big"), payload)
+	var j *Job
+	select {
+	case j = <-got:
+	case <-time.After(15 * time.Second):
+		t.Fatal("job not run")
+	}
+	if j.ArgInt64("id") != 1152921504606846977 || j.ArgError() != nil {
+		t.Errorf("the handler read id %d (%v)", j.ArgInt64("id"), j.ArgError())
+	}
+	eventually(t, 10*time.Second, "the job in the retry set", func() bool {
+		return rInt(t, pool, "ZCARD", bhvKey(ns, "retry")) == 1
+	})
+	m := bhvZRange(t, pool, bhvKey(ns, "retry"))[0].Raw
+	if !strings.Contains(m, `"args":{"id":1152921504606846977,"list":[],"obj":{}}`) {
+		t.Errorf("retry payload %s changed the args", m)
+	}
+}

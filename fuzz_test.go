@@ -1,0 +1,385 @@
+package work
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The fuzz targets below run as ordinary tests on their seeds (f.Add and testdata/fuzz/<Name>/), and
+// explore further with go test -fuzz.
+
+// maxFuzzInput keeps each fuzz input fast; payloads in Redis are rarely larger.
+const maxFuzzInput = 64 << 10
+
+// FuzzDecodeJob: decodeJob never panics; an error comes without a job; a decoded job serializes, and
+// serialize→decode→serialize is a fixed point that keeps every field and every number's value.
+func FuzzDecodeJob(f *testing.F) {
+	f.Add([]byte(gocraftPayload))
+	f.Add([]byte(`{"name":"x","id":"a","t":1,"args":null}`))
+	f.Add([]byte(`{"name":"x","args":{"n":12345678901234567890,"f":1e20,"l":[1.5,{"m":-1}]}}`))
+	f.Add([]byte(`{"id":"a"}`))
+	f.Add([]byte(``))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > maxFuzzInput {
+			t.Skip("input too large")
+		}
+		orig := append([]byte(nil), data...)
+		j, err := decodeJob(data)
+		if !bytes.Equal(data, orig) {
+			t.Fatalf("decodeJob modified its input")
+		}
+		if err != nil {
+			if j != nil {
+				t.Fatalf("decodeJob returned a job with its error %v", err)
+			}
+			if !strings.HasPrefix(err.Error(), "malformed job payload") {
+				t.Fatalf("error %q does not say the payload is malformed", err)
+			}
+			return
+		}
+		if j.Name == "" {
+			t.Fatalf("decodeJob accepted a job without a name: %q", data)
+		}
+		if !bytes.Equal(j.raw, data) {
+			t.Fatalf("raw = %q, want the input", j.raw)
+		}
+		checkNumbersKeptTheirValue(t, data, j.Args)
+
+		s1, err := j.serialize()
+		if err != nil {
+			t.Fatalf("serialize of a decoded job: %v\ninput %q", err, data)
+		}
+		j2, err := decodeJob(s1)
+		if err != nil {
+			t.Fatalf("decode(serialize(job)) failed: %v\ninput %q\nserialized %s", err, data, s1)
+		}
+		a, b := exported(j), exported(j2)
+		a.Args, b.Args = nil, nil
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("a round trip changed the job\nbefore %#v\n after %#v", a, b)
+		}
+		if err := equivalentArgs(j.Args, j2.Args); err != nil {
+			t.Fatalf("a round trip changed the args: %v\ninput %q\nserialized %s", err, data, s1)
+		}
+		s2, err := j2.serialize()
+		if err != nil {
+			t.Fatalf("second serialize: %v", err)
+		}
+		if !bytes.Equal(s1, s2) {
+			t.Fatalf("serialize is not stable across a round trip\nfirst  %s\nsecond %s", s1, s2)
+		}
+		j3, err := decodeJob(s2)
+		if err != nil {
+			t.Fatalf("third decode: %v", err)
+		}
+		if !reflect.DeepEqual(exported(j2), exported(j3)) {
+			t.Fatalf("decode(serialize) is not a fixed point\nbefore %#v\n after %#v", exported(j2), exported(j3))
+		}
+	})
+}
+
+// checkNumbersKeptTheirValue compares every number in the payload's args, decoded as json.Number, with
+// what decodeJob made of it: the same literal, or a float64 of exactly the same value (the nearest
+// float64 for a literal that is not an integer).
+func checkNumbersKeptTheirValue(t *testing.T, data []byte, args map[string]interface{}) {
+	t.Helper()
+	var plain struct {
+		Args map[string]interface{} `json:"args"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&plain); err != nil {
+		t.Fatalf("decodeJob accepted what encoding/json rejects: %v", err)
+	}
+	var walk func(path string, lit, got interface{})
+	walk = func(path string, lit, got interface{}) {
+		switch l := lit.(type) {
+		case json.Number:
+			switch g := got.(type) {
+			case json.Number:
+				if g != l {
+					t.Fatalf("args%s: literal %s became json.Number(%s)", path, l, g)
+				}
+			case float64:
+				if isIntegerLiteral(string(l)) {
+					want, _ := new(big.Int).SetString(string(l), 10)
+					if have, acc := big.NewFloat(g).Int(nil); acc != big.Exact || have.Cmp(want) != 0 || math.Signbit(g) != strings.HasPrefix(string(l), "-") {
+						t.Fatalf("args%s: integer %s became float64 %v, which is not the same signed integer", path, l, g)
+					}
+					return
+				}
+				want, err := strconv.ParseFloat(string(l), 64)
+				if err != nil || want != g || math.Signbit(want) != math.Signbit(g) {
+					t.Fatalf("args%s: number %s became float64 %v, want %v (%v)", path, l, g, want, err)
+				}
+			default:
+				t.Fatalf("args%s: number %s became %T(%v)", path, l, got, got)
+			}
+		case map[string]interface{}:
+			g, ok := got.(map[string]interface{})
+			if !ok || len(g) != len(l) {
+				t.Fatalf("args%s: object became %T(%v)", path, got, got)
+			}
+			for k, v := range l {
+				walk(path+"["+strconv.Quote(k)+"]", v, g[k])
+			}
+		case []interface{}:
+			g, ok := got.([]interface{})
+			if !ok || len(g) != len(l) {
+				t.Fatalf("args%s: array became %T(%v)", path, got, got)
+			}
+			for i, v := range l {
+				walk(path+"["+strconv.Itoa(i)+"]", v, g[i])
+			}
+		default:
+			if !reflect.DeepEqual(lit, got) {
+				t.Fatalf("args%s: %T(%v) became %T(%v)", path, lit, lit, got, got)
+			}
+		}
+	}
+	if (plain.Args == nil) != (args == nil) {
+		t.Fatalf("args nil-ness changed: %#v vs %#v", plain.Args, args)
+	}
+	walk("", map[string]interface{}(plain.Args), map[string]interface{}(args))
+}
+
+// equivalentArgs reports whether two decoded args hold the same values. The one change a round trip
+// may make is a float64 that is an integer beyond ±2^53 coming back as the exact json.Number of the
+// same value: json.Marshal writes such a float as an integer literal.
+func equivalentArgs(a, b interface{}) error {
+	switch x := a.(type) {
+	case map[string]interface{}:
+		y, ok := b.(map[string]interface{})
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return fmt.Errorf("%T(%v) vs %T(%v)", a, a, b, b)
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok {
+				return fmt.Errorf("key %q lost", k)
+			}
+			if err := equivalentArgs(v, w); err != nil {
+				return fmt.Errorf("[%q]: %v", k, err)
+			}
+		}
+		return nil
+	case []interface{}:
+		y, ok := b.([]interface{})
+		if !ok || len(x) != len(y) {
+			return fmt.Errorf("%T(%v) vs %T(%v)", a, a, b, b)
+		}
+		for i := range x {
+			if err := equivalentArgs(x[i], y[i]); err != nil {
+				return fmt.Errorf("[%d]: %v", i, err)
+			}
+		}
+		return nil
+	case float64:
+		if n, ok := b.(json.Number); ok && x == math.Trunc(x) && math.Abs(x) > 1<<53 {
+			if bf, err := n.Float64(); err == nil && bf == x {
+				return nil
+			}
+		}
+	}
+	if !reflect.DeepEqual(a, b) {
+		return fmt.Errorf("%T(%v) vs %T(%v)", a, a, b, b)
+	}
+	return nil
+}
+
+// fuzzArgs decodes data as a JSON object twice: with numbers as decodeJob leaves them, and with every
+// number a json.Number. ok is false when data is not a JSON object (null gives nil maps).
+func fuzzArgs(data []byte) (normalized, numbers map[string]interface{}, ok bool) {
+	decode := func() (map[string]interface{}, bool) {
+		var m map[string]interface{}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return nil, false
+		}
+		return m, true
+	}
+	numbers, ok = decode()
+	if !ok {
+		return nil, nil, false
+	}
+	normalized, _ = decode()
+	for k, v := range normalized {
+		normalized[k] = normalizeNumber(v)
+	}
+	return normalized, numbers, true
+}
+
+// FuzzArgHelpers: with any decoded args and any key, the Arg helpers never panic, return the zero
+// value exactly when they record an error, and record gocraft's error texts.
+func FuzzArgHelpers(f *testing.F) {
+	f.Add([]byte(`{"s":"str","i":42,"f":2.5,"b":true,"n":null}`), "i")
+	f.Add([]byte(`{"big":12345678901234567890,"neg":-9223372036854775808,"e":1e400}`), "big")
+	f.Add([]byte(`{"l":[1,2],"m":{"a":1}}`), "missing")
+	f.Add([]byte(`null`), "")
+	f.Fuzz(func(t *testing.T, data []byte, key string) {
+		if len(data) > maxFuzzInput {
+			t.Skip("input too large")
+		}
+		normalized, numbers, ok := fuzzArgs(data)
+		if !ok {
+			return
+		}
+		for _, args := range []map[string]interface{}{normalized, numbers} {
+			keys := []string{key}
+			for k := range args {
+				keys = append(keys, k)
+			}
+			for _, k := range keys {
+				checkArgHelpers(t, args, k)
+			}
+		}
+	})
+}
+
+func checkArgHelpers(t *testing.T, args map[string]interface{}, key string) {
+	t.Helper()
+	v, present := args[key]
+	check := func(helper, jsonType string, j *Job, got interface{}, zero interface{}, want interface{}, wantOK bool) {
+		t.Helper()
+		err := j.ArgError()
+		switch {
+		case !present:
+			if err == nil || err.Error() != fmt.Sprintf("looking for a %s in job.Arg[%s] but key wasn't found", jsonType, key) {
+				t.Fatalf("%s(%q) on a missing key: error %v", helper, key, err)
+			}
+			if got != zero {
+				t.Fatalf("%s(%q) on a missing key = %v", helper, key, got)
+			}
+		case wantOK:
+			if err != nil {
+				t.Fatalf("%s(%q) on %T(%v): unexpected error %v", helper, key, v, v, err)
+			}
+			if got != want {
+				t.Fatalf("%s(%q) on %T(%v) = %v, want %v", helper, key, v, v, got, want)
+			}
+		default:
+			if err == nil || err.Error() != fmt.Sprintf("looking for a %s in job.Arg[%s] but value wasn't right type: %T(%v)", jsonType, key, v, v) {
+				t.Fatalf("%s(%q) on %T(%v): error %v", helper, key, v, v, err)
+			}
+			if got != zero {
+				t.Fatalf("%s(%q) on %T(%v) = %v with an error", helper, key, v, v, got)
+			}
+		}
+	}
+
+	j := &Job{Args: args}
+	s, isString := v.(string)
+	check("ArgString", "string", j, j.ArgString(key), "", s, isString)
+
+	j = &Job{Args: args}
+	b, isBool := v.(bool)
+	check("ArgBool", "bool", j, j.ArgBool(key), false, b, isBool)
+
+	var wantF float64
+	var okF bool
+	switch x := v.(type) {
+	case float64:
+		wantF, okF = x, true
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		wantF, okF = f, err == nil
+	}
+	j = &Job{Args: args}
+	check("ArgFloat64", "float64", j, j.ArgFloat64(key), 0.0, wantF, okF)
+
+	var wantI int64
+	var okI bool
+	switch x := v.(type) {
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) <= 1<<53 {
+			wantI, okI = int64(x), true
+		}
+	case json.Number:
+		i, err := strconv.ParseInt(string(x), 10, 64)
+		wantI, okI = i, err == nil
+	}
+	j = &Job{Args: args}
+	check("ArgInt64", "int64", j, j.ArgInt64(key), int64(0), wantI, okI)
+}
+
+// FuzzUniqueKey: for any namespace, name and JSON args, keyspace.unique never panics, never fails,
+// is deterministic, matches gocraft's key, and is canonical (the JSON in the key, decoded and encoded
+// again, gives the same key).
+func FuzzUniqueKey(f *testing.F) {
+	f.Add("work", "send_email", []byte(`{"b":2,"a":"<x>&"}`))
+	f.Add("work:", "x", []byte(`null`))
+	f.Add("", "x", []byte(`{}`))
+	f.Add("{app}", "a:b", []byte(`{"n":12345678901234567890,"f":1e20,"s":"\u2028"}`))
+	f.Fuzz(func(t *testing.T, ns, name string, data []byte) {
+		if len(data) > maxFuzzInput {
+			t.Skip("input too large")
+		}
+		normalized, numbers, ok := fuzzArgs(data)
+		if !ok {
+			return
+		}
+		k := newKeyspace(ns)
+		prefix := redisNamespacePrefix(ns) + "unique:" + name + ":"
+		for variant, args := range []map[string]interface{}{normalized, numbers} {
+			u1, err := k.unique(name, args)
+			if err != nil {
+				t.Fatalf("unique(%q, %v): %v", name, args, err)
+			}
+			u2, err := k.unique(name, args)
+			if err != nil || u1 != u2 {
+				t.Fatalf("unique is not deterministic: %q then %q (%v)", u1, u2, err)
+			}
+			if ref := gocraftUniqueKey(t, ns, name, args); u1 != ref {
+				t.Fatalf("unique = %q, gocraft/work gives %q", u1, ref)
+			}
+			if !strings.HasPrefix(u1, prefix) {
+				t.Fatalf("unique = %q, want the prefix %q", u1, prefix)
+			}
+			rest := u1[len(prefix):]
+			if args == nil {
+				if rest != "" {
+					t.Fatalf("unique of nil args = %q, want it to end at the name", u1)
+				}
+				continue
+			}
+			if !strings.HasSuffix(rest, "\n") || strings.Count(rest, "\n") != 1 {
+				t.Fatalf("unique = %q, want one trailing newline", u1)
+			}
+			if strings.ContainsAny(rest, "<>&") {
+				t.Fatalf("unique = %q is not HTML-escaped", u1)
+			}
+			againNormalized, againNumbers, ok := fuzzArgs([]byte(rest))
+			if !ok {
+				t.Fatalf("the JSON in unique key %q does not decode", u1)
+			}
+			again := [2]map[string]interface{}{againNormalized, againNumbers}[variant]
+			if u3, err := k.unique(name, again); err != nil || u3 != u1 {
+				t.Fatalf("unique key is not canonical: %q, then %q (%v)", u1, u3, err)
+			}
+		}
+		// The key computed from the args a worker decodes equals the key of the args enqueued.
+		if normalized != nil {
+			raw, err := (&Job{Name: "x", Args: normalized}).serialize()
+			if err != nil {
+				t.Fatalf("serialize: %v", err)
+			}
+			j, err := decodeJob(raw)
+			if err != nil {
+				t.Fatalf("decodeJob(%s): %v", raw, err)
+			}
+			u1, _ := k.unique(name, normalized)
+			u2, err := k.unique(name, j.Args)
+			if err != nil || u1 != u2 {
+				t.Fatalf("unique key changed across the wire: %q then %q (%v)", u1, u2, err)
+			}
+		}
+	})
+}

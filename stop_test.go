@@ -1,0 +1,137 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type stopCtx struct{}
+
+func TestStopContextPutsUnfinishedJobsBackAndCancelsThem(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	started := make(chan struct{}, 1)
+	var sawCancel atomic.Bool
+	wp := NewWorkerPool(stopCtx{}, 1, ns, pool)
+	wp.Job("stuck", func(ctx context.Context, j *Job) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		sawCancel.Store(true)
+		return ctx.Err()
+	})
+	wp.Start()
+	if _, err := NewEnqueuer(ns, pool).Enqueue("stuck", Q{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := wp.StopContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("StopContext: %v, want deadline exceeded", err)
+	}
+	eventually(t, 5*time.Second, "the handler's context to be cancelled", sawCancel.Load)
+	if n := rInt(t, pool, "LLEN", ns+":jobs:stuck"); n != 1 {
+		t.Fatalf("queue holds %d jobs, want the unfinished one back", n)
+	}
+	if n := rInt(t, pool, "ZCARD", ns+":retry"); n != 0 {
+		t.Errorf("retry set holds %d jobs: the late failure was recorded", n)
+	}
+	if n := rInt(t, pool, "GET", ns+":jobs:stuck:lock"); n != 0 {
+		t.Errorf("lock = %d, want 0", n)
+	}
+	if n := rInt(t, pool, "EXISTS", ns+":jobs:stuck:"+wp.workerPoolID+":inprogress"); n != 0 {
+		t.Errorf("in-progress list still exists")
+	}
+	if n := rInt(t, pool, "SISMEMBER", ns+":worker_pools", wp.workerPoolID); n != 0 {
+		t.Errorf("stopped pool still registered")
+	}
+
+	// The job runs again, in full, in another pool.
+	var ran atomic.Int64
+	wp2 := NewWorkerPool(stopCtx{}, 1, ns, pool)
+	wp2.Job("stuck", func(j *Job) error {
+		if j.ArgString("k") == "v" && j.Fails == 0 {
+			ran.Add(1)
+		}
+		return nil
+	})
+	wp2.Start()
+	defer wp2.Stop()
+	eventually(t, 5*time.Second, "the requeued job to run again", func() bool { return ran.Load() == 1 })
+}
+
+func TestStopWaitsForRunningJobsAndReturnsFetchedOnesToTheFrontOfTheQueue(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	release := make(chan struct{})
+	started := make(chan string, 10)
+	var finished atomic.Int64
+	wp := NewWorkerPool(stopCtx{}, 1, ns, pool)
+	wp.Job("slow", func(j *Job) error {
+		started <- j.ArgString("n")
+		<-release
+		finished.Add(1)
+		return nil
+	})
+	e := NewEnqueuer(ns, pool)
+	for _, n := range []string{"1", "2", "3", "4"} {
+		if _, err := e.Enqueue("slow", Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wp.Start()
+	if got := <-started; got != "1" {
+		t.Fatalf("first job run: %s, want 1", got)
+	}
+	// Concurrency 1 holds one job running and one fetched ahead.
+	eventually(t, 5*time.Second, "one job fetched ahead", func() bool {
+		return rInt(t, pool, "LLEN", ns+":jobs:slow:"+wp.workerPoolID+":inprogress") == 2
+	})
+	stopped := make(chan struct{})
+	go func() { wp.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a job was running")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-stopped
+	if finished.Load() != 1 {
+		t.Fatalf("%d jobs finished, want only the running one", finished.Load())
+	}
+	// Jobs 2, 3 and 4 are queued, and 2 (fetched ahead, never started) is first out again.
+	queued := rStrings(t, pool, "LRANGE", ns+":jobs:slow", 0, -1)
+	if len(queued) != 3 {
+		t.Fatalf("queue: %d jobs, want 3", len(queued))
+	}
+	oldest, err := decodeJob([]byte(queued[len(queued)-1]))
+	if err != nil || oldest.ArgString("n") != "2" {
+		t.Fatalf("fetch end of the queue: %s", queued[len(queued)-1])
+	}
+	if n := rInt(t, pool, "GET", ns+":jobs:slow:lock"); n != 0 {
+		t.Errorf("lock = %d, want 0", n)
+	}
+}
+
+func TestStopAndDrainBeforeStartReturnAtOnce(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	wp := NewWorkerPool(stopCtx{}, 2, ns, pool)
+	wp.Job("x", func(*Job) error { return nil })
+	wp.Drain()
+	wp.Stop()
+	if err := wp.StopContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wp.Start()
+	wp.Start()
+	wp.Stop()
+	wp.Stop()
+	wp.Drain()
+}
