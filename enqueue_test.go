@@ -534,3 +534,135 @@ func TestLargeIntegersAndEmptyArraysSurviveTheQueueAndARetry(t *testing.T) {
 		t.Errorf("retry payload %s changed the args", m)
 	}
 }
+
+// bhvMakeRetryDue moves every member of the retry set to now, so the requeuer picks them up at once.
+func bhvMakeRetryDue(t *testing.T, pool *redis.Pool, ns string) {
+	t.Helper()
+	now := time.Now().Unix()
+	for _, m := range bhvZRange(t, pool, bhvKey(ns, "retry")) {
+		rdo(t, pool, "ZADD", bhvKey(ns, "retry"), "XX", now-1, m.Raw)
+	}
+}
+
+func TestRetryOfAUniqueJobDoesNotReleaseTheLockOfALaterIdenticalJob(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	first, err := e.EnqueueUnique("u", Q{"a": 1})
+	if err != nil || first == nil {
+		t.Fatal(first, err)
+	}
+	runs := make(chan *Job, 4)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).JobWithOptions("u", JobOptions{Backoff: func(*Job) int64 { return 3600 }},
+		func(j *Job) error {
+			runs <- j
+			if j.ID == first.ID && j.Fails == 0 {
+				return fmt.Errorf("first attempt fails")
+			}
+			return nil
+		}))
+	eventually(t, 10*time.Second, "the first job in the retry set", func() bool {
+		return rInt(t, pool, "ZCARD", bhvKey(ns, "retry")) == 1
+	})
+	<-runs
+	// The lock was released when the first job started: an identical job may be scheduled now, and it
+	// holds the lock while it waits.
+	later, err := e.EnqueueUniqueIn("u", 3600, Q{"a": 1})
+	if err != nil || later == nil {
+		t.Fatalf("identical job after the first started: %v %v", later, err)
+	}
+	key := ns + `:unique:u:{"a":1}` + "\n"
+	bhvMakeRetryDue(t, pool, ns)
+	select {
+	case j := <-runs:
+		if j.ID != first.ID || j.Fails != 1 {
+			t.Fatalf("ran %+v, want the retry of the first job", j)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the retry did not run")
+	}
+	if n := rInt(t, pool, "EXISTS", key); n != 1 {
+		t.Errorf("the retry of the first job released the unique lock of the scheduled identical job")
+	}
+	if dup, err := e.EnqueueUnique("u", Q{"a": 1}); dup != nil || err != nil {
+		t.Errorf("EnqueueUnique while an identical job is scheduled enqueued a duplicate (job %v, err %v), want (nil, nil)",
+			dup != nil, err)
+	}
+}
+
+func TestRetryOfAByKeyJobRunsWithItsOwnArgs(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	first, err := e.EnqueueUniqueByKey("bk", Q{"v": 1}, Q{"key": 1})
+	if err != nil || first == nil {
+		t.Fatal(first, err)
+	}
+	runs := make(chan *Job, 4)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).JobWithOptions("bk", JobOptions{Backoff: func(*Job) int64 { return 3600 }},
+		func(j *Job) error {
+			runs <- j
+			if j.ID == first.ID && j.Fails == 0 {
+				return fmt.Errorf("first attempt fails")
+			}
+			return nil
+		}))
+	eventually(t, 10*time.Second, "the first job in the retry set", func() bool {
+		return rInt(t, pool, "ZCARD", bhvKey(ns, "retry")) == 1
+	})
+	<-runs
+	later, err := e.EnqueueUniqueInByKey("bk", 3600, Q{"v": 2}, Q{"key": 1})
+	if err != nil || later == nil {
+		t.Fatalf("ByKey job after the first started: %v %v", later, err)
+	}
+	bhvMakeRetryDue(t, pool, ns)
+	select {
+	case j := <-runs:
+		if j.ID != first.ID || j.Fails != 1 {
+			t.Fatalf("ran %+v, want the retry of the first job", j)
+		}
+		if v := j.ArgInt64("v"); v != 1 {
+			t.Errorf("the retry of the first job ran with v=%d, the args of the later scheduled job; want its own v=1", v)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the retry did not run")
+	}
+	key := ns + `:unique:bk:{"key":1}` + "\n"
+	if n := rInt(t, pool, "EXISTS", key); n != 1 {
+		t.Errorf("the retry of the first job took the lock of the scheduled ByKey job")
+	}
+}
+
+func TestEnqueueRejectsArgsThatCannotBeEncoded(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	bad := Q{"ch": make(chan int)}
+	if j, err := e.Enqueue("x", bad); err == nil || j != nil {
+		t.Errorf("Enqueue = (%v, %v), want an error", j, err)
+	}
+	if j, err := e.EnqueueIn("x", 10, bad); err == nil || j != nil {
+		t.Errorf("EnqueueIn = (%v, %v), want an error", j, err)
+	}
+	if j, err := e.EnqueueUnique("x", bad); err == nil || j != nil {
+		t.Errorf("EnqueueUnique = (%v, %v), want an error", j, err)
+	}
+	if j, err := e.EnqueueUniqueByKey("x", Q{"a": 1}, bad); err == nil || j != nil {
+		t.Errorf("EnqueueUniqueByKey with an unencodable key = (%v, %v), want an error", j, err)
+	}
+	for _, k := range []string{bhvKey(ns, "jobs", "x"), bhvKey(ns, "scheduled")} {
+		if n := rInt(t, pool, "EXISTS", k); n != 0 {
+			t.Errorf("%s written for unencodable args", k)
+		}
+	}
+	// The enqueuer still works, and registers the name.
+	if _, err := e.Enqueue("x", Q{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "SISMEMBER", bhvKey(ns, "known_jobs"), "x"); n != 1 {
+		t.Error("x not in known_jobs")
+	}
+}

@@ -34,6 +34,7 @@ type fetcher struct {
 	drains  []drainWaiter
 	scans   uint64 // scans started
 	scanned uint64 // the number of the last scan completed
+	busyAt  uint64 // scans started when a job last finished: a Drain needs a scan after that
 	rescan  bool   // a scan is wanted at once (Drain)
 	wake    chan struct{}
 	stopped chan struct{}
@@ -105,6 +106,7 @@ func (f *fetcher) stop() {
 func (f *fetcher) release(n int) {
 	f.mu.Lock()
 	f.outstanding -= int64(n)
+	f.busyAt = f.scans
 	f.mu.Unlock()
 	for i := 0; i < n; i++ {
 		f.tokens <- struct{}{}
@@ -287,7 +289,9 @@ func (f *fetcher) checkDrained() bool {
 	}
 	kept := f.drains[:0]
 	for _, d := range f.drains {
-		if f.scanned > d.after {
+		// The scan must have started after the Drain call and after the last job finished (a job
+		// may have enqueued another one).
+		if f.scanned > d.after && f.scanned > f.busyAt {
 			close(d.ch)
 		} else {
 			kept = append(kept, d)
@@ -414,14 +418,10 @@ func (f *fetcher) fetch(cands []string, gens []uint64, n int) (int, error) {
 }
 
 // decode turns fetched payloads into jobs. A payload that cannot run (it does not decode, or names
-// another job than its queue) goes straight to the dead set with the reason and its bytes. Unique
-// jobs release their unique lock here, and a ByKey job takes the latest args stored in it.
+// another job than its queue) goes straight to the dead set with the reason and its bytes.
 func (f *fetcher) decode(cands []string, res fetchResult) []*Job {
 	r := f.r
-	ks := r.wp.store.ks
 	jobs := make([]*Job, 0, len(res.jobs))
-	var uniques []*Job
-	var uniqueKeys []string
 	k := 0
 	for i, name := range cands {
 		for c := int64(0); c < res.counts[i]; c++ {
@@ -433,36 +433,11 @@ func (f *fetcher) decode(cands []string, res fetchResult) []*Job {
 			}
 			if err != nil {
 				r.wp.logger.Error("work: payload sent to the dead set", "job_name", name, "err", err)
+				r.acker.submit(deadLetterOp(r.wp.store.ks, name, raw, err))
 				f.release(1)
-				r.acker.submit(deadLetterOp(ks, name, raw, err))
 				continue
-			}
-			if job.Unique {
-				key := job.UniqueKey
-				if key == "" {
-					key, _ = ks.unique(job.Name, job.Args)
-				}
-				uniques = append(uniques, job)
-				uniqueKeys = append(uniqueKeys, key)
 			}
 			jobs = append(jobs, job)
-		}
-	}
-	if len(uniqueKeys) > 0 {
-		vals, err := r.wp.store.claimUnique(r.ctx, uniqueKeys)
-		if err != nil {
-			// The locks expire on their own; the jobs still run.
-			r.wp.logger.Error("work: releasing unique locks", "err", err)
-		}
-		for i, v := range vals {
-			if len(v) == 0 || string(v) == "1" {
-				continue
-			}
-			latest, err := decodeJob(v)
-			if err != nil || latest.Name != uniques[i].Name {
-				continue
-			}
-			uniques[i].Args = latest.Args
 		}
 	}
 	return jobs

@@ -2,6 +2,8 @@ package work
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -16,6 +18,10 @@ import (
 // one); without it they use 127.0.0.1:6379. Each test gets its own namespace, so tests run in parallel.
 
 func TestMain(m *testing.M) {
+	// The library logs every failure and panic, which tests provoke on purpose; WORK_TEST_LOG=1 shows them.
+	if os.Getenv("WORK_TEST_LOG") == "" {
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -77,6 +77,27 @@ func (p *periodicEnqueuer) enqueue(now time.Time) {
 	}
 }
 
+// alignedEvery is an "@every" schedule whose ticks fall on multiples of its interval since the epoch,
+// so that every pool, and every scheduling round, computes the same ticks.
+type alignedEvery struct{ every time.Duration }
+
+func (a alignedEvery) Next(t time.Time) time.Time {
+	d := int64(a.every / time.Second)
+	if d < 1 {
+		d = 1
+	}
+	return time.Unix((t.Unix()/d+1)*d, 0)
+}
+
+// alignSchedule replaces an "@every" schedule by its aligned form; cron expressions are aligned
+// already.
+func alignSchedule(s cron.Schedule) cron.Schedule {
+	if c, ok := s.(cron.ConstantDelaySchedule); ok {
+		return alignedEvery{every: c.Delay}
+	}
+	return s
+}
+
 func periodicJobID(name, spec string, epoch int64) string {
 	return fmt.Sprintf("periodic:%s:%s:%d", name, spec, epoch)
 }

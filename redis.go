@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -54,6 +55,15 @@ func (k keyspace) worker(workerID string) string   { return k.p + "worker:" + wo
 func (k keyspace) lastPeriodicEnqueue() string     { return k.p + "last_periodic_enqueue" }
 func (k keyspace) wakeChannel() string             { return k.p + "wake" }
 func (k keyspace) uniquePrefix(name string) string { return k.p + "unique:" + name + ":" }
+
+// stats is the hash of a job name's processed and failed counts on one UTC day (days since the
+// epoch): fields "p:<epoch minute>" and "f:<epoch minute>".
+func (k keyspace) stats(name string, day int64) string {
+	return k.p + "stats:" + name + ":" + strconv.FormatInt(day, 10)
+}
+
+// statsTTLSeconds bounds how long per-minute counts are kept.
+const statsTTLSeconds = 8 * 86400
 
 // unique returns the unique-lock key of a job name and its args (or key map): the prefix, then the
 // output of json.Encoder (sorted keys, HTML-escaped, trailing newline), nothing at all for nil args.
@@ -129,22 +139,24 @@ return {status, counts, jobs}
 // acted on if it is still in the in-progress list, so a job that was already put back (by a stop
 // deadline or a reaper) is not counted twice: the counters cannot drift.
 //
-//	KEYS[5i-4..5i], one group per job i:
+//	KEYS[6i-5..6i], one group per job i:
 //	  in-progress list, lock counter, lock_info hash, max_concurrency, destination (the job's queue
-//	  for 'requeue', the retry or dead set for 'zadd', unused for 'ack')
+//	  for 'requeue', the retry or dead set for 'zadd', unused for 'ack'), stats hash
 //	ARGV[1] pool ID
 //	ARGV[2] wake-up channel
-//	ARGV[3+4(i-1)..]: op ('ack', 'zadd' or 'requeue'), in-progress payload, job name, zadd score,
-//	  followed by ARGV[3+4n+(i-1)]: zadd payload (or "")
+//	ARGV[3] stats TTL seconds
+//	ARGV[4+5(i-1)..]: op ('ack', 'zadd' or 'requeue'), in-progress payload, job name, zadd score,
+//	  stats field to count the outcome under ("" for none), followed by ARGV[4+5n+(i-1)]: zadd
+//	  payload (or "")
 //
 // Returns one 1 (done) or 0 (no longer held) per job.
 var finishScript = redis.NewScript(-1, `
 local pool, channel = ARGV[1], ARGV[2]
-local n = #KEYS / 5
-local out = {}
+local n = #KEYS / 6
+local out, counts = {}, {}
 for i = 1, n do
-  local k = (i - 1) * 5
-  local a = 2 + (i - 1) * 4
+  local k = (i - 1) * 6
+  local a = 3 + (i - 1) * 5
   local op, raw, name = ARGV[a+1], ARGV[a+2], ARGV[a+3]
   if redis.call('lrem', KEYS[k+1], -1, raw) == 1 then
     local held = redis.call('decr', KEYS[k+2])
@@ -153,14 +165,24 @@ for i = 1, n do
     local max = tonumber(redis.call('get', KEYS[k+4]) or 0) or 0
     if max > 0 and held + 1 >= max then redis.call('publish', channel, name) end
     if op == 'zadd' then
-      redis.call('zadd', KEYS[k+5], ARGV[a+4], ARGV[2 + 4*n + i])
+      redis.call('zadd', KEYS[k+5], ARGV[a+4], ARGV[3 + 5*n + i])
     elseif op == 'requeue' then
       if redis.call('rpush', KEYS[k+5], raw) == 1 then redis.call('publish', channel, name) end
+    end
+    local field = ARGV[a+5]
+    if field ~= '' then
+      local byKey = counts[KEYS[k+6]]
+      if not byKey then byKey = {}; counts[KEYS[k+6]] = byKey end
+      byKey[field] = (byKey[field] or 0) + 1
     end
     out[i] = 1
   else
     out[i] = 0
   end
+end
+for key, fields in pairs(counts) do
+  for field, c in pairs(fields) do redis.call('hincrby', key, field, c) end
+  redis.call('expire', key, ARGV[3])
 end
 return out
 `)
@@ -491,6 +513,7 @@ func (s *store) fetch(ctx context.Context, poolID string, candidates []string, w
 // finishOp is one job's end of hold: ack, move to the retry or dead set, or requeue.
 type finishOp struct {
 	op      string // "ack", "zadd" or "requeue"
+	outcome byte   // counted in the stats as 'p' (processed) or 'f' (failed); 0: not counted
 	name    string // job name (its queue)
 	raw     []byte // the payload as it sits in the in-progress list
 	dest    string // zadd: the set key
@@ -500,8 +523,10 @@ type finishOp struct {
 
 // finish applies a batch of finishOps atomically and reports which jobs were still held.
 func (s *store) finish(ctx context.Context, poolID string, ops []finishOp) ([]int64, error) {
-	args := make([]interface{}, 0, 1+9*len(ops)+2)
-	args = append(args, 5*len(ops))
+	args := make([]interface{}, 0, 1+12*len(ops)+3)
+	args = append(args, 6*len(ops))
+	now := time.Now().Unix()
+	day, minute := now/86400, strconv.FormatInt(now/60, 10)
 	for i := range ops {
 		o := &ops[i]
 		dest := o.dest
@@ -511,12 +536,16 @@ func (s *store) finish(ctx context.Context, poolID string, ops []finishOp) ([]in
 			dest = s.ks.jobs(o.name) // unused by 'ack'; any key of the same namespace will do
 		}
 		args = append(args, s.ks.inProgress(o.name, poolID), s.ks.lock(o.name), s.ks.lockInfo(o.name),
-			s.ks.maxConcurrency(o.name), dest)
+			s.ks.maxConcurrency(o.name), dest, s.ks.stats(o.name, day))
 	}
-	args = append(args, poolID, s.ks.wakeChannel())
+	args = append(args, poolID, s.ks.wakeChannel(), statsTTLSeconds)
 	for i := range ops {
 		o := &ops[i]
-		args = append(args, o.op, o.raw, o.name, o.score)
+		field := ""
+		if o.outcome != 0 {
+			field = string(o.outcome) + ":" + minute
+		}
+		args = append(args, o.op, o.raw, o.name, o.score, field)
 	}
 	for i := range ops {
 		args = append(args, ops[i].payload)

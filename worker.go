@@ -34,20 +34,48 @@ func (w *worker) current() *Job { return w.state.currentJob() }
 func (w *worker) process(job *Job) {
 	r := w.r
 	jt := r.jobTypes[job.Name]
+	if job.Unique && job.Fails == 0 {
+		// Only a first attempt holds the lock: by a retry it may belong to a later identical job.
+		w.claimUnique(job)
+	}
 	job.observer = w.state
 	w.state.start(job)
 	start := time.Now()
 	err := w.runJob(jt, job)
 	w.state.done()
 	job.observer = nil
-	r.fetcher.release(1)
+	// Submit the outcome before returning the token, so a Drain never sees the pool idle with an
+	// outcome not yet handed over.
 	if err == nil {
-		r.acker.submit(finishOp{op: "ack", name: job.Name, raw: job.raw})
+		r.acker.submit(finishOp{op: "ack", outcome: 'p', name: job.Name, raw: job.raw})
+	} else {
+		r.wp.logger.Warn("work: job failed", "job_name", job.Name, "job_id", job.ID, "attempt", job.Fails+1,
+			"duration", time.Since(start), "err", err)
+		r.acker.submit(failureOp(r.wp.store.ks, jt, job, err))
+	}
+	r.fetcher.release(1)
+}
+
+// claimUnique releases a unique job's lock as it starts, so an identical job may be enqueued while it
+// runs; a ByKey job takes the latest args stored in the lock by duplicate enqueues.
+func (w *worker) claimUnique(job *Job) {
+	ks := w.r.wp.store.ks
+	key := job.UniqueKey
+	if key == "" {
+		key, _ = ks.unique(job.Name, job.Args)
+	}
+	vals, err := w.r.wp.store.claimUnique(w.r.ctx, []string{key})
+	if err != nil {
+		// The lock expires on its own; the job still runs.
+		w.r.wp.logger.Error("work: releasing a unique lock", "job_name", job.Name, "job_id", job.ID, "err", err)
 		return
 	}
-	r.wp.logger.Warn("work: job failed", "job_name", job.Name, "job_id", job.ID, "attempt", job.Fails+1,
-		"duration", time.Since(start), "err", err)
-	r.acker.submit(failureOp(r.wp.store.ks, jt, job, err))
+	if len(vals) != 1 || len(vals[0]) == 0 || string(vals[0]) == "1" {
+		return
+	}
+	if latest, err := decodeJob(vals[0]); err == nil && latest.Name == job.Name {
+		job.Args = latest.Args
+	}
 }
 
 // runJob runs the middleware chain and the handler, turning a panic into an error (its text is
@@ -88,7 +116,7 @@ func failureOp(ks keyspace, jt *jobType, job *Job, runErr error) finishOp {
 	job.FailedAt = now
 	if job.Fails >= int64(jt.MaxFails) {
 		if jt.SkipDead {
-			return finishOp{op: "ack", name: job.Name, raw: job.raw}
+			return finishOp{op: "ack", outcome: 'f', name: job.Name, raw: job.raw}
 		}
 		return zaddOp(job, ks.dead(), now)
 	}
@@ -107,7 +135,7 @@ func zaddOp(job *Job, set string, score int64) finishOp {
 		// original bytes rather than lose the job.
 		payload = job.raw
 	}
-	return finishOp{op: "zadd", name: job.Name, raw: job.raw, dest: set, score: score, payload: payload}
+	return finishOp{op: "zadd", outcome: 'f', name: job.Name, raw: job.raw, dest: set, score: score, payload: payload}
 }
 
 // deadLetterOp sends a payload that cannot be run to the dead set, with the reason and the original
@@ -117,7 +145,7 @@ func deadLetterOp(ks keyspace, queue string, raw []byte, reason error) finishOp 
 	rec := &Job{Name: queue, ID: makeIdentifier(), EnqueuedAt: now, Fails: 1, LastErr: reason.Error(),
 		FailedAt: now, Raw: raw}
 	payload, _ := rec.serialize()
-	return finishOp{op: "zadd", name: queue, raw: raw, dest: ks.dead(), score: now, payload: payload}
+	return finishOp{op: "zadd", outcome: 'f', name: queue, raw: raw, dest: ks.dead(), score: now, payload: payload}
 }
 
 // defaultBackoffCalculator is gocraft's: fails^4 + 15 + rand(30)*(fails+1) seconds.

@@ -207,7 +207,13 @@ func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPo
 
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-func parseCronSpec(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
+func parseCronSpec(spec string) (cron.Schedule, error) {
+	s, err := cronParser.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	return alignSchedule(s), nil
+}
 
 func (wp *WorkerPool) mustNotBeStarted(what string) {
 	if wp.run != nil {

@@ -739,3 +739,29 @@ func TestQueuePausedBeforeStartIsNotRun(t *testing.T) {
 	rdo(t, pool, "DEL", bhvKey(ns, "jobs", "p", "paused"))
 	eventually(t, 15*time.Second, "the job to run once unpaused", func() bool { return ran.Load() == 1 })
 }
+
+func TestDrainWaitsForJobsEnqueuedByRunningJobs(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	const chain = 30
+	var ran atomic.Int64
+	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("chain", func(j *Job) error {
+		ran.Add(1)
+		if i := j.ArgInt64("i"); i+1 < chain {
+			if _, err := e.Enqueue("chain", Q{"i": i + 1}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	if _, err := e.Enqueue("chain", Q{"i": 0}); err != nil {
+		t.Fatal(err)
+	}
+	wp.Drain()
+	if n := ran.Load(); n != chain {
+		t.Errorf("Drain returned after %d of the %d chained jobs (queue holds %d)", n, chain,
+			rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "chain")))
+	}
+}
