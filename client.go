@@ -471,7 +471,9 @@ func retryOp(member []byte, j *Job, decoded bool, now int64) (requeueOp, error) 
 }
 
 // retryPayload re-encodes a dead job for its queue: fails, err and failed_at cleared, t set to now.
-// The args are copied as raw JSON so that every number keeps its exact digits.
+// The args are copied as raw JSON so that every number keeps its exact digits. The job is no longer
+// unique: its lock was released when it first started and may now belong to a later identical job,
+// which the rerun must neither free nor take the args of.
 func retryPayload(member []byte, now int64) ([]byte, error) {
 	var w struct {
 		Name       string          `json:"name,omitempty"`
@@ -485,5 +487,6 @@ func retryPayload(member []byte, now int64) ([]byte, error) {
 		return nil, fmt.Errorf("malformed job payload: %w", err)
 	}
 	w.EnqueuedAt = now
+	w.Unique, w.UniqueKey = false, ""
 	return json.Marshal(&w)
 }

@@ -666,3 +666,51 @@ func TestEnqueueRejectsArgsThatCannotBeEncoded(t *testing.T) {
 		t.Error("x not in known_jobs")
 	}
 }
+
+func TestDeadByKeyJobRetriedByTheClientKeepsItsArgsAndTheLaterJobsLock(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	first, err := e.EnqueueUniqueByKey("bk", Q{"v": 1}, Q{"key": 1})
+	if err != nil || first == nil {
+		t.Fatal(first, err)
+	}
+	runs := make(chan *Job, 4)
+	var attempts atomic.Int64
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).JobWithOptions("bk", JobOptions{MaxFails: 1},
+		func(j *Job) error {
+			runs <- j
+			if attempts.Add(1) == 1 {
+				return fmt.Errorf("first attempt fails")
+			}
+			return nil
+		}))
+	eventually(t, 10*time.Second, "the first job in the dead set", func() bool {
+		return rInt(t, pool, "ZCARD", bhvKey(ns, "dead")) == 1
+	})
+	<-runs
+	later, err := e.EnqueueUniqueInByKey("bk", 3600, Q{"v": 2}, Q{"key": 1})
+	if err != nil || later == nil {
+		t.Fatalf("ByKey job after the first started: %v %v", later, err)
+	}
+	dead := bhvZRange(t, pool, bhvKey(ns, "dead"))[0]
+	if err := NewClient(ns, pool).RetryDeadJob(dead.Score, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case j := <-runs:
+		if j.ID != first.ID {
+			t.Fatalf("ran %+v, want the retried dead job", j)
+		}
+		if v := j.ArgInt64("v"); v != 1 {
+			t.Errorf("the retried dead job ran with v=%d, the args of the later scheduled job; want its own v=1", v)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the retried dead job did not run")
+	}
+	key := ns + `:unique:bk:{"key":1}` + "\n"
+	if n := rInt(t, pool, "EXISTS", key); n != 1 {
+		t.Errorf("the retried dead job took the unique lock of the scheduled ByKey job")
+	}
+}
