@@ -195,3 +195,24 @@ func BenchmarkIdlePoolRedisLoad(b *testing.B) {
 	wp.Stop()
 	b.ReportMetric(float64(n)/watch.Seconds(), "commands/s")
 }
+
+// BenchmarkEnqueueBatch measures EnqueueBatch with 1000 jobs per call; ns/op is per job.
+func BenchmarkEnqueueBatch(b *testing.B) {
+	pool, rt := newCountingPool(b)
+	ns := newTestNamespace(b, pool)
+	e := NewEnqueuer(ns, pool)
+	batch := make([]BatchJob, 1000)
+	for i := range batch {
+		batch[i] = BatchJob{Name: "x", Args: Q{"n": i}}
+	}
+	rt0 := rt.Load()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += len(batch) {
+		if _, err := e.EnqueueBatch(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(float64(rt.Load()-rt0)/float64(b.N), "roundtrips/job")
+}

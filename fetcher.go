@@ -166,11 +166,12 @@ func (f *fetcher) backoff(i int) time.Duration {
 	return time.Duration(b[i]) * time.Millisecond
 }
 
-// rescanEvery bounds how long a job pushed by another program (without a wake-up) waits while the
-// pool is busy with other queues.
+// rescanEvery is how often the pool looks at Redis whatever else it does: it bounds how long a job
+// pushed by another program (without a wake-up) waits, and how late a due scheduled or retry job
+// moves to its queue. It is the last SleepBackoff, at most a second.
 func (f *fetcher) rescanEvery() time.Duration {
 	d := f.backoff(len(f.r.wp.opts.SleepBackoffs) - 1)
-	if d <= 0 {
+	if d <= 0 || d > time.Second {
 		d = time.Second
 	}
 	return d
@@ -304,15 +305,19 @@ func (f *fetcher) checkDrained() bool {
 	return f.rescan
 }
 
-// scan marks ready every queue of the pool that holds jobs (one round trip, any number of names).
+// scan marks ready every queue of the pool that holds jobs, and wakes the requeuer when a scheduled
+// or retry job is due: one round trip, any number of names.
 func (f *fetcher) scan() error {
 	f.mu.Lock()
 	f.scans++
 	seq := f.scans
 	f.mu.Unlock()
-	nonEmpty, err := f.r.wp.store.nonEmptyQueues(f.r.ctx, f.r.names)
+	due, nonEmpty, err := f.r.wp.store.poll(f.r.ctx, f.r.names)
 	if err != nil {
 		return err
+	}
+	if due {
+		f.r.requeuer.poke()
 	}
 	f.mu.Lock()
 	for _, name := range nonEmpty {

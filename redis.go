@@ -373,15 +373,21 @@ redis.call('set', KEYS[2], now)
 return added
 `)
 
-// nonEmptyScript reports which queues hold jobs: one command however many queues.
+// pollScript answers "what is ready to run?" in one command, however many queues: whether the
+// scheduled or retry set has a due job, and which queues hold jobs.
 //
-//	KEYS[1..n] jobs lists
+//	KEYS[1] scheduled set; KEYS[2] retry set; KEYS[3..n] jobs lists
 //
-// Returns the indexes (1-based) of the non-empty ones.
-var nonEmptyScript = redis.NewScript(-1, `
-local out = {}
-for i = 1, #KEYS do
-  if redis.call('llen', KEYS[i]) > 0 then out[#out + 1] = i end
+// Returns {1 if a job is due else 0, then the indexes (1-based, from KEYS[3]) of the non-empty queues}.
+var pollScript = redis.NewScript(-1, `
+local now = redis.call('time')[1]
+local due = 0
+for i = 1, 2 do
+  if #redis.call('zrangebyscore', KEYS[i], '-inf', now, 'LIMIT', 0, 1) > 0 then due = 1 end
+end
+local out = {due}
+for i = 3, #KEYS do
+  if redis.call('llen', KEYS[i]) > 0 then out[#out + 1] = i - 2 end
 end
 return out
 `)
@@ -442,6 +448,28 @@ func (s *store) enqueue(ctx context.Context, name string, payload []byte, addKno
 		if n == 1 {
 			_, err = c.Do("PUBLISH", s.ks.wakeChannel(), name)
 		}
+		return err
+	})
+}
+
+// enqueueBatch pushes payloads onto their queues atomically (MULTI/EXEC), in one round trip: one LPUSH
+// per job name, in the given order, and a wake-up per job name.
+func (s *store) enqueueBatch(ctx context.Context, names []string, payloads map[string][]interface{}, addKnown []string) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		c.Send("MULTI")
+		if len(addKnown) > 0 {
+			args := make([]interface{}, 0, 1+len(addKnown))
+			args = append(args, s.ks.knownJobs())
+			for _, n := range addKnown {
+				args = append(args, n)
+			}
+			c.Send("SADD", args...)
+		}
+		for _, name := range names {
+			c.Send("LPUSH", append([]interface{}{s.ks.jobs(name)}, payloads[name]...)...)
+			c.Send("PUBLISH", s.ks.wakeChannel(), name)
+		}
+		_, err := c.Do("EXEC")
 		return err
 	})
 }
@@ -761,27 +789,32 @@ func (s *store) registerPool(ctx context.Context, names []string, maxConcurrency
 	})
 }
 
-// nonEmptyQueues returns the names whose queue holds jobs.
-func (s *store) nonEmptyQueues(ctx context.Context, names []string) ([]string, error) {
-	if len(names) == 0 {
-		return nil, nil
-	}
-	args := make([]interface{}, 0, 1+len(names))
-	args = append(args, len(names))
+// poll reports whether a scheduled or retry job is due and which of the named queues hold jobs.
+func (s *store) poll(ctx context.Context, names []string) (bool, []string, error) {
+	args := make([]interface{}, 0, 3+len(names))
+	args = append(args, 2+len(names), s.ks.scheduled(), s.ks.retry())
 	for _, name := range names {
 		args = append(args, s.ks.jobs(name))
 	}
+	var due bool
 	var out []string
 	err := s.do(ctx, func(c redis.Conn) error {
-		idx, err := redis.Ints(nonEmptyScript.Do(c, args...))
-		for _, i := range idx {
+		r, err := redis.Ints(pollScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) == 0 {
+			return fmt.Errorf("work: poll: empty reply")
+		}
+		due = r[0] == 1
+		for _, i := range r[1:] {
 			if i >= 1 && i <= len(names) {
 				out = append(out, names[i-1])
 			}
 		}
-		return err
+		return nil
 	})
-	return out, err
+	return due, out, err
 }
 
 // observation is the worker:<id> hash of a busy worker.

@@ -2,35 +2,39 @@ package work
 
 import (
 	"sync"
-	"time"
 )
 
-// requeuer moves due jobs from the scheduled and retry sets to the back of their own queues, every
-// second. A job goes to the queue its payload names whether or not this pool handles that name, so
+// requeuer moves due jobs from the scheduled and retry sets to the back of their own queues. The
+// fetcher's once-a-second poll tells it when a job is due, so an idle pool sends one command a second
+// for both. A job goes to the queue its payload names whether or not this pool handles that name, so
 // pools with different job sets share a namespace. A member that cannot be decoded goes to the dead
 // set with the reason and its bytes instead of blocking the set.
 type requeuer struct {
-	r *poolRun
+	r    *poolRun
+	wake chan struct{}
 }
 
-const (
-	requeueEvery = time.Second
-	requeueBatch = 1000
-)
+const requeueBatch = 1000
 
-func newRequeuer(r *poolRun) *requeuer { return &requeuer{r: r} }
+func newRequeuer(r *poolRun) *requeuer { return &requeuer{r: r, wake: make(chan struct{}, 1)} }
+
+// poke tells the requeuer that a job is due.
+func (q *requeuer) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
 
 func (q *requeuer) start(wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(requeueEvery)
-		defer t.Stop()
 		for {
 			select {
 			case <-q.r.ctx.Done():
 				return
-			case <-t.C:
+			case <-q.wake:
 				for q.r.ctx.Err() == nil && q.once() {
 				}
 			}

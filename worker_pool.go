@@ -53,7 +53,8 @@ type WorkerPoolOptions struct {
 	// SleepBackoffs are the waits, in milliseconds, between looks at Redis while the pool finds no
 	// job; the last one repeats. Jobs enqueued through an Enqueuer wake an idle pool at once whatever
 	// these say; the backoffs bound how long a job pushed onto a queue by another program waits.
-	// Default: 0, 10, 100, 1000.
+	// A pool looks at least once a second, busy or idle, which is also when due scheduled and retry
+	// jobs move to their queues, so waits above 1000 count as 1000. Default: 0, 10, 100, 1000.
 	SleepBackoffs []int64
 
 	// Logger receives the pool's log records. Default: slog.Default().
