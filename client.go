@@ -490,3 +490,14 @@ func retryPayload(member []byte, now int64) ([]byte, error) {
 	w.Unique, w.UniqueKey = false, ""
 	return json.Marshal(&w)
 }
+// CancelJob cancels the context.Context of the job with the given ID wherever it runs: every pool of
+// the namespace hears the request and the one running the job cancels it (context.Cause is
+// ErrJobCancelled). A handler that then returns an error sends its job to the dead set with err
+// "cancelled" (dropped with SkipDead), without retries; one that finishes anyway counts as done. A
+// job that is not running is not affected. CancelJob returns how many pools heard the request.
+func (c *Client) CancelJob(jobID string) (int64, error) {
+	if jobID == "" {
+		return 0, errors.New("work: job ID is empty")
+	}
+	return c.store.publishCancel(context.Background(), jobID)
+}

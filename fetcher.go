@@ -70,7 +70,7 @@ func newFetcher(r *poolRun, capacity int) *fetcher {
 	for name, jt := range r.jobTypes {
 		prio[name] = jt.Priority
 	}
-	f.sampler = newPrioritySampler(prio)
+	f.sampler = newPrioritySampler(prio, r.wp.opts.StrictPriority)
 	return f
 }
 
@@ -479,7 +479,8 @@ func (f *fetcher) subscribeOnce() error {
 	}
 	psc := redis.PubSubConn{Conn: c}
 	defer psc.Close()
-	if err := psc.Subscribe(f.r.wp.store.ks.wakeChannel()); err != nil {
+	ks := f.r.wp.store.ks
+	if err := psc.Subscribe(ks.wakeChannel(), ks.cancelChannel()); err != nil {
 		return err
 	}
 	// Only the receiving goroutine touches the connection: a stop cancels ctx, which makes
@@ -494,7 +495,11 @@ func (f *fetcher) subscribeOnce() error {
 	for {
 		switch v := psc.ReceiveContext(ctx).(type) {
 		case redis.Message:
-			f.notify(string(v.Data))
+			if v.Channel == ks.cancelChannel() {
+				f.r.cancelJob(string(v.Data))
+			} else {
+				f.notify(string(v.Data))
+			}
 		case redis.Subscription:
 			// Subscribed: anything pushed before now may have been missed.
 			f.mu.Lock()

@@ -14,14 +14,16 @@ type workerState struct {
 
 	mu         sync.Mutex
 	job        *Job
+	cancel     context.CancelCauseFunc
 	startedAt  int64
 	checkinMsg string
 	checkinAt  int64
 	version    uint64
 }
 
-func (s *workerState) start(job *Job) {
+func (s *workerState) start(job *Job, cancel context.CancelCauseFunc) {
 	s.mu.Lock()
+	s.cancel = cancel
 	s.job, s.startedAt, s.checkinMsg, s.checkinAt = job, nowEpochSeconds(), "", 0
 	s.version++
 	s.mu.Unlock()
@@ -29,6 +31,7 @@ func (s *workerState) start(job *Job) {
 
 func (s *workerState) done() {
 	s.mu.Lock()
+	s.cancel = nil
 	s.job, s.checkinMsg, s.checkinAt = nil, "", 0
 	s.version++
 	s.mu.Unlock()
@@ -39,6 +42,17 @@ func (s *workerState) checkin(msg string) {
 	s.checkinMsg, s.checkinAt = msg, nowEpochSeconds()
 	s.version++
 	s.mu.Unlock()
+}
+
+// cancelIfRunning cancels the running job's context when its ID is jobID.
+func (s *workerState) cancelIfRunning(jobID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.job == nil || s.job.ID != jobID || s.cancel == nil {
+		return false
+	}
+	s.cancel(ErrJobCancelled)
+	return true
 }
 
 func (s *workerState) currentJob() *Job {

@@ -14,6 +14,7 @@ const maxCandidates = 16
 // Priority: a queue with priority 100 out of a total of 1000 comes first about 10% of the time.
 type prioritySampler struct {
 	priority map[string]uint
+	strict   bool        // highest priority first, ties in random order
 	keys     []sampleKey // reused buffer; used under the fetcher's lock
 }
 
@@ -22,13 +23,13 @@ type sampleKey struct {
 	key  float64
 }
 
-func newPrioritySampler(priority map[string]uint) prioritySampler {
-	return prioritySampler{priority: priority}
+func newPrioritySampler(priority map[string]uint, strict bool) prioritySampler {
+	return prioritySampler{priority: priority, strict: strict}
 }
 
 // order returns up to maxCandidates of the ready names, in sampled order. It draws an exponential
 // variate with rate = priority per name and sorts ascending (Efraimidis-Spirakis): O(k log k) in the
-// number k of ready queues.
+// number k of ready queues. In strict mode the order is by priority, highest first.
 func (s *prioritySampler) order(ready map[string]bool) []string {
 	s.keys = s.keys[:0]
 	for name := range ready {
@@ -36,7 +37,11 @@ func (s *prioritySampler) order(ready map[string]bool) []string {
 		if w <= 0 {
 			w = 1
 		}
-		s.keys = append(s.keys, sampleKey{name: name, key: -math.Log(1-rand.Float64()) / w})
+		key := -math.Log(1-rand.Float64()) / w
+		if s.strict {
+			key = -w - rand.Float64()/2 // whole priorities apart: the random part only breaks ties
+		}
+		s.keys = append(s.keys, sampleKey{name: name, key: key})
 	}
 	sort.Slice(s.keys, func(i, j int) bool { return s.keys[i].key < s.keys[j].key })
 	n := min(len(s.keys), maxCandidates)

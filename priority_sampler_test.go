@@ -17,7 +17,7 @@ func bhvReady(names ...string) map[string]bool {
 
 func TestPrioritySamplerPutsEachQueueFirstInProportionToItsPriority(t *testing.T) {
 	t.Parallel()
-	s := newPrioritySampler(map[string]uint{"low": 100, "high": 900})
+	s := newPrioritySampler(map[string]uint{"low": 100, "high": 900}, false)
 	ready := bhvReady("low", "high")
 	const draws = 20000
 	first := map[string]int{}
@@ -40,7 +40,7 @@ func TestPrioritySamplerPutsEachQueueFirstInProportionToItsPriority(t *testing.T
 func TestPrioritySamplerWithThreeQueues(t *testing.T) {
 	t.Parallel()
 	prio := map[string]uint{"a": 1, "b": 2, "c": 7}
-	s := newPrioritySampler(prio)
+	s := newPrioritySampler(prio, false)
 	ready := bhvReady("a", "b", "c")
 	const draws = 20000
 	first := map[string]int{}
@@ -57,7 +57,7 @@ func TestPrioritySamplerWithThreeQueues(t *testing.T) {
 
 func TestPrioritySamplerOrdersOnlyReadyQueues(t *testing.T) {
 	t.Parallel()
-	s := newPrioritySampler(map[string]uint{"a": 5, "b": 5, "c": 5})
+	s := newPrioritySampler(map[string]uint{"a": 5, "b": 5, "c": 5}, false)
 	for i := 0; i < 100; i++ {
 		order := s.order(bhvReady("a", "c"))
 		if len(order) != 2 || order[0] == "b" || order[1] == "b" || order[0] == order[1] {
@@ -85,7 +85,7 @@ func TestPrioritySamplerReturnsAtMostSixteenCandidates(t *testing.T) {
 		}
 		names = append(names, name)
 	}
-	s := newPrioritySampler(prio)
+	s := newPrioritySampler(prio, false)
 	ready := bhvReady(names...)
 	for i := 0; i < 1000; i++ {
 		order := s.order(ready)

@@ -54,6 +54,7 @@ func (k keyspace) heartbeat(poolID string) string  { return k.p + "worker_pools:
 func (k keyspace) worker(workerID string) string   { return k.p + "worker:" + workerID }
 func (k keyspace) lastPeriodicEnqueue() string     { return k.p + "last_periodic_enqueue" }
 func (k keyspace) wakeChannel() string             { return k.p + "wake" }
+func (k keyspace) cancelChannel() string           { return k.p + "cancel" }
 func (k keyspace) uniquePrefix(name string) string { return k.p + "unique:" + name + ":" }
 
 // stats is the hash of a job name's processed and failed counts on one UTC day (days since the
@@ -850,6 +851,17 @@ func (s *store) writeObservations(ctx context.Context, obs []observation) error 
 		_, err := c.Do("")
 		return err
 	})
+}
+
+// publishCancel asks every pool to cancel the job with the given ID; it returns how many pools heard.
+func (s *store) publishCancel(ctx context.Context, jobID string) (int64, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(c.Do("PUBLISH", s.ks.cancelChannel(), jobID))
+		return err
+	})
+	return n, err
 }
 
 // removePool deletes a stopping pool's heartbeat and registration.

@@ -3,7 +3,6 @@ package work
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -39,20 +38,21 @@ func (w *worker) process(job *Job) {
 		w.claimUnique(job)
 	}
 	job.observer = w.state
-	w.state.start(job)
+	ctx, cancel := context.WithCancelCause(r.jobCtx)
+	w.state.start(job, cancel)
 	start := time.Now()
-	err := w.runJob(jt, job)
+	res := w.runJob(ctx, jt, job)
+	res.cancelled = res.err != nil && isCancelled(ctx)
+	cancel(nil)
 	w.state.done()
 	job.observer = nil
+	if res.err != nil {
+		r.wp.logger.Warn("work: job failed", "job_name", job.Name, "job_id", job.ID, "attempt", job.Fails+1,
+			"duration", time.Since(start), "err", res.err)
+	}
 	// Submit the outcome before returning the token, so a Drain never sees the pool idle with an
 	// outcome not yet handed over.
-	if err == nil {
-		r.acker.submit(finishOp{op: "ack", outcome: 'p', name: job.Name, raw: job.raw})
-	} else {
-		r.wp.logger.Warn("work: job failed", "job_name", job.Name, "job_id", job.ID, "attempt", job.Fails+1,
-			"duration", time.Since(start), "err", err)
-		r.acker.submit(failureOp(r.wp.store.ks, jt, job, err))
-	}
+	r.acker.submit(outcomeOp(r.wp.store.ks, jt, r.wp.opts.PanicPolicy, job, res))
 	r.fetcher.release(1)
 }
 
@@ -80,8 +80,7 @@ func (w *worker) claimUnique(job *Job) {
 
 // runJob runs the middleware chain and the handler, turning a panic into an error (its text is
 // fmt.Sprintf("%v", value)) and logging its stack.
-func (w *worker) runJob(jt *jobType, job *Job) (err error) {
-	ctx := w.r.jobCtx
+func (w *worker) runJob(ctx context.Context, jt *jobType, job *Job) (res runResult) {
 	if jt.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, jt.Timeout)
@@ -89,67 +88,31 @@ func (w *worker) runJob(jt *jobType, job *Job) (err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = panicError{value: p}
+			res = runResult{err: panicError{value: p}, panicked: true}
 			w.r.wp.logger.Error("work: job panicked", "job_name", job.Name, "job_id", job.ID,
-				"panic", err.Error(), "stack", string(debug.Stack()))
+				"panic", res.err.Error(), "stack", string(debug.Stack()))
 		}
 	}()
 	wp := w.r.wp
-	err = runChain(wp.contextType, wp.needsCtx, wp.middleware, jt.handler, ctx, job)
-	if err == nil && jt.Timeout > 0 && ctx.Err() == context.DeadlineExceeded {
-		err = context.DeadlineExceeded
+	res.err = runChain(wp.contextType, wp.needsCtx, wp.middleware, jt.handler, ctx, job)
+	if res.err == nil && jt.Timeout > 0 && ctx.Err() == context.DeadlineExceeded {
+		res.err = context.DeadlineExceeded
 	}
-	return err
+	return res
+}
+
+// cancelJob cancels the context of the job with the given ID if one of the pool's workers runs it.
+func (r *poolRun) cancelJob(jobID string) bool {
+	found := false
+	for _, w := range r.workers {
+		if w.state.cancelIfRunning(jobID) {
+			found = true
+		}
+	}
+	return found
 }
 
 // panicError is the failure a recovered panic becomes.
 type panicError struct{ value interface{} }
 
 func (p panicError) Error() string { return fmt.Sprintf("%v", p.value) }
-
-// failureOp records a failure on the job (Fails, LastErr, FailedAt) and returns where it goes next:
-// the retry set while attempts remain, else the dead set (or nowhere with SkipDead).
-func failureOp(ks keyspace, jt *jobType, job *Job, runErr error) finishOp {
-	now := nowEpochSeconds()
-	job.Fails++
-	job.LastErr = runErr.Error()
-	job.FailedAt = now
-	if job.Fails >= int64(jt.MaxFails) {
-		if jt.SkipDead {
-			return finishOp{op: "ack", outcome: 'f', name: job.Name, raw: job.raw}
-		}
-		return zaddOp(job, ks.dead(), now)
-	}
-	backoff := defaultBackoffCalculator
-	if jt.Backoff != nil {
-		backoff = jt.Backoff
-	}
-	return zaddOp(job, ks.retry(), now+backoff(job))
-}
-
-// zaddOp moves a fetched job to a sorted set under its re-encoded payload.
-func zaddOp(job *Job, set string, score int64) finishOp {
-	payload, err := job.serialize()
-	if err != nil {
-		// Args that cannot be encoded came from a decoded payload, so this cannot happen; keep the
-		// original bytes rather than lose the job.
-		payload = job.raw
-	}
-	return finishOp{op: "zadd", outcome: 'f', name: job.Name, raw: job.raw, dest: set, score: score, payload: payload}
-}
-
-// deadLetterOp sends a payload that cannot be run to the dead set, with the reason and the original
-// bytes (in Raw), under the name of the queue it came from.
-func deadLetterOp(ks keyspace, queue string, raw []byte, reason error) finishOp {
-	now := nowEpochSeconds()
-	rec := &Job{Name: queue, ID: makeIdentifier(), EnqueuedAt: now, Fails: 1, LastErr: reason.Error(),
-		FailedAt: now, Raw: raw}
-	payload, _ := rec.serialize()
-	return finishOp{op: "zadd", outcome: 'f', name: queue, raw: raw, dest: ks.dead(), score: now, payload: payload}
-}
-
-// defaultBackoffCalculator is gocraft's: fails^4 + 15 + rand(30)*(fails+1) seconds.
-func defaultBackoffCalculator(job *Job) int64 {
-	fails := job.Fails
-	return (fails * fails * fails * fails) + 15 + (rand.Int64N(30) * (fails + 1))
-}

@@ -63,6 +63,15 @@ type WorkerPoolOptions struct {
 	// HeartbeatInterval is how often the pool tells Redis it is alive. Default: 5s.
 	HeartbeatInterval time.Duration
 
+	// PanicPolicy says what happens to a job whose handler or middleware panics. Default: PanicFails,
+	// a failure like a returned error.
+	PanicPolicy PanicPolicy
+
+	// StrictPriority makes the pool always take jobs from its highest-Priority non-empty queue first,
+	// instead of sampling queues at random weighted by Priority (the default). Lower priorities then
+	// wait while a higher one has jobs.
+	StrictPriority bool
+
 	// DeadPoolTimeout is how long a pool's heartbeat may be missing before other pools put its
 	// in-progress jobs back in their queues (without counting a failure). A pool whose heartbeats
 	// still arrive is never reaped, however slow. Default: 10s, so a crashed pool's jobs are back

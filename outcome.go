@@ -1,0 +1,140 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// This file owns the last step of a job's run: what its result means (done, retry, dead, snooze,
+// cancelled) and the finishOp that records it.
+
+// FailNowError is the error a handler returns (through FailNow) to send its job straight to the dead
+// set without further attempts, or to drop it when the job's SkipDead option is set.
+type FailNowError struct{ Err error }
+
+func (e *FailNowError) Error() string { return e.Err.Error() }
+func (e *FailNowError) Unwrap() error { return e.Err }
+
+// FailNow wraps err so that the job fails for good: no retry, whatever MaxFails says. The job's err
+// field holds err's text.
+//
+//	if errors.Is(err, errAccountClosed) {
+//		return work.FailNow(err)
+//	}
+func FailNow(err error) error {
+	if err == nil {
+		err = errors.New("failed")
+	}
+	return &FailNowError{Err: err}
+}
+
+// SnoozeError is the error a handler returns (through Snooze) to run its job again later without
+// counting a failure.
+type SnoozeError struct{ Delay time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %v", e.Delay) }
+
+// Snooze tells the pool to run the job again after d (rounded up to whole seconds) without counting a
+// failure: the job goes to the scheduled set with its Fails unchanged. Use it when a resource is
+// busy or a rate limit of a third party is hit.
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
+
+// ErrJobCancelled is the cause of a job's context when Client.CancelJob cancelled it. A cancelled job
+// whose handler returns an error goes to the dead set with err "cancelled" (or is dropped with
+// SkipDead); it is not retried. A handler that finishes anyway counts as done.
+var ErrJobCancelled = errors.New("cancelled")
+
+// PanicPolicy says what a pool does with a job whose handler or middleware panicked.
+type PanicPolicy int
+
+const (
+	// PanicFails counts a panic as a failure, like a returned error (the default, and gocraft's).
+	PanicFails PanicPolicy = iota
+	// PanicRetries retries the job after its backoff without counting a failure.
+	PanicRetries
+	// PanicKills sends the job straight to the dead set (or drops it with SkipDead).
+	PanicKills
+)
+
+// runResult is how a job's run ended.
+type runResult struct {
+	err       error
+	panicked  bool
+	cancelled bool // Client.CancelJob cancelled it
+}
+
+// outcomeOp decides where a finished job goes and returns the finishOp that records it.
+func outcomeOp(ks keyspace, jt *jobType, policy PanicPolicy, job *Job, res runResult) finishOp {
+	if res.err == nil {
+		return finishOp{op: "ack", outcome: 'p', name: job.Name, raw: job.raw}
+	}
+	now := nowEpochSeconds()
+	var snooze *SnoozeError
+	if !res.panicked && errors.As(res.err, &snooze) {
+		secs := int64((snooze.Delay + time.Second - 1) / time.Second)
+		return zaddOp(job, ks.scheduled(), now+max(secs, 0), 0)
+	}
+	final := false
+	var failNow *FailNowError
+	switch {
+	case res.cancelled:
+		final, res.err = true, ErrJobCancelled
+	case res.panicked && policy == PanicKills:
+		final = true
+	case !res.panicked && errors.As(res.err, &failNow):
+		final = true
+	}
+	job.LastErr = res.err.Error()
+	job.FailedAt = now
+	if res.panicked && policy == PanicRetries {
+		return zaddOp(job, ks.retry(), now+backoffOf(jt)(job), 'f')
+	}
+	job.Fails++
+	if final || job.Fails >= int64(jt.MaxFails) {
+		if jt.SkipDead {
+			return finishOp{op: "ack", outcome: 'f', name: job.Name, raw: job.raw}
+		}
+		return zaddOp(job, ks.dead(), now, 'f')
+	}
+	return zaddOp(job, ks.retry(), now+backoffOf(jt)(job), 'f')
+}
+
+func backoffOf(jt *jobType) BackoffCalculator {
+	if jt.Backoff != nil {
+		return jt.Backoff
+	}
+	return defaultBackoffCalculator
+}
+
+// zaddOp moves a fetched job to a sorted set under its re-encoded payload.
+func zaddOp(job *Job, set string, score int64, outcome byte) finishOp {
+	payload, err := job.serialize()
+	if err != nil {
+		// Args that cannot be encoded came from a decoded payload, so this cannot happen; keep the
+		// original bytes rather than lose the job.
+		payload = job.raw
+	}
+	return finishOp{op: "zadd", outcome: outcome, name: job.Name, raw: job.raw, dest: set, score: score, payload: payload}
+}
+
+// deadLetterOp sends a payload that cannot be run to the dead set, with the reason and the original
+// bytes (in Raw), under the name of the queue it came from.
+func deadLetterOp(ks keyspace, queue string, raw []byte, reason error) finishOp {
+	now := nowEpochSeconds()
+	rec := &Job{Name: queue, ID: makeIdentifier(), EnqueuedAt: now, Fails: 1, LastErr: reason.Error(),
+		FailedAt: now, Raw: raw}
+	payload, _ := rec.serialize()
+	return finishOp{op: "zadd", outcome: 'f', name: queue, raw: raw, dest: ks.dead(), score: now, payload: payload}
+}
+
+// defaultBackoffCalculator is gocraft's: fails^4 + 15 + rand(30)*(fails+1) seconds.
+func defaultBackoffCalculator(job *Job) int64 {
+	fails := job.Fails
+	return (fails * fails * fails * fails) + 15 + (rand.Int64N(30) * (fails + 1))
+}
+
+// isCancelled reports whether ctx was cancelled by Client.CancelJob.
+func isCancelled(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrJobCancelled) }
