@@ -501,3 +501,9 @@ func (c *Client) CancelJob(jobID string) (int64, error) {
 	}
 	return c.store.publishCancel(context.Background(), jobID)
 }
+
+// DeadJobsTrimmed returns how many dead jobs pools have removed under WorkerPoolOptions.DeadMaxJobs
+// and DeadMaxAge, in total since the namespace began.
+func (c *Client) DeadJobsTrimmed() (int64, error) {
+	return c.store.deadTrimmedCount(context.Background())
+}

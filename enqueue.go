@@ -14,6 +14,10 @@ type Enqueuer struct {
 	Namespace string // eg, "myapp-work"
 	Pool      *redis.Pool
 
+	// UniqueTTL is how long the lock of a unique job lives when no worker starts the job: past it,
+	// an identical job can be enqueued again. Zero means 24 hours.
+	UniqueTTL time.Duration
+
 	store *store
 
 	mu        sync.RWMutex
@@ -125,6 +129,11 @@ func (e *Enqueuer) EnqueueIn(jobName string, secondsFromNow int64, args map[stri
 	return sj, nil
 }
 
+// EnqueueAt enqueues a job in the scheduled job queue for execution at t (to the second).
+func (e *Enqueuer) EnqueueAt(jobName string, t time.Time, args map[string]interface{}) (*ScheduledJob, error) {
+	return e.EnqueueIn(jobName, t.Unix()-nowEpochSeconds(), args)
+}
+
 // EnqueueUnique enqueues a job unless a job is already enqueued with the same name and arguments.
 // The already-enqueued job can be in the normal work queue or in the scheduled job queue. Once a
 // worker begins processing a job, another job with the same name and arguments can be enqueued
@@ -192,7 +201,11 @@ func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow 
 	if scheduled {
 		runAt = nowEpochSeconds() + secondsFromNow
 	}
-	ok, err := e.store.enqueueUnique(context.Background(), jobName, uniqueKey, raw, lockValue, runAt, uniqueTTLSeconds)
+	ttl := int64(uniqueTTLSeconds)
+	if e.UniqueTTL > 0 {
+		ttl = max(int64((e.UniqueTTL+time.Second-1)/time.Second), 1)
+	}
+	ok, err := e.store.enqueueUnique(context.Background(), jobName, uniqueKey, raw, lockValue, runAt, ttl)
 	if err != nil || !ok {
 		return nil, 0, err
 	}

@@ -17,7 +17,8 @@ import (
 // message names it (an Enqueuer published it when the queue went from empty to non-empty, a stop or
 // reaper put jobs back, a concurrency slot or a pause was released) or when a periodic look at the
 // queue lengths finds it non-empty (which catches jobs pushed by other programs). It stops being
-// ready when a fetch finds it empty, paused or at its MaxConcurrency.
+// ready when a fetch finds it empty, paused, at its MaxConcurrency or past its rate limit (then the
+// next poll, within a second, looks again).
 //
 // Capacity is counted in tokens: a job holds one from fetch until its worker finishes it, so the pool
 // holds at most concurrency running jobs plus as many fetched ahead.
@@ -387,7 +388,13 @@ func (f *fetcher) putTokens(n int) {
 // fetch runs one fetch of up to n jobs, updates the ready view, and hands the jobs to the workers.
 func (f *fetcher) fetch(cands []string, gens []uint64, n int) (int, error) {
 	r := f.r
-	res, err := r.wp.store.fetch(r.ctx, r.poolID, cands, n)
+	rates := make([]rateLimit, len(cands))
+	for i, name := range cands {
+		if rl := r.jobTypes[name].RateLimit; rl.Jobs > 0 && rl.Period > 0 {
+			rates[i] = rateLimit{jobs: rl.Jobs, periodMs: max(rl.Period.Milliseconds(), 1)}
+		}
+	}
+	res, err := r.wp.store.fetch(r.ctx, r.poolID, cands, rates, n)
 	if err != nil {
 		f.putTokens(n)
 		if errors.Is(err, context.Canceled) {
@@ -401,7 +408,7 @@ func (f *fetcher) fetch(cands []string, gens []uint64, n int) (int, error) {
 	}
 	f.mu.Lock()
 	for i, name := range cands {
-		if st := res.status[i]; st == 0 || st == -1 || st == -2 {
+		if st := res.status[i]; st == 0 || st == -1 || st == -2 || st == -4 {
 			if f.gen[name] == gens[i] {
 				delete(f.ready, name)
 			}

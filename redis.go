@@ -42,6 +42,8 @@ func (k keyspace) lockInfo(name string) string {
 	return k.jobs(name) + ":lock_info"
 }
 func (k keyspace) maxConcurrency(name string) string { return k.jobs(name) + ":max_concurrency" }
+func (k keyspace) rate(name string) string           { return k.jobs(name) + ":rate" }
+func (k keyspace) deadTrimmed() string               { return k.p + "dead_trimmed" }
 func (k keyspace) inProgress(name, poolID string) string {
 	return k.jobs(name) + ":" + poolID + ":inprogress"
 }
@@ -85,23 +87,29 @@ const uniqueTTLSeconds = 86400
 // Scripts. Each documents its KEYS and ARGV like a function signature.
 
 // fetchScript moves up to ARGV[2] jobs, taken from the candidate queues in the order given, into this
-// pool's in-progress lists, and counts them against each queue's concurrency lock. A paused queue and a
-// queue at its MaxConcurrency are skipped.
+// pool's in-progress lists, and counts them against each queue's concurrency lock. A paused queue, a
+// queue at its MaxConcurrency and a queue past its rate limit are skipped.
 //
-//	KEYS[6i-5..6i], one group per candidate queue i:
-//	  jobs list, in-progress list of this pool, paused flag, lock counter, lock_info hash, max_concurrency
+// A rate limit of L jobs per P milliseconds is a GCRA over the queue's rate key, which holds the
+// theoretical arrival time in ms (server clock): a burst of L, then one every P/L ms.
+//
+//	KEYS[7i-6..7i], one group per candidate queue i:
+//	  jobs list, in-progress list of this pool, paused flag, lock counter, lock_info hash,
+//	  max_concurrency, rate state
 //	ARGV[1] pool ID
 //	ARGV[2] how many jobs at most, over all candidates
+//	ARGV[2i+1], ARGV[2i+2]: rate limit of queue i, jobs and period in ms (0 0: none)
 //
 // Returns {status, counts, jobs}: status[i] is queue i's length after the fetch, -1 when paused, -2 at
-// its concurrency limit, -3 when not reached; counts[i] the number taken from it; jobs the payloads in
-// fetch order (oldest first within a queue).
+// its concurrency limit, -3 when not reached, -4 past its rate limit; counts[i] the number taken from
+// it; jobs the payloads in fetch order (oldest first within a queue).
 var fetchScript = redis.NewScript(-1, `
 local pool = ARGV[1]
 local want = tonumber(ARGV[2])
 local status, counts, jobs = {}, {}, {}
-for i = 1, #KEYS / 6 do
-  local b = (i - 1) * 6
+local nowMs
+for i = 1, #KEYS / 7 do
+  local b = (i - 1) * 7
   local got = 0
   if want <= 0 then
     status[i] = -3
@@ -114,7 +122,23 @@ for i = 1, #KEYS / 6 do
       local held = tonumber(redis.call('get', KEYS[b+4]) or 0) or 0
       if max - held < take then take = max - held end
     end
-    if take <= 0 then
+    local limit, period = tonumber(ARGV[2*i+1]), tonumber(ARGV[2*i+2])
+    local tat, interval
+    if take > 0 and limit > 0 then
+      if not nowMs then
+        local t = redis.call('time')
+        nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      end
+      interval = period / limit
+      tat = tonumber(redis.call('get', KEYS[b+7]) or 0) or 0
+      if tat < nowMs then tat = nowMs end
+      local allowed = math.floor((nowMs + period - tat) / interval)
+      if allowed < take then take = allowed end
+      if take <= 0 then take = -4 end
+    end
+    if take == -4 then
+      status[i] = -4
+    elseif take <= 0 then
       status[i] = -2
     else
       for j = 1, take do
@@ -127,6 +151,9 @@ for i = 1, #KEYS / 6 do
         redis.call('incrby', KEYS[b+4], got)
         redis.call('hincrby', KEYS[b+5], pool, got)
         want = want - got
+        if tat then
+          redis.call('set', KEYS[b+7], tostring(tat + got * interval), 'PX', math.ceil(period * 2))
+        end
       end
       status[i] = redis.call('llen', KEYS[b+1])
     end
@@ -393,6 +420,38 @@ end
 return out
 `)
 
+// trimDeadScript removes the oldest members of the dead set beyond a size and older than an age, at
+// most ARGV[3] per call so one call never holds Redis long: O(log n + removed).
+//
+//	KEYS[1] dead set; KEYS[2] dead_trimmed counter
+//	ARGV[1] most members to keep (0: no limit); ARGV[2] oldest died-at to keep, epoch s (0: no limit);
+//	ARGV[3] most members to remove in this call
+//
+// Returns the number removed.
+var trimDeadScript = redis.NewScript(2, `
+local budget = tonumber(ARGV[3])
+local removed = 0
+local minScore = tonumber(ARGV[2])
+if minScore > 0 then
+  local old = redis.call('zcount', KEYS[1], '-inf', '(' .. minScore)
+  if old > budget then old = budget end
+  if old > 0 then
+    removed = removed + redis.call('zremrangebyrank', KEYS[1], 0, old - 1)
+    budget = budget - removed
+  end
+end
+local keep = tonumber(ARGV[1])
+if keep > 0 and budget > 0 then
+  local excess = redis.call('zcard', KEYS[1]) - keep
+  if excess > 0 then
+    if excess > budget then excess = budget end
+    removed = removed + redis.call('zremrangebyrank', KEYS[1], 0, excess - 1)
+  end
+end
+if removed > 0 then redis.call('incrby', KEYS[2], removed) end
+return removed
+`)
+
 // connSource hands out connections. It is the seam behind which other Redis clients can sit.
 type connSource interface {
 	get(ctx context.Context) (redis.Conn, error)
@@ -509,15 +568,25 @@ type fetchResult struct {
 	jobs   [][]byte // payloads, grouped by candidate in order
 }
 
-// fetch takes up to want jobs from the candidate queues, in order, for poolID.
-func (s *store) fetch(ctx context.Context, poolID string, candidates []string, want int) (fetchResult, error) {
-	args := make([]interface{}, 0, 1+6*len(candidates)+2)
-	args = append(args, 6*len(candidates))
+// rateLimit is a queue's limit on jobs started per period, across all pools.
+type rateLimit struct {
+	jobs     uint
+	periodMs int64
+}
+
+// fetch takes up to want jobs from the candidate queues, in order, for poolID; rates[i] is the rate
+// limit of candidates[i] (zero: none).
+func (s *store) fetch(ctx context.Context, poolID string, candidates []string, rates []rateLimit, want int) (fetchResult, error) {
+	args := make([]interface{}, 0, 1+9*len(candidates)+2)
+	args = append(args, 7*len(candidates))
 	for _, name := range candidates {
 		args = append(args, s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.paused(name),
-			s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name))
+			s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name), s.ks.rate(name))
 	}
 	args = append(args, poolID, want)
+	for _, r := range rates {
+		args = append(args, r.jobs, r.periodMs)
+	}
 	var res fetchResult
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Values(fetchScript.Do(c, args...))
@@ -859,6 +928,31 @@ func (s *store) publishCancel(ctx context.Context, jobID string) (int64, error) 
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
 		n, err = redis.Int64(c.Do("PUBLISH", s.ks.cancelChannel(), jobID))
+		return err
+	})
+	return n, err
+}
+
+// trimDead trims the dead set (see trimDeadScript).
+func (s *store) trimDead(ctx context.Context, keep, minDiedAt int64, budget int) (int64, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(trimDeadScript.Do(c, s.ks.dead(), s.ks.deadTrimmed(), keep, minDiedAt, budget))
+		return err
+	})
+	return n, err
+}
+
+// deadTrimmedCount reads the dead_trimmed counter.
+func (s *store) deadTrimmedCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(c.Do("GET", s.ks.deadTrimmed()))
+		if err == redis.ErrNil {
+			n, err = 0, nil
+		}
 		return err
 	})
 	return n, err

@@ -42,10 +42,21 @@ type JobOptions struct {
 	MaxConcurrency uint              // Max number of jobs of this name in flight across all pools of the namespace. 0: no limit.
 	Backoff        BackoffCalculator // If not set, uses the default backoff algorithm.
 
+	// RateLimit, when its Jobs is positive, limits how many jobs of this name start per Period across
+	// all pools of the namespace (give every pool the same limit): a burst of Jobs, then one every
+	// Period/Jobs. Jobs over the limit wait in their queue, and no retry is counted.
+	RateLimit RateLimit
+
 	// Timeout, when positive, cancels the context.Context of a handler that runs longer than it; the
 	// handler should then return (a handler that ignores its context is not interrupted). A job whose
 	// handler returns after its timeout fails with context.DeadlineExceeded.
 	Timeout time.Duration
+}
+
+// RateLimit is a number of jobs per period; see JobOptions.RateLimit.
+type RateLimit struct {
+	Jobs   uint
+	Period time.Duration
 }
 
 // WorkerPoolOptions can be passed to NewWorkerPoolWithOptions.
@@ -71,6 +82,14 @@ type WorkerPoolOptions struct {
 	// instead of sampling queues at random weighted by Priority (the default). Lower priorities then
 	// wait while a higher one has jobs.
 	StrictPriority bool
+
+	// DeadMaxJobs, when positive, caps the dead set: the pool trims the oldest dead jobs beyond it,
+	// every minute. Zero keeps every dead job (gocraft/work's behaviour): nothing is deleted unless
+	// asked. Client.DeadJobsTrimmed counts what was trimmed.
+	DeadMaxJobs int
+
+	// DeadMaxAge, when positive, trims dead jobs that died longer ago than it, every minute.
+	DeadMaxAge time.Duration
 
 	// DeadPoolTimeout is how long a pool's heartbeat may be missing before other pools put its
 	// in-progress jobs back in their queues (without counting a failure). A pool whose heartbeats
@@ -297,6 +316,7 @@ type poolRun struct {
 	heartbeater *heartbeater
 	requeuer    *requeuer
 	periodic    *periodicEnqueuer
+	trimmer     *deadTrimmer
 
 	workersDone sync.WaitGroup
 	bgDone      sync.WaitGroup
@@ -323,6 +343,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.heartbeater = newHeartbeater(r)
 	r.requeuer = newRequeuer(r)
 	r.periodic = newPeriodicEnqueuer(r, wp.periodicJobs)
+	r.trimmer = newDeadTrimmer(r)
 	return r
 }
 
@@ -340,6 +361,7 @@ func (r *poolRun) start() {
 	r.heartbeater.start(&r.bgDone)
 	r.requeuer.start(&r.bgDone)
 	r.periodic.start(&r.bgDone)
+	r.trimmer.start(&r.bgDone)
 	for _, w := range r.workers {
 		r.workersDone.Add(1)
 		go w.loop(&r.workersDone)
