@@ -490,6 +490,7 @@ func retryPayload(member []byte, now int64) ([]byte, error) {
 	w.Unique, w.UniqueKey = false, ""
 	return json.Marshal(&w)
 }
+
 // CancelJob cancels the context.Context of the job with the given ID wherever it runs: every pool of
 // the namespace hears the request and the one running the job cancels it (context.Cause is
 // ErrJobCancelled). A handler that then returns an error sends its job to the dead set with err
