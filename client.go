@@ -37,7 +37,7 @@ func NewClient(namespace string, pool *redis.Pool) *Client {
 	if pool == nil {
 		panic("work: NewClient needs a non-nil *redis.Pool")
 	}
-	return &Client{store: newStore(namespace, pool)}
+	return NewClientWithBackend(namespace, PoolBackend(pool))
 }
 
 // WorkerPoolHeartbeat is the last heartbeat of a worker pool. Times are epoch seconds.
@@ -507,4 +507,13 @@ func (c *Client) CancelJob(jobID string) (int64, error) {
 // and DeadMaxAge, in total since the namespace began.
 func (c *Client) DeadJobsTrimmed() (int64, error) {
 	return c.store.deadTrimmedCount(context.Background())
+}
+
+// NewClientWithBackend creates a Client that reaches Redis through b (see Backend). It panics when b
+// is nil.
+func NewClientWithBackend(namespace string, b Backend) *Client {
+	if b == nil {
+		panic("work: NewClientWithBackend needs a non-nil Backend")
+	}
+	return &Client{store: newStore(namespace, b)}
 }

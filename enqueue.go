@@ -33,12 +33,18 @@ func NewEnqueuer(namespace string, pool *redis.Pool) *Enqueuer {
 	if pool == nil {
 		panic("work: NewEnqueuer needs a non-nil *redis.Pool")
 	}
-	return &Enqueuer{
-		Namespace: namespace,
-		Pool:      pool,
-		store:     newStore(namespace, pool),
-		knownJobs: make(map[string]int64),
+	e := NewEnqueuerWithBackend(namespace, PoolBackend(pool))
+	e.Pool = pool
+	return e
+}
+
+// NewEnqueuerWithBackend creates an enqueuer that reaches Redis through b (see Backend); its Pool
+// field is nil. It panics when b is nil.
+func NewEnqueuerWithBackend(namespace string, b Backend) *Enqueuer {
+	if b == nil {
+		panic("work: NewEnqueuerWithBackend needs a non-nil Backend")
 	}
+	return &Enqueuer{Namespace: namespace, store: newStore(namespace, b), knownJobs: make(map[string]int64)}
 }
 
 // errEmptyJobName is returned for an empty job name: such a job could never be processed.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // fetcher moves jobs from Redis to the pool's workers, in batches.
@@ -480,18 +478,6 @@ func (f *fetcher) subscribe() {
 func (f *fetcher) subscribeOnce() error {
 	ctx, cancel := context.WithCancel(f.r.ctx)
 	defer cancel()
-	c, err := f.r.wp.store.src.get(ctx)
-	if err != nil {
-		return err
-	}
-	psc := redis.PubSubConn{Conn: c}
-	defer psc.Close()
-	ks := f.r.wp.store.ks
-	if err := psc.Subscribe(ks.wakeChannel(), ks.cancelChannel()); err != nil {
-		return err
-	}
-	// Only the receiving goroutine touches the connection: a stop cancels ctx, which makes
-	// ReceiveContext close it.
 	go func() {
 		select {
 		case <-f.stopped:
@@ -499,15 +485,10 @@ func (f *fetcher) subscribeOnce() error {
 		}
 		cancel()
 	}()
-	for {
-		switch v := psc.ReceiveContext(ctx).(type) {
-		case redis.Message:
-			if v.Channel == ks.cancelChannel() {
-				f.r.cancelJob(string(v.Data))
-			} else {
-				f.notify(string(v.Data))
-			}
-		case redis.Subscription:
+	ks := f.r.wp.store.ks
+	cancelCh := ks.cancelChannel()
+	err := f.r.wp.store.backend.Subscribe(ctx, []string{ks.wakeChannel(), cancelCh},
+		func() {
 			// Subscribed: anything pushed before now may have been missed.
 			f.mu.Lock()
 			for _, name := range f.r.names {
@@ -516,8 +497,16 @@ func (f *fetcher) subscribeOnce() error {
 			}
 			f.mu.Unlock()
 			f.poke()
-		case error:
-			return v
-		}
+		},
+		func(channel string, data []byte) {
+			if channel == cancelCh {
+				f.r.cancelJob(string(data))
+			} else {
+				f.notify(string(data))
+			}
+		})
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }

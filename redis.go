@@ -452,29 +452,78 @@ if removed > 0 then redis.call('incrby', KEYS[2], removed) end
 return removed
 `)
 
-// connSource hands out connections. It is the seam behind which other Redis clients can sit.
-type connSource interface {
-	get(ctx context.Context) (redis.Conn, error)
+// Backend is how the package reaches Redis. NewEnqueuer, NewWorkerPool and NewClient use a redigo
+// *redis.Pool (see PoolBackend); the ...WithBackend constructors take any Backend, so that an adapter
+// for another client (Redis Cluster, Sentinel) can sit behind the same code. Implementations must be
+// safe for concurrent use.
+type Backend interface {
+	// Conn returns a connection for a command or a pipeline of commands (redigo's Send, Flush,
+	// Receive and Do("") semantics, MULTI/EXEC included) and for EVALSHA/EVAL. Replies follow
+	// redigo's types: int64, []byte, []interface{}, nil, redis.Error. The caller closes it.
+	Conn(ctx context.Context) (redis.Conn, error)
+
+	// Subscribe listens on the given pub/sub channels until ctx is done or the subscription fails,
+	// calling subscribed once it listens (again after each reconnection, if it reconnects by itself)
+	// and message for every message. It returns ctx's error or the failure.
+	Subscribe(ctx context.Context, channels []string, subscribed func(), message func(channel string, data []byte)) error
 }
 
-type redigoSource struct{ pool *redis.Pool }
+// PoolBackend returns the Backend of a redigo pool: the one the gocraft-compatible constructors use.
+func PoolBackend(pool *redis.Pool) Backend { return poolBackend{pool} }
 
-func (s redigoSource) get(ctx context.Context) (redis.Conn, error) { return s.pool.GetContext(ctx) }
+type poolBackend struct{ pool *redis.Pool }
+
+func (b poolBackend) Conn(ctx context.Context) (redis.Conn, error) { return b.pool.GetContext(ctx) }
+
+func (b poolBackend) Subscribe(ctx context.Context, channels []string, subscribed func(), message func(string, []byte)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := b.pool.GetContext(ctx)
+	if err != nil {
+		return err
+	}
+	psc := redis.PubSubConn{Conn: c}
+	defer psc.Close()
+	args := make([]interface{}, len(channels))
+	for i, ch := range channels {
+		args[i] = ch
+	}
+	if err := psc.Subscribe(args...); err != nil {
+		return err
+	}
+	confirmed := 0
+	for {
+		// Only this goroutine touches the connection: when ctx is done, ReceiveContext closes it.
+		switch v := psc.ReceiveContext(ctx).(type) {
+		case redis.Message:
+			message(v.Channel, v.Data)
+		case redis.Subscription:
+			if confirmed++; confirmed == len(channels) {
+				subscribed()
+			}
+		case error:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return v
+		}
+	}
+}
 
 // store is the package's Redis layer: one method per state transition or read, each one round trip
 // unless it says otherwise.
 type store struct {
-	src connSource
-	ks  keyspace
+	backend Backend
+	ks      keyspace
 }
 
-func newStore(namespace string, pool *redis.Pool) *store {
-	return &store{src: redigoSource{pool}, ks: newKeyspace(namespace)}
+func newStore(namespace string, b Backend) *store {
+	return &store{backend: b, ks: newKeyspace(namespace)}
 }
 
 // do runs fn on a connection and closes it.
 func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
-	c, err := s.src.get(ctx)
+	c, err := s.backend.Conn(ctx)
 	if err != nil {
 		return err
 	}

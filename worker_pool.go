@@ -130,6 +130,17 @@ func NewWorkerPoolWithOptions(ctx interface{}, concurrency uint, namespace strin
 	if pool == nil {
 		panic("work: NewWorkerPool needs a non-nil *redis.Pool")
 	}
+	wp := NewWorkerPoolWithBackend(ctx, concurrency, namespace, PoolBackend(pool), opts)
+	wp.pool = pool
+	return wp
+}
+
+// NewWorkerPoolWithBackend creates a worker pool as per NewWorkerPoolWithOptions that reaches Redis
+// through b (see Backend). It panics when b is nil.
+func NewWorkerPoolWithBackend(ctx interface{}, concurrency uint, namespace string, b Backend, opts WorkerPoolOptions) *WorkerPool {
+	if b == nil {
+		panic("work: NewWorkerPoolWithBackend needs a non-nil Backend")
+	}
 	ctxType := reflect.TypeOf(ctx)
 	if ctxType == nil || ctxType.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("work: NewWorkerPool needs a struct value as its context (eg, Context{}), got %T", ctx))
@@ -157,8 +168,7 @@ func NewWorkerPoolWithOptions(ctx interface{}, concurrency uint, namespace strin
 		workerPoolID: id,
 		concurrency:  concurrency,
 		namespace:    namespace,
-		pool:         pool,
-		store:        newStore(namespace, pool),
+		store:        newStore(namespace, b),
 		contextType:  ctxType,
 		opts:         opts,
 		logger:       opts.Logger.With("pool_id", id),
