@@ -91,7 +91,7 @@
 //
 // # Periodic jobs
 //
-// PeriodicallyEnqueue enqueues a job on a cron schedule (seconds first, optional). Every pool of the
+// PeriodicallyEnqueue enqueues a job on a cron schedule, seconds first as in gocraft/work. Every pool of the
 // namespace may declare it; each run is enqueued once:
 //
 //	wp.PeriodicallyEnqueue("0 0 * * * *", "hourly_report") // at minute 0 of every hour

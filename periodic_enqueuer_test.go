@@ -103,18 +103,21 @@ func TestPeriodicJobFromTwoPoolsIsScheduledAndRunOncePerTick(t *testing.T) {
 	t.Logf("%d ticks ran", len(runs))
 }
 
-func TestFiveFieldSpecSchedulesTheComingMinutes(t *testing.T) {
+// A five-field spec is read as gocraft/work reads it: seconds first, day of week left out.
+// A five-field spec is read as gocraft/work read it (robfig/cron v1's default parser): seconds first,
+// day of week optional. "0 * * * *" is second 0 of every minute.
+func TestFiveFieldSpecIsReadSecondsFirstLikeGocraft(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	const spec = "* * * * *"
+	const spec = "0 * * * *"
 	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).PeriodicallyEnqueue(spec, "minute").Job("minute", bhvNoop))
 	eventually(t, 10*time.Second, "periodic jobs in the scheduled set", func() bool {
 		return rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")) > 0
 	})
 	members := bhvZRange(t, pool, bhvKey(ns, "scheduled"))
 	if len(members) < 3 || len(members) > 5 {
-		t.Errorf("%d minutes scheduled ahead, want about 4", len(members))
+		t.Errorf("%d ticks scheduled ahead, want about 4 (one a minute for the coming minutes)", len(members))
 	}
 	for _, m := range members {
 		if m.Score%60 != 0 {
@@ -191,5 +194,26 @@ func TestEveryDescriptorKeepsItsIntervalAcrossSchedulingRounds(t *testing.T) {
 			t.Errorf("ticks of @every 1m are %ds apart after a second scheduling round (scores %v)", g, bhvScores(members))
 			break
 		}
+	}
+}
+
+func TestPeriodicJobHandledOnlyByAnotherPoolRunsThere(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	// Pool a schedules "b" but does not handle it; pool b handles it but schedules nothing.
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).PeriodicallyEnqueue("* * * * * *", "b").Job("a", bhvNoop))
+	got := make(chan *Job, 16)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("b", func(j *Job) error { got <- j; return nil }))
+	select {
+	case j := <-got:
+		if !strings.HasPrefix(j.ID, "periodic:b:* * * * * *:") || j.Args != nil {
+			t.Errorf("ran %+v", j)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the periodic job did not run in the pool that handles it")
+	}
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "dead")); n != 0 {
+		t.Errorf("dead set holds %d jobs", n)
 	}
 }

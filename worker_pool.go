@@ -225,10 +225,10 @@ func (wp *WorkerPool) JobWithOptions(name string, jobOpts JobOptions, fn interfa
 	return wp
 }
 
-// PeriodicallyEnqueue will periodically enqueue jobName according to the cron-based spec. The spec
-// format is based on https://godoc.org/github.com/robfig/cron: five fields (minute precision), six
-// with a leading seconds field, or a descriptor such as "@every 1m" or "@hourly". Every pool of the
-// namespace may register the same spec: each tick is enqueued once. It panics on a bad spec.
+// PeriodicallyEnqueue will periodically enqueue jobName according to the cron-based spec, read as
+// gocraft/work reads it: "second minute hour day-of-month month [day-of-week]" (so "0 */5 * * *" is
+// every five minutes, at second 0), or a descriptor such as "@every 1m" or "@hourly". Every pool of
+// the namespace may register the same spec: each tick is enqueued once. It panics on a bad spec.
 func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPool {
 	sched, err := parseCronSpec(spec)
 	if err != nil {
@@ -244,7 +244,10 @@ func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPo
 	return wp
 }
 
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+// cronParser reads specs as gocraft/work did (robfig/cron v1): seconds first, day of week optional,
+// so a five-field spec is "second minute hour day-of-month month". Reading it minutes-first would
+// silently change existing schedules.
+var cronParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.DowOptional | cron.Descriptor)
 
 func parseCronSpec(spec string) (cron.Schedule, error) {
 	s, err := cronParser.Parse(spec)
