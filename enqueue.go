@@ -14,6 +14,12 @@ type Enqueuer struct {
 	Namespace string // eg, "myapp-work"
 	Pool      *redis.Pool
 
+	// WaitReplicas, when positive, makes every enqueue wait until that many replicas have the job
+	// (Redis WAIT), for up to WaitTimeout (zero: 1s); with fewer, the call returns ErrNotReplicated.
+	// Use it where an enqueue acknowledged before a primary fails over must not be lost.
+	WaitReplicas int
+	WaitTimeout  time.Duration
+
 	// UniqueTTL is how long the lock of a unique job lives when no worker starts the job: past it,
 	// an identical job can be enqueued again. Zero means 24 hours.
 	UniqueTTL time.Duration
@@ -66,7 +72,7 @@ func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, e
 	if err != nil {
 		return nil, err
 	}
-	if err := e.store.enqueue(context.Background(), jobName, raw, e.needsKnown(jobName)); err != nil {
+	if err := e.store.enqueue(context.Background(), e.replicaWait(), jobName, raw, e.needsKnown(jobName)); err != nil {
 		e.forgetKnown(jobName)
 		return nil, err
 	}
@@ -108,7 +114,7 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 		payloads[bj.Name] = append(payloads[bj.Name], raw)
 		out[i] = job
 	}
-	if err := e.store.enqueueBatch(context.Background(), names, payloads, addKnown); err != nil {
+	if err := e.store.enqueueBatch(context.Background(), e.replicaWait(), names, payloads, addKnown); err != nil {
 		for _, n := range addKnown {
 			e.forgetKnown(n)
 		}
@@ -128,7 +134,7 @@ func (e *Enqueuer) EnqueueIn(jobName string, secondsFromNow int64, args map[stri
 		return nil, err
 	}
 	sj := &ScheduledJob{RunAt: nowEpochSeconds() + secondsFromNow, Job: job}
-	if err := e.store.schedule(context.Background(), jobName, sj.RunAt, raw, e.needsKnown(jobName)); err != nil {
+	if err := e.store.schedule(context.Background(), e.replicaWait(), jobName, sj.RunAt, raw, e.needsKnown(jobName)); err != nil {
 		e.forgetKnown(jobName)
 		return nil, err
 	}
@@ -211,11 +217,22 @@ func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow 
 	if e.UniqueTTL > 0 {
 		ttl = max(int64((e.UniqueTTL+time.Second-1)/time.Second), 1)
 	}
-	ok, err := e.store.enqueueUnique(context.Background(), jobName, uniqueKey, raw, lockValue, runAt, ttl)
+	ok, err := e.store.enqueueUnique(context.Background(), e.replicaWait(), jobName, uniqueKey, raw, lockValue, runAt, ttl)
 	if err != nil || !ok {
 		return nil, 0, err
 	}
 	return job, runAt, nil
+}
+
+func (e *Enqueuer) replicaWait() replicaWait {
+	if e.WaitReplicas <= 0 {
+		return replicaWait{}
+	}
+	t := e.WaitTimeout
+	if t <= 0 {
+		t = time.Second
+	}
+	return replicaWait{replicas: e.WaitReplicas, timeoutMs: max(t.Milliseconds(), 1)}
 }
 
 // needsKnown reports whether jobName should be added to known_jobs with this enqueue.

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -458,7 +459,8 @@ return removed
 // safe for concurrent use.
 type Backend interface {
 	// Conn returns a connection for a command or a pipeline of commands (redigo's Send, Flush,
-	// Receive and Do("") semantics, MULTI/EXEC included) and for EVALSHA/EVAL. Replies follow
+	// Receive and Do("") semantics, MULTI/EXEC included) and for EVALSHA/EVAL. Its commands run on
+	// one server connection, in order (WAIT relies on it). Replies follow
 	// redigo's types: int64, []byte, []interface{}, nil, redis.Error. The caller closes it.
 	Conn(ctx context.Context) (redis.Conn, error)
 
@@ -521,6 +523,37 @@ func newStore(namespace string, b Backend) *store {
 	return &store{backend: b, ks: newKeyspace(namespace)}
 }
 
+// replicaWait asks a write to wait until that many replicas acknowledged it (Redis WAIT); zero: no wait.
+type replicaWait struct {
+	replicas  int
+	timeoutMs int64
+}
+
+// ErrNotReplicated is returned by an enqueue made with Enqueuer.WaitReplicas when fewer replicas than
+// asked acknowledged the write within Enqueuer.WaitTimeout. The job is on the primary, and it may or
+// may not survive a failover that happens before it reaches a replica.
+var ErrNotReplicated = errors.New("work: the job was not acknowledged by enough replicas")
+
+// doWrite runs a write like do, then, with w set, waits on the same connection for the replicas.
+func (s *store) doWrite(ctx context.Context, w replicaWait, fn func(c redis.Conn) error) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		if err := fn(c); err != nil {
+			return err
+		}
+		if w.replicas <= 0 {
+			return nil
+		}
+		n, err := redis.Int(c.Do("WAIT", w.replicas, w.timeoutMs))
+		if err != nil {
+			return err
+		}
+		if n < w.replicas {
+			return fmt.Errorf("%w: %d of %d", ErrNotReplicated, n, w.replicas)
+		}
+		return nil
+	})
+}
+
 // do runs fn on a connection and closes it.
 func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 	c, err := s.backend.Conn(ctx)
@@ -533,8 +566,8 @@ func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 
 // enqueue pushes a payload onto its queue (registering the job name when addKnown is set) and wakes
 // idle pools when the queue was empty: one round trip, two only on the empty-to-non-empty edge.
-func (s *store) enqueue(ctx context.Context, name string, payload []byte, addKnown bool) error {
-	return s.do(ctx, func(c redis.Conn) error {
+func (s *store) enqueue(ctx context.Context, w replicaWait, name string, payload []byte, addKnown bool) error {
+	return s.doWrite(ctx, w, func(c redis.Conn) error {
 		var n int64
 		var err error
 		if addKnown {
@@ -563,8 +596,8 @@ func (s *store) enqueue(ctx context.Context, name string, payload []byte, addKno
 
 // enqueueBatch pushes payloads onto their queues atomically (MULTI/EXEC), in one round trip: one LPUSH
 // per job name, in the given order, and a wake-up per job name.
-func (s *store) enqueueBatch(ctx context.Context, names []string, payloads map[string][]interface{}, addKnown []string) error {
-	return s.do(ctx, func(c redis.Conn) error {
+func (s *store) enqueueBatch(ctx context.Context, w replicaWait, names []string, payloads map[string][]interface{}, addKnown []string) error {
+	return s.doWrite(ctx, w, func(c redis.Conn) error {
 		c.Send("MULTI")
 		if len(addKnown) > 0 {
 			args := make([]interface{}, 0, 1+len(addKnown))
@@ -584,8 +617,8 @@ func (s *store) enqueueBatch(ctx context.Context, names []string, payloads map[s
 }
 
 // schedule adds a payload to the scheduled set.
-func (s *store) schedule(ctx context.Context, name string, runAt int64, payload []byte, addKnown bool) error {
-	return s.do(ctx, func(c redis.Conn) error {
+func (s *store) schedule(ctx context.Context, w replicaWait, name string, runAt int64, payload []byte, addKnown bool) error {
+	return s.doWrite(ctx, w, func(c redis.Conn) error {
 		if addKnown {
 			c.Send("SADD", s.ks.knownJobs(), name)
 		}
@@ -595,13 +628,13 @@ func (s *store) schedule(ctx context.Context, name string, runAt int64, payload 
 }
 
 // enqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
-func (s *store) enqueueUnique(ctx context.Context, name, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
+func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
 	dest, score := s.ks.jobs(name), ""
 	if runAt != 0 {
 		dest, score = s.ks.scheduled(), strconv.FormatInt(runAt, 10)
 	}
 	var res string
-	err := s.do(ctx, func(c redis.Conn) error {
+	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		var err error
 		res, err = redis.String(enqueueUniqueScript.Do(c, dest, uniqueKey, s.ks.knownJobs(),
 			payload, lockValue, score, name, s.ks.wakeChannel(), ttl))
