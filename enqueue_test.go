@@ -447,13 +447,6 @@ func TestUniqueLockIsReleasedWhenAWorkerPicksTheJobUp(t *testing.T) {
 			gate := newBhvGate()
 			started := make(chan struct{}, 2)
 			var runs atomic.Int64
-			wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("u", func(*Job) error {
-				runs.Add(1)
-				started <- struct{}{}
-				gate.Wait()
-				return nil
-			}))
-			t.Cleanup(gate.Open)
 			e := NewEnqueuer(ns, pool)
 			if ok, err := v.enqueue(e); !ok || err != nil {
 				t.Fatalf("first enqueue: %v %v", ok, err)
@@ -461,6 +454,13 @@ func TestUniqueLockIsReleasedWhenAWorkerPicksTheJobUp(t *testing.T) {
 			if ok, err := v.enqueue(e); ok || err != nil {
 				t.Fatalf("duplicate before the job started: enqueued=%v err=%v", ok, err)
 			}
+			wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("u", func(*Job) error {
+				runs.Add(1)
+				started <- struct{}{}
+				gate.Wait()
+				return nil
+			}))
+			t.Cleanup(gate.Open)
 			key := ns + ":unique:u:" + v.key
 			bhvWait(t, started, "the job to start")
 			if n := rInt(t, pool, "EXISTS", key); n != 0 {

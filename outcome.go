@@ -87,7 +87,7 @@ func outcomeOp(ks keyspace, jt *jobType, policy PanicPolicy, job *Job, res runRe
 	case !res.panicked && errors.As(res.err, &failNow):
 		final = true
 	}
-	job.LastErr = res.err.Error()
+	job.LastErr = errorText(res.err)
 	job.FailedAt = now
 	if res.panicked && policy == PanicRetries {
 		return zaddOp(job, ks.retry(), now+backoffOf(jt)(job), 'f')

@@ -103,7 +103,6 @@ func TestPeriodicJobFromTwoPoolsIsScheduledAndRunOncePerTick(t *testing.T) {
 	t.Logf("%d ticks ran", len(runs))
 }
 
-// A five-field spec is read as gocraft/work reads it: seconds first, day of week left out.
 // A five-field spec is read as gocraft/work read it (robfig/cron v1's default parser): seconds first,
 // day of week optional. "0 * * * *" is second 0 of every minute.
 func TestFiveFieldSpecIsReadSecondsFirstLikeGocraft(t *testing.T) {

@@ -12,14 +12,14 @@ func TestRequeuerMovesAScheduledJobOfAnUnregisteredNameToItsQueueForAnotherPool(
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	var ranA atomic.Int64
-	a := bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("a", func(*Job) error { ranA.Add(1); return nil }))
 	e := NewEnqueuer(ns, pool)
 	sj, err := e.EnqueueIn("b", 0, Q{"x": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	member := bhvZRange(t, pool, bhvKey(ns, "scheduled"))[0].Raw
+	var ranA atomic.Int64
+	a := bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("a", func(*Job) error { ranA.Add(1); return nil }))
 	eventually(t, 10*time.Second, "pool a to move job b onto its queue", func() bool {
 		return rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "b")) == 1
 	})

@@ -48,12 +48,29 @@ func (w *worker) process(job *Job) {
 	job.observer = nil
 	if res.err != nil {
 		r.wp.logger.Warn("work: job failed", "job_name", job.Name, "job_id", job.ID, "attempt", job.Fails+1,
-			"duration", time.Since(start), "err", res.err)
+			"duration", time.Since(start), "err", errorText(res.err))
 	}
 	// Submit the outcome before returning the token, so a Drain never sees the pool idle with an
 	// outcome not yet handed over.
-	r.acker.submit(outcomeOp(r.wp.store.ks, jt, r.wp.opts.PanicPolicy, job, res))
+	r.acker.submit(w.safeOutcome(jt, job, res))
 	r.fetcher.release(1)
+}
+
+// safeOutcome decides the job's outcome, which runs user code too (an error's Error method, a
+// Backoff): if that panics, the job is retried with the default backoff rather than the process
+// crashing.
+func (w *worker) safeOutcome(jt *jobType, job *Job, res runResult) (op finishOp) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.r.wp.logger.Error("work: deciding a job's outcome panicked", "job_name", job.Name, "job_id", job.ID,
+				"panic", fmt.Sprintf("%v", p), "stack", string(debug.Stack()))
+			safe := *jt
+			safe.Backoff = nil
+			op = outcomeOp(w.r.wp.store.ks, &safe, w.r.wp.opts.PanicPolicy, job,
+				runResult{err: panicError{value: p}, panicked: true})
+		}
+	}()
+	return outcomeOp(w.r.wp.store.ks, jt, w.r.wp.opts.PanicPolicy, job, res)
 }
 
 // claimUnique releases a unique job's lock as it starts, so an identical job may be enqueued while it
@@ -110,6 +127,16 @@ func (r *poolRun) cancelJob(jobID string) bool {
 		}
 	}
 	return found
+}
+
+// errorText is err.Error(), or a description when Error itself panics (a typed nil, say).
+func errorText(err error) (s string) {
+	defer func() {
+		if p := recover(); p != nil {
+			s = fmt.Sprintf("%T whose Error method panicked: %v", err, p)
+		}
+	}()
+	return err.Error()
 }
 
 // panicError is the failure a recovered panic becomes.

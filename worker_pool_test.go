@@ -765,3 +765,28 @@ func TestDrainWaitsForJobsEnqueuedByRunningJobs(t *testing.T) {
 			rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "chain")))
 	}
 }
+
+func TestPoolCanBeStartedAgainAfterStop(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var ran atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("again", func(*Job) error { ran.Add(1); return nil })
+	t.Cleanup(wp.Stop)
+	e := NewEnqueuer(ns, pool)
+	for round := int64(1); round <= 2; round++ {
+		wp.Start()
+		if _, err := e.Enqueue("again", nil); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, fmt.Sprintf("the job of round %d", round), func() bool { return ran.Load() == round })
+		if n := rInt(t, pool, "SISMEMBER", bhvKey(ns, "worker_pools"), wp.workerPoolID); n != 1 {
+			t.Errorf("round %d: the pool has no heartbeat", round)
+		}
+		wp.Stop()
+		if n := rInt(t, pool, "EXISTS", bhvKey(ns, "worker_pools", wp.workerPoolID)); n != 0 {
+			t.Errorf("round %d: heartbeat left after Stop", round)
+		}
+		bhvEventuallyReleased(t, pool, ns, "again", wp.workerPoolID)
+	}
+}

@@ -767,3 +767,138 @@ func TestHandlerSeesTheEnqueuedJob(t *testing.T) {
 		t.Errorf("nested args %v", j.Args["nested"])
 	}
 }
+
+type bhvPtrErr struct{ msg string }
+
+func (e *bhvPtrErr) Error() string { return e.msg }
+
+func TestHandlerErrorWhoseErrorMethodPanicsIsAFailureNotACrash(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var ok atomic.Int64
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).
+		JobWithOptions("typednil", JobOptions{MaxFails: 1}, func(*Job) error {
+			var e *bhvPtrErr // a typed nil: a non-nil error interface
+			return e
+		}).
+		Job("ok", func(*Job) error { ok.Add(1); return nil }))
+	e := NewEnqueuer(ns, pool)
+	if _, err := e.Enqueue("typednil", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the failed job in the dead set", func() bool {
+		return rInt(t, pool, "ZCARD", bhvKey(ns, "dead")) == 1
+	})
+	if j := bhvZJobs(t, pool, bhvKey(ns, "dead"))[0]; j.LastErr == "" {
+		t.Errorf("dead job %+v has no err", j)
+	}
+	if _, err := e.Enqueue("ok", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the worker to go on", func() bool { return ok.Load() == 1 })
+}
+
+func TestBackoffThatPanicsDoesNotLoseTheJobOrCrash(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).JobWithOptions("b",
+		JobOptions{Backoff: func(*Job) int64 { panic("backoff exploded") }},
+		func(*Job) error { return errors.New("handler failed") }))
+	if _, err := NewEnqueuer(ns, pool).Enqueue("b", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the failed job in the retry or dead set", func() bool {
+		return rInt(t, pool, "ZCARD", bhvKey(ns, "retry"))+rInt(t, pool, "ZCARD", bhvKey(ns, "dead")) == 1
+	})
+	bhvEventuallyReleased(t, pool, ns, "b", wp.workerPoolID)
+}
+
+func TestOddJobNamesRunEndToEnd(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	names := []string{"with:colon", "with space", "ünïcode-名前", "{tagged}", "a:b:inprogress", "dots.and-dashes"}
+	var mu sync.Mutex
+	ran := map[string]int{}
+	wp := NewWorkerPool(bhvCtx{}, 2, ns, pool)
+	for _, n := range names {
+		wp.Job(n, func(j *Job) error {
+			mu.Lock()
+			ran[j.Name]++
+			mu.Unlock()
+			return nil
+		})
+	}
+	bhvStart(t, wp)
+	e := NewEnqueuer(ns, pool)
+	for _, n := range names {
+		if _, err := e.Enqueue(n, Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "a job of every name", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) == len(names)
+	})
+	wp.Drain()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range names {
+		if ran[n] != 1 {
+			t.Errorf("%q ran %d times", n, ran[n])
+		}
+		if l := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", n)); l != 0 {
+			t.Errorf("queue %q holds %d jobs", n, l)
+		}
+	}
+}
+
+func TestNamespaceEndingInAColonGetsNoSecondColon(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	got := make(chan *Job, 1)
+	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns+":", pool).Job("c", func(j *Job) error { got <- j; return nil }))
+	wp.Drain()
+	if _, err := NewEnqueuer(ns+":", pool).EnqueueIn("c", 3600, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 1 {
+		t.Errorf("%s holds %d jobs", bhvKey(ns, "scheduled"), n)
+	}
+	if n := rInt(t, pool, "SISMEMBER", bhvKey(ns, "worker_pools"), wp.workerPoolID); n != 1 {
+		t.Errorf("the pool is not in %s", bhvKey(ns, "worker_pools"))
+	}
+	if keys := rStrings(t, pool, "KEYS", ns+"::*"); len(keys) != 0 {
+		t.Errorf("keys with a doubled colon: %q", keys)
+	}
+	if _, err := NewEnqueuer(ns+":", pool).Enqueue("c", nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(15 * time.Second):
+		t.Fatal("job not run")
+	}
+}
+
+func TestEnqueuedJobsWakeAPoolWhoseSleepBackoffsAreLong(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var ran atomic.Int64
+	wp := bhvStart(t, NewWorkerPoolWithOptions(bhvCtx{}, 1, ns, pool, WorkerPoolOptions{SleepBackoffs: []int64{120000}}).
+		Job("w", func(*Job) error { ran.Add(1); return nil }))
+	wp.Drain() // idle now, and not looking again for two minutes
+	e := NewEnqueuer(ns, pool)
+	for i := 1; i <= 3; i++ {
+		if _, err := e.Enqueue("w", nil); err != nil {
+			t.Fatal(err)
+		}
+		i := int64(i)
+		eventually(t, 15*time.Second, "the enqueued job to wake the idle pool", func() bool { return ran.Load() == i })
+	}
+}
