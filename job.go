@@ -86,27 +86,49 @@ func nowEpochSeconds() int64 { return time.Now().Unix() }
 // serialize encodes the job in its wire format.
 func (j *Job) serialize() ([]byte, error) { return json.Marshal(j) }
 
-// decodeJob decodes a payload. Numbers in Args decode as float64, as with encoding/json, except
-// integers that a float64 cannot hold exactly (beyond 2^53), which stay json.Number so that they
-// survive a retry unchanged and ArgInt64 reads them exactly.
-func decodeJob(raw []byte) (*Job, error) {
-	var j Job
-	dec := json.NewDecoder(bytes.NewReader(raw))
+// jobWire is Job without its methods, to decode into without recursion.
+type jobWire Job
+
+// UnmarshalJSON decodes the wire format as workers do: numbers in Args decode as float64, as with
+// encoding/json, except integers that a float64 cannot hold exactly (beyond 2^53), which stay
+// json.Number so that they survive a retry unchanged and ArgInt64 reads them exactly.
+func (j *Job) UnmarshalJSON(data []byte) error {
+	w, err := decodeWire(data)
+	if err != nil {
+		return err
+	}
+	*j = Job(*w)
+	return nil
+}
+
+func decodeWire(data []byte) (*jobWire, error) {
+	var w jobWire
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := dec.Decode(&j); err != nil {
-		return nil, fmt.Errorf("malformed job payload: %w", err)
+	if err := dec.Decode(&w); err != nil {
+		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("malformed job payload: data after the JSON object")
+		return nil, errors.New("data after the JSON object")
 	}
-	if j.Name == "" {
+	for k, v := range w.Args {
+		w.Args[k] = normalizeNumber(v)
+	}
+	return &w, nil
+}
+
+// decodeJob decodes a fetched payload (see UnmarshalJSON) and checks it can run: it needs a name.
+func decodeJob(raw []byte) (*Job, error) {
+	w, err := decodeWire(raw)
+	if err != nil {
+		return nil, fmt.Errorf("malformed job payload: %w", err)
+	}
+	if w.Name == "" {
 		return nil, errors.New("malformed job payload: no job name")
 	}
-	for k, v := range j.Args {
-		j.Args[k] = normalizeNumber(v)
-	}
+	j := (*Job)(w)
 	j.raw = raw
-	return &j, nil
+	return j, nil
 }
 
 func normalizeNumber(v interface{}) interface{} {

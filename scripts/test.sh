@@ -12,6 +12,12 @@ if ! command -v redis-server >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
 fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "node/npm not found: installing them from Debian's packages (the docs' producer example uses them)" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
 
 tmp=$(mktemp -d)
 pids=()
@@ -46,4 +52,5 @@ echo "test redis: $WORK_TEST_REDIS" >&2
 
 go vet ./...
 go test -race -count=1 -timeout 12m "$@" ./...
-if [ $# -eq 0 ]; then (cd interop && go vet ./... && go test -race -count=1 -timeout 5m ./...); fi
+# The nested modules (their own go.mod files) are not part of ./...; with no extra arguments, test them too.
+if [ $# -eq 0 ]; then scripts/test-modules.sh; fi

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Enqueues work jobs with nothing but redis-cli: one job to run now, one to run in a second.
+#
+#   WORK_REDIS=127.0.0.1:6379 WORK_NS=my_app_namespace sh enqueue.sh
+#
+# A Go worker pool of the namespace that handles "send_email" runs both.
+set -eu
+
+redis_addr=${WORK_REDIS:-127.0.0.1:6379}
+ns=${WORK_NS:-my_app_namespace}
+host=${redis_addr%:*}
+port=${redis_addr##*:}
+
+cli() { redis-cli -h "$host" -p "$port" "$@"; }
+
+# A job ID: 24 lowercase hex characters.
+new_id() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
+
+now=$(date +%s)
+
+# 1. A job to run now: LPUSH its JSON onto <ns>:jobs:<name>. SADD makes the name known to
+#    Client.Queues before any pool serving it starts; PUBLISH wakes idle pools at once (without it,
+#    they find the job within about a second).
+id=$(new_id)
+job='{"name":"send_email","id":"'"$id"'","t":'"$now"',"args":{"address":"cli@example.com","subject":"hello from redis-cli"}}'
+cli SADD "$ns:known_jobs" send_email >/dev/null
+cli LPUSH "$ns:jobs:send_email" "$job" >/dev/null
+cli PUBLISH "$ns:wake" send_email >/dev/null
+echo "enqueued send_email $id"
+
+# 2. A job to run later: ZADD its JSON to <ns>:scheduled, scored by the epoch second to run it at.
+id=$(new_id)
+job='{"name":"send_email","id":"'"$id"'","t":'"$now"',"args":{"address":"cli-later@example.com","subject":"scheduled from redis-cli"}}'
+cli ZADD "$ns:scheduled" $((now + 1)) "$job" >/dev/null
+echo "scheduled send_email $id at $((now + 1))"

@@ -1,0 +1,134 @@
+// Enqueues work jobs from Node.js with the node-redis client: a job to run now, a job to run in a
+// second, and a unique job (twice: the second enqueue finds the first one waiting).
+//
+//   npm ci
+//   WORK_REDIS=127.0.0.1:6379 WORK_NS=my_app_namespace node enqueue.js
+//
+// A Go worker pool of the namespace that handles "send_email" and "rebuild_index" runs them.
+'use strict';
+
+const crypto = require('node:crypto');
+const { createClient } = require('redis');
+
+// keyPrefix is the prefix of a namespace's keys: the namespace and ":", unless it ends in ":"
+// already; none for the empty namespace.
+function keyPrefix(ns) {
+  return ns === '' || ns.endsWith(':') ? ns : ns + ':';
+}
+
+// newJob returns a job as work's Go code writes it: name, a 24-hex-character id, t (the enqueue time,
+// epoch seconds) and args (an object, or null).
+function newJob(name, args) {
+  return {
+    name,
+    id: crypto.randomBytes(12).toString('hex'),
+    t: Math.floor(Date.now() / 1000),
+    args: args === undefined ? null : args,
+  };
+}
+
+// enqueue pushes a job to run now, adds its name to known_jobs and, when the queue was empty, wakes
+// idle pools (a non-empty queue has busy pools, which fetch again as they finish).
+async function enqueue(client, ns, name, args) {
+  const p = keyPrefix(ns);
+  const job = newJob(name, args);
+  const [, length] = await client.multi()
+    .sAdd(p + 'known_jobs', name)
+    .lPush(p + 'jobs:' + name, JSON.stringify(job))
+    .exec();
+  if (length === 1) {
+    await client.publish(p + 'wake', name); // optional: pools look at least once a second anyway
+  }
+  return job;
+}
+
+// enqueueIn schedules a job to run secondsFromNow seconds from now.
+async function enqueueIn(client, ns, name, secondsFromNow, args) {
+  const p = keyPrefix(ns);
+  const job = newJob(name, args);
+  const runAt = job.t + secondsFromNow;
+  await client.multi()
+    .sAdd(p + 'known_jobs', name)
+    .zAdd(p + 'scheduled', { score: runAt, value: JSON.stringify(job) })
+    .exec();
+  return { runAt, job };
+}
+
+// goJSON encodes a value as Go's json.Encoder does for the unique key: object keys sorted, "<", ">"
+// and "&" (and U+2028, U+2029) escaped, and a trailing newline. Strings, integers, booleans, null,
+// arrays and objects of them encode the same in both languages.
+function goJSON(v) {
+  const sorted = (x) => {
+    if (Array.isArray(x)) return x.map(sorted);
+    if (x !== null && typeof x === 'object') {
+      const out = {};
+      for (const k of Object.keys(x).sort()) out[k] = sorted(x[k]);
+      return out;
+    }
+    return x;
+  };
+  return JSON.stringify(sorted(v))
+    .replace(/</g, '\\u003c')
+    .replace(/>/g, '\\u003e')
+    .replace(/&/g, '\\u0026')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029') + '\n';
+}
+
+// The lock and the push in one step, as the Go enqueuer does: nothing is pushed when the lock is
+// held (a duplicate only refreshes its 24-hour expiry), and the lock is never left without its job.
+//   KEYS: unique lock, queue, known_jobs; ARGV: job JSON, job name, wake-up channel
+const ENQUEUE_UNIQUE = `
+redis.call('SADD', KEYS[3], ARGV[2])
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', 86400) then
+  if redis.call('LPUSH', KEYS[2], ARGV[1]) == 1 then
+    redis.call('PUBLISH', ARGV[3], ARGV[2])
+  end
+  return 1
+end
+redis.call('EXPIRE', KEYS[1], 86400)
+return 0`;
+
+// enqueueUnique enqueues a job unless one with the same name and args is waiting (in its queue or
+// the scheduled set), like EnqueueUnique in Go; it returns null for a duplicate. The lock key is
+// <ns>:unique:<name>:<args as Go encodes them>, freed when a worker starts the job.
+async function enqueueUnique(client, ns, name, args) {
+  const p = keyPrefix(ns);
+  const uniqueKey = p + 'unique:' + name + ':' + (args == null ? '' : goJSON(args));
+  const job = { ...newJob(name, args), unique: true, unique_key: uniqueKey };
+  const pushed = await client.eval(ENQUEUE_UNIQUE, {
+    keys: [uniqueKey, p + 'jobs:' + name, p + 'known_jobs'],
+    arguments: [JSON.stringify(job), name, p + 'wake'],
+  });
+  return pushed === 1 ? job : null;
+}
+
+async function main() {
+  const addr = process.env.WORK_REDIS || '127.0.0.1:6379';
+  const ns = process.env.WORK_NS === undefined ? 'my_app_namespace' : process.env.WORK_NS;
+  const client = createClient({ url: 'redis://' + addr });
+  client.on('error', (err) => console.error('redis:', err.message));
+  await client.connect();
+  try {
+    const job = await enqueue(client, ns, 'send_email',
+      { address: 'node@example.com', subject: 'hello from Node.js', customer_id: 4 });
+    console.log('enqueued send_email', job.id);
+
+    const { runAt, job: later } = await enqueueIn(client, ns, 'send_email', 1,
+      { address: 'node-later@example.com', subject: 'scheduled from Node.js' });
+    console.log('scheduled send_email', later.id, 'at', runAt);
+
+    const args = { index: 'users', note: '<a & b>', shard: 3 };
+    const first = await enqueueUnique(client, ns, 'rebuild_index', args);
+    console.log('enqueued unique rebuild_index', first && first.id);
+    const second = await enqueueUnique(client, ns, 'rebuild_index', args);
+    console.log('duplicate rebuild_index', second === null);
+  } finally {
+    await client.quit();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,401 @@
+package workprom_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/workqueue/work"
+	workprom "github.com/workqueue/work/metrics/prometheus"
+)
+
+// The tests run against the Redis at $WORK_TEST_REDIS (default 127.0.0.1:6379), each in a namespace of
+// its own that it deletes when it ends.
+
+func TestMain(m *testing.M) {
+	// The pools log the failures and panics the tests provoke; WORK_TEST_LOG=1 shows them.
+	if os.Getenv("WORK_TEST_LOG") == "" {
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	os.Exit(m.Run())
+}
+
+func testPool(t *testing.T) *redis.Pool {
+	t.Helper()
+	addr := os.Getenv("WORK_TEST_REDIS")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	pool := &redis.Pool{
+		MaxActive: 20, MaxIdle: 20, Wait: true,
+		Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr, redis.DialConnectTimeout(5*time.Second)) },
+	}
+	c := pool.Get()
+	defer c.Close()
+	if _, err := c.Do("PING"); err != nil {
+		t.Fatalf("no Redis at %s (set WORK_TEST_REDIS): %v", addr, err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	return pool
+}
+
+var nsSeq atomic.Int64
+
+func testNamespace(t *testing.T, pool *redis.Pool) string {
+	ns := fmt.Sprintf("workprom-test-%d-%d", os.Getpid(), nsSeq.Add(1))
+	t.Cleanup(func() {
+		c := pool.Get()
+		defer c.Close()
+		keys, _ := redis.Strings(c.Do("KEYS", ns+":*"))
+		for _, k := range keys {
+			c.Do("DEL", k)
+		}
+	})
+	return ns
+}
+
+func do(t *testing.T, pool *redis.Pool, cmd string, args ...interface{}) {
+	t.Helper()
+	c := pool.Get()
+	defer c.Close()
+	if _, err := c.Do(cmd, args...); err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+}
+
+// scrape GETs /metrics from srv and parses the text exposition.
+func scrape(t *testing.T, srv *httptest.Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s", resp.Status)
+	}
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
+// value returns the value of the sample of family name whose labels include want ("k=v" pairs), and
+// whether there is one. For a histogram it returns the sample count.
+func value(fams map[string]*dto.MetricFamily, name string, want ...string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for _, w := range want {
+			k, v, _ := strings.Cut(w, "=")
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+func TestCollectorAfterRealJobs(t *testing.T) {
+	pool := testPool(t)
+	ns := testNamespace(t, pool)
+
+	failOpts := work.JobOptions{MaxFails: 1}
+	panicOpts := work.JobOptions{MaxFails: 3}
+	m := workprom.NewCollector(ns, pool,
+		workprom.WithJobOptions("fail", failOpts),
+		workprom.WithJobOptions("panic", panicOpts))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	// A queue no pool serves, paused, whose oldest job was enqueued two minutes ago.
+	enq := work.NewEnqueuer(ns, pool)
+	old := time.Now().Unix() - 120
+	do(t, pool, "SADD", ns+":known_jobs", "waiting")
+	for i := 0; i < 2; i++ {
+		do(t, pool, "LPUSH", ns+":jobs:waiting",
+			fmt.Sprintf(`{"name":"waiting","id":"00000000000000000000000%d","t":%d,"args":null}`, i, old+int64(i)))
+	}
+	client := work.NewClient(ns, pool)
+	if err := client.PauseQueue("waiting"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := enq.EnqueueIn("later", 3600, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	release := make(chan struct{})
+	blocking := make(chan struct{}, 1)
+	var ended atomic.Int64
+	wp := work.NewWorkerPool(struct{}{}, 3, ns, pool)
+	wp.Middleware(m.Middleware)
+	wp.Middleware(func(job *work.Job, next work.NextMiddlewareFunc) error {
+		defer ended.Add(1)
+		return next()
+	})
+	wp.Job("ok", func(job *work.Job) error { time.Sleep(20 * time.Millisecond); return nil })
+	wp.JobWithOptions("fail", failOpts, func(job *work.Job) error { return errors.New("boom") })
+	wp.JobWithOptions("panic", panicOpts, func(job *work.Job) error { panic("kaboom") })
+	wp.Job("failnow", func(job *work.Job) error { return work.FailNow(errors.New("account closed")) })
+	wp.Job("snooze", func(job *work.Job) error { return work.Snooze(time.Hour) })
+	wp.JobWithOptions("slow", work.JobOptions{Timeout: 5 * time.Millisecond}, func(job *work.Job) error {
+		time.Sleep(30 * time.Millisecond) // ignores its context: fails with DeadlineExceeded
+		return nil
+	})
+	wp.Job("block", func(job *work.Job) error {
+		blocking <- struct{}{}
+		<-release
+		return nil
+	})
+	for i := 0; i < 3; i++ {
+		enq.Enqueue("ok", work.Q{"i": i})
+	}
+	enq.Enqueue("fail", work.Q{"i": 1})
+	enq.Enqueue("fail", work.Q{"i": 2})
+	enq.Enqueue("panic", nil)
+	enq.Enqueue("failnow", nil)
+	enq.Enqueue("snooze", nil)
+	enq.Enqueue("slow", nil)
+	wp.Start()
+	defer wp.Stop()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for ended.Load() < 9 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of 9 jobs ended", ended.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	enq.Enqueue("block", nil)
+	<-blocking
+
+	// Busy workers show up at the pool's next observation write (at most a second later), and the
+	// failed jobs in the retry and dead sets once their outcome is acknowledged.
+	var fams map[string]*dto.MetricFamily
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		fams = scrape(t, srv)
+		busy, _ := value(fams, "work_workers", "state=busy")
+		dead, _ := value(fams, "work_dead_jobs")
+		retry, _ := value(fams, "work_retry_jobs")
+		if busy == 1 && dead == 3 && retry == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("busy workers %v, dead %v, retry %v; want 1, 3, 2", busy, dead, retry)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	nsl := "namespace=" + ns
+	check := func(name string, want float64, labels ...string) {
+		t.Helper()
+		got, ok := value(fams, name, append(labels, nsl)...)
+		if !ok || got != want {
+			t.Errorf("%s%v = %v (present %v), want %v", name, labels, got, ok, want)
+		}
+	}
+	absent := func(name string, labels ...string) {
+		t.Helper()
+		if got, ok := value(fams, name, append(labels, nsl)...); ok {
+			t.Errorf("%s%v = %v, want no sample", name, labels, got)
+		}
+	}
+
+	check("work_jobs_processed_total", 3, "job_name=ok")
+	check("work_jobs_processed_total", 2, "job_name=fail")
+	check("work_jobs_processed_total", 1, "job_name=panic")
+	absent("work_jobs_processed_total", "job_name=block") // still running
+	absent("work_jobs_failed_total", "job_name=ok")
+	check("work_jobs_failed_total", 2, "job_name=fail")
+	check("work_jobs_failed_total", 1, "job_name=panic")
+	check("work_jobs_dead_total", 2, "job_name=fail")
+	check("work_jobs_dead_total", 0, "job_name=panic") // 1 failure of 3 allowed: retried
+	absent("work_jobs_dead_total", "job_name=ok")      // options not given
+	check("work_jobs_failed_total", 1, "job_name=failnow")
+	check("work_jobs_dead_total", 1, "job_name=failnow") // FailNow is final whatever MaxFails says
+	check("work_jobs_failed_total", 1, "job_name=slow")  // past its Timeout
+	absent("work_jobs_dead_total", "job_name=slow")      // options not given: MaxFails unknown
+	check("work_jobs_processed_total", 1, "job_name=snooze")
+	check("work_jobs_snoozed_total", 1, "job_name=snooze")
+	absent("work_jobs_failed_total", "job_name=snooze")
+	check("work_job_duration_seconds", 3, "job_name=ok")
+	check("work_job_duration_seconds", 1, "job_name=panic")
+	if h := fams["work_job_duration_seconds"]; h != nil {
+		for _, mm := range h.GetMetric() {
+			for _, l := range mm.GetLabel() {
+				if l.GetValue() == "ok" && mm.GetHistogram().GetSampleSum() < 3*0.02 {
+					t.Errorf("duration sum of ok jobs %v, want at least 0.06", mm.GetHistogram().GetSampleSum())
+				}
+			}
+		}
+	}
+
+	check("work_queue_jobs", 2, "job_name=waiting")
+	check("work_queue_jobs", 0, "job_name=ok")
+	check("work_queue_paused", 1, "job_name=waiting")
+	check("work_queue_paused", 0, "job_name=ok")
+	if lat, _ := value(fams, "work_queue_latency_seconds", "job_name=waiting"); lat < 119 || lat > 180 {
+		t.Errorf("latency of waiting = %v, want about 120", lat)
+	}
+	check("work_queue_latency_seconds", 0, "job_name=ok")
+	check("work_scheduled_jobs", 2) // "later" and the snoozed job
+	check("work_retry_jobs", 2)     // panic and slow
+	check("work_dead_jobs", 3)      // fail twice and failnow
+	check("work_dead_jobs_trimmed_total", 0)
+	check("work_worker_pools", 1)
+	check("work_workers", 1, "state=busy")
+	check("work_workers", 2, "state=idle")
+	check("work_jobs_running", 1, "job_name=block")
+	check("work_scrape_success", 1)
+
+	close(release)
+	wp.Drain()
+	// The collector itself passes the registry's consistency checks.
+	if n, err := testutil.GatherAndCount(reg, "work_jobs_processed_total"); err != nil || n != 7 {
+		t.Errorf("GatherAndCount = %d, %v; want 7 series (ok, fail, panic, failnow, snooze, slow, block)", n, err)
+	}
+	if got := testutil.ToFloat64(counterOf(t, reg, "block")); got != 1 {
+		t.Errorf("processed block = %v, want 1", got)
+	}
+}
+
+// counterOf returns a collector that yields the processed counter of jobName alone, for
+// testutil.ToFloat64.
+func counterOf(t *testing.T, reg *prometheus.Registry, jobName string) prometheus.Collector {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "work_jobs_processed_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "job_name" && l.GetValue() == jobName {
+					c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+					c.Add(m.GetCounter().GetValue())
+					return c
+				}
+			}
+		}
+	}
+	t.Fatalf("no work_jobs_processed_total{job_name=%q}", jobName)
+	return nil
+}
+
+func TestCollectorRedisDown(t *testing.T) {
+	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return nil, errors.New("no redis") }}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(workprom.NewCollector("down", pool))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "work_scrape_success" {
+			if v := f.GetMetric()[0].GetGauge().GetValue(); v != 0 {
+				t.Fatalf("work_scrape_success = %v, want 0", v)
+			}
+			return
+		}
+	}
+	t.Fatal("no work_scrape_success")
+}
+
+func TestWithoutNamespaceMetricsAndPrefix(t *testing.T) {
+	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return nil, errors.New("must not dial") }}
+	c := workprom.NewCollector("x", pool, workprom.WithoutNamespaceMetrics(), workprom.WithPrefix("jobs"),
+		workprom.WithBuckets([]float64{1, 2}))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	job := &work.Job{Name: "n"}
+	if err := c.Middleware(context.Background(), job, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() { recover() }()
+		c.Middleware(context.Background(), job, func(context.Context) error { panic("p") })
+	}()
+	want := `
+# HELP jobs_jobs_failed_total Job attempts run by this process that returned an error or panicked.
+# TYPE jobs_jobs_failed_total counter
+jobs_jobs_failed_total{job_name="n",namespace="x"} 1
+# HELP jobs_jobs_processed_total Job attempts run by this process that ended, successful or not.
+# TYPE jobs_jobs_processed_total counter
+jobs_jobs_processed_total{job_name="n",namespace="x"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "jobs_jobs_processed_total", "jobs_jobs_failed_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 3 { // processed, failed, duration
+		t.Fatalf("GatherAndCount = %d, %v; want 3", n, err)
+	}
+	// A panic under PanicKills is final even without the job's options.
+	k := workprom.NewCollector("y", pool, workprom.WithoutNamespaceMetrics(), workprom.WithPanicPolicy(work.PanicKills))
+	func() {
+		defer func() { recover() }()
+		k.Middleware(context.Background(), job, func(context.Context) error { panic("p") })
+	}()
+	if got := testutil.ToFloat64(deadOf(t, k)); got != 1 {
+		t.Fatalf("dead after a panic under PanicKills = %v, want 1", got)
+	}
+}
+
+// deadOf returns the work_jobs_dead_total of job "n" of c as a collector for testutil.ToFloat64.
+func deadOf(t *testing.T, c prometheus.Collector) prometheus.Collector {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "work_jobs_dead_total" {
+			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"})
+			g.Set(f.GetMetric()[0].GetCounter().GetValue())
+			return g
+		}
+	}
+	t.Fatal("no work_jobs_dead_total")
+	return nil
+}
