@@ -37,8 +37,8 @@ type SnoozeError struct{ Delay time.Duration }
 
 func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %v", e.Delay) }
 
-// Snooze tells the pool to run the job again after d (rounded up to whole seconds) without counting a
-// failure: the job goes to the scheduled set with its Fails unchanged. Use it when a resource is
+// Snooze tells the pool to run the job again once d has passed (at the next whole second after it)
+// without counting a failure: the job goes to the scheduled set with its Fails unchanged. Use it when a resource is
 // busy or a rate limit of a third party is hit.
 func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
 
@@ -74,8 +74,9 @@ func outcomeOp(ks keyspace, jt *jobType, policy PanicPolicy, job *Job, res runRe
 	now := nowEpochSeconds()
 	var snooze *SnoozeError
 	if !res.panicked && errors.As(res.err, &snooze) {
-		secs := int64((snooze.Delay + time.Second - 1) / time.Second)
-		return zaddOp(job, ks.scheduled(), now+max(secs, 0), 0)
+		// Scores are whole seconds: round up, so the job never runs before its delay is over.
+		at := time.Now().Add(max(snooze.Delay, 0)).UnixNano()
+		return zaddOp(job, ks.scheduled(), (at+int64(time.Second)-1)/int64(time.Second), 0)
 	}
 	final := false
 	var failNow *FailNowError
