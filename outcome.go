@@ -59,6 +59,58 @@ const (
 	PanicKills
 )
 
+// Result is what became of a job after a run.
+type Result int
+
+const (
+	ResultDone    Result = iota // succeeded: removed
+	ResultRetry                 // failed: in the retry set
+	ResultDead                  // failed for good: in the dead set
+	ResultDropped               // failed for good with SkipDead: removed
+	ResultSnoozed               // snoozed: in the scheduled set, no failure counted
+)
+
+func (r Result) String() string {
+	switch r {
+	case ResultDone:
+		return "done"
+	case ResultRetry:
+		return "retry"
+	case ResultDead:
+		return "dead"
+	case ResultDropped:
+		return "dropped"
+	case ResultSnoozed:
+		return "snoozed"
+	}
+	return fmt.Sprintf("Result(%d)", int(r))
+}
+
+// JobOutcome is what WorkerPoolOptions.OnOutcome receives after each run of a job.
+type JobOutcome struct {
+	Job       *Job          // the job as recorded: Fails, LastErr and FailedAt updated on a failure
+	Result    Result        // where the job went
+	Err       error         // what the handler (or middleware) returned; nil when it succeeded
+	Panicked  bool          // Err is a recovered panic
+	Cancelled bool          // Client.CancelJob cancelled it
+	Duration  time.Duration // how long the middleware and handler ran
+}
+
+// resultOf tells where a finishOp sends its job.
+func resultOf(ks keyspace, op finishOp) Result {
+	switch {
+	case op.op == "ack" && op.outcome == 'p':
+		return ResultDone
+	case op.op == "ack":
+		return ResultDropped
+	case op.dest == ks.dead():
+		return ResultDead
+	case op.dest == ks.scheduled():
+		return ResultSnoozed
+	}
+	return ResultRetry
+}
+
 // runResult is how a job's run ended.
 type runResult struct {
 	err       error

@@ -218,3 +218,54 @@ func TestStrictSamplerOrdersByPriorityAndShufflesTies(t *testing.T) {
 		t.Fatalf("ties were not shuffled: b first %d of 200", firstB)
 	}
 }
+
+func TestOnOutcomeReportsWhereEachJobWent(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	got := make(chan JobOutcome, 10)
+	wp := NewWorkerPoolWithOptions(outcomeCtx{}, 1, ns, pool, WorkerPoolOptions{OnOutcome: func(o JobOutcome) {
+		got <- o
+		if o.Job.Name == "hook-panics" {
+			panic("a broken hook")
+		}
+	}})
+	wp.Job("ok", func(*Job) error { return nil })
+	wp.JobWithOptions("retry", JobOptions{MaxFails: 2}, func(*Job) error { return errors.New("e") })
+	wp.JobWithOptions("dead", JobOptions{MaxFails: 1}, func(*Job) error { panic("p") })
+	wp.JobWithOptions("dropped", JobOptions{SkipDead: true}, func(*Job) error { return FailNow(nil) })
+	wp.Job("snoozed", func(*Job) error { return Snooze(time.Hour) })
+	wp.Job("hook-panics", func(*Job) error { return nil })
+	wp.Start()
+	defer wp.Stop()
+	e := NewEnqueuer(ns, pool)
+	want := map[string]Result{"ok": ResultDone, "retry": ResultRetry, "dead": ResultDead,
+		"dropped": ResultDropped, "snoozed": ResultSnoozed, "hook-panics": ResultDone}
+	for name := range want {
+		e.Enqueue(name, nil)
+	}
+	seen := map[string]JobOutcome{}
+	for len(seen) < len(want) {
+		select {
+		case o := <-got:
+			seen[o.Job.Name] = o
+		case <-time.After(10 * time.Second):
+			t.Fatalf("outcomes seen: %v", seen)
+		}
+	}
+	for name, r := range want {
+		if seen[name].Result != r {
+			t.Errorf("%s: result %v, want %v", name, seen[name].Result, r)
+		}
+	}
+	if !seen["dead"].Panicked || seen["retry"].Job.Fails != 1 || seen["ok"].Err != nil {
+		t.Errorf("outcome details: %+v %+v %+v", seen["dead"], seen["retry"], seen["ok"])
+	}
+	// The pool survives a panicking hook.
+	e.Enqueue("ok", nil)
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no outcome after the hook panicked")
+	}
+}

@@ -52,8 +52,24 @@ func (w *worker) process(job *Job) {
 	}
 	// Submit the outcome before returning the token, so a Drain never sees the pool idle with an
 	// outcome not yet handed over.
-	r.acker.submit(w.safeOutcome(jt, job, res))
+	op := w.safeOutcome(jt, job, res)
+	r.acker.submit(op)
+	if hook := r.wp.opts.OnOutcome; hook != nil {
+		w.report(hook, JobOutcome{Job: job, Result: resultOf(r.wp.store.ks, op), Err: res.err,
+			Panicked: res.panicked, Cancelled: res.cancelled, Duration: time.Since(start)})
+	}
 	r.fetcher.release(1)
+}
+
+// report calls the OnOutcome hook, recovering a panic in it.
+func (w *worker) report(hook func(JobOutcome), o JobOutcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.r.wp.logger.Error("work: OnOutcome panicked", "job_name", o.Job.Name, "job_id", o.Job.ID,
+				"panic", fmt.Sprintf("%v", p), "stack", string(debug.Stack()))
+		}
+	}()
+	hook(o)
 }
 
 // safeOutcome decides the job's outcome, which runs user code too (an error's Error method, a

@@ -74,6 +74,11 @@ type WorkerPoolOptions struct {
 	// HeartbeatInterval is how often the pool tells Redis it is alive. Default: 5s.
 	HeartbeatInterval time.Duration
 
+	// OnOutcome, when set, is called after every run of a job with what became of it: done, retry,
+	// dead, dropped or snoozed. It runs on the worker's goroutine before the next job, so keep it
+	// quick; metrics exporters use it. A panic in it is recovered and logged.
+	OnOutcome func(JobOutcome)
+
 	// PanicPolicy says what happens to a job whose handler or middleware panics. Default: PanicFails,
 	// a failure like a returned error.
 	PanicPolicy PanicPolicy
