@@ -3,28 +3,30 @@
 //
 // A Collector does two things:
 //
-//   - its Middleware, registered on a WorkerPool, counts the jobs this process runs and times them,
-//     per job name;
+//   - its OnOutcome method, given to a WorkerPool as WorkerPoolOptions.OnOutcome, counts the jobs this
+//     process runs by what became of them, and times them, per job name;
 //   - at every scrape it reads the namespace from Redis through work.Client: queue sizes and latencies,
 //     paused queues, the scheduled, retry and dead sets, worker pools and busy or idle workers.
 //
-// Registering it is one line, and the middleware another:
+// Registering it is one line, and wiring the pool another:
 //
 //	m := workprom.NewCollector("my_app", redisPool)
 //	prometheus.MustRegister(m)
-//	wp.Middleware(m.Middleware)
+//	wp := work.NewWorkerPoolWithOptions(Context{}, 10, "my_app", redisPool,
+//		work.WorkerPoolOptions{OnOutcome: m.OnOutcome})
 //	http.Handle("/metrics", promhttp.Handler())
 //
 // # Metrics
 //
 // Every metric has the constant label namespace, so collectors of several namespaces can share a
-// registry. Counted by the middleware, in this process only (sum them over your instances):
+// registry. Counted from the pool's outcomes, in this process only (sum them over your instances):
 //
-//	work_jobs_processed_total{job_name}       attempts that ended, successful or not
-//	work_jobs_failed_total{job_name}          attempts that failed: an error, a panic, a timeout
-//	work_jobs_dead_total{job_name}            failed attempts that were the job's last (see below)
-//	work_jobs_snoozed_total{job_name}         attempts that returned work.Snooze (not failures)
-//	work_job_duration_seconds{job_name}       histogram of attempt durations, middleware to handler end
+//	work_jobs_processed_total{job_name}       runs that ended, successful or not
+//	work_jobs_failed_total{job_name}          runs that failed: an error, a panic, a timeout, a cancel
+//	work_jobs_retried_total{job_name}         failed runs whose job went to the retry set
+//	work_jobs_dead_total{job_name}            failed runs whose job went to the dead set or was dropped
+//	work_jobs_snoozed_total{job_name}         runs that returned work.Snooze (not failures)
+//	work_job_duration_seconds{job_name}       histogram of run durations, middleware to handler end
 //
 // Read from Redis at scrape time, for the whole namespace (every instance reports the same values:
 // aggregate them with max, not sum, or use WithoutNamespaceMetrics on all instances but one):
@@ -42,25 +44,9 @@
 //	work_scrape_success                       1 when every read from Redis succeeded
 //
 // The metric prefix "work" can be changed with WithPrefix.
-//
-// # Failures, retries and dead jobs
-//
-// A failure is an attempt whose middleware chain returned an error (other than work.Snooze's) or
-// panicked, or that outlived its JobOptions.Timeout; the panic is not recovered by the middleware, so
-// the pool still handles it. An attempt is the job's last, and counts in work_jobs_dead_total, when
-// it returned work.FailNow, was cancelled by Client.CancelJob, panicked under work.PanicKills, or
-// failed with MaxFails reached. MaxFails (4 by default) is in the job's JobOptions, which the
-// middleware does not see: tell it with WithJobOptions, and the pool's PanicPolicy with
-// WithPanicPolicy. A job whose pool is stopped past its StopContext deadline is put back on its
-// queue; if its handler then returns an error, that attempt counts as failed here although the pool
-// does not count it.
 package workprom
 
 import (
-	"context"
-	"errors"
-	"time"
-
 	"github.com/gomodule/redigo/redis"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/workqueue/work"
@@ -70,17 +56,12 @@ import (
 // 10 minutes, for background jobs that range from a cache write to an export.
 var DefaultBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
-// defaultMaxFails is work's default JobOptions.MaxFails.
-const defaultMaxFails = 4
-
 // Option configures a Collector.
 type Option func(*config)
 
 type config struct {
 	prefix         string
 	buckets        []float64
-	jobOptions     map[string]work.JobOptions
-	panicPolicy    work.PanicPolicy
 	namespaceStats bool
 }
 
@@ -94,42 +75,22 @@ func WithBuckets(buckets []float64) Option {
 	return func(c *config) { c.buckets = append([]float64(nil), buckets...) }
 }
 
-// WithJobOptions tells the middleware the options a job name is registered with, so that it can tell
-// a failed attempt that will be retried from the last one (work_jobs_dead_total) by MaxFails. Pass the same
-// options as to WorkerPool.JobWithOptions; a zero MaxFails means work's default, 4. Give it once per
-// job name; for job names it was not given, only FailNow, CancelJob and PanicKills count as last
-// attempts. The counters of the job names it was given are exported from the start, at 0.
-func WithJobOptions(jobName string, opts work.JobOptions) Option {
-	return func(c *config) {
-		if c.jobOptions == nil {
-			c.jobOptions = make(map[string]work.JobOptions)
-		}
-		c.jobOptions[jobName] = opts
-	}
-}
-
-// WithPanicPolicy tells the middleware the pool's WorkerPoolOptions.PanicPolicy (default
-// work.PanicFails), so that it counts a panic as the pool does: with work.PanicKills the attempt is the
-// job's last, with work.PanicRetries it never is.
-func WithPanicPolicy(p work.PanicPolicy) Option { return func(c *config) { c.panicPolicy = p } }
-
 // WithoutNamespaceMetrics leaves out the metrics read from Redis at scrape time, keeping only the
-// ones the middleware counts. Use it on all but one of many instances that serve the same namespace,
+// ones counted from outcomes. Use it on all but one of many instances that serve the same namespace,
 // or where scrapes must not touch Redis.
 func WithoutNamespaceMetrics() Option { return func(c *config) { c.namespaceStats = false } }
 
-// Collector is a prometheus.Collector for one work namespace, and the middleware that feeds its job
+// Collector is a prometheus.Collector for one work namespace, and the outcome hook that feeds its job
 // counters. Create it with NewCollector; it is safe for concurrent use.
 type Collector struct {
-	namespace   string
-	pool        *redis.Pool
-	client      *work.Client
-	jobOptions  map[string]work.JobOptions
-	panicPolicy work.PanicPolicy
-	namespaced  bool
+	namespace  string
+	pool       *redis.Pool
+	client     *work.Client
+	namespaced bool
 
 	processed *prometheus.CounterVec
 	failed    *prometheus.CounterVec
+	retried   *prometheus.CounterVec
 	dead      *prometheus.CounterVec
 	snoozed   *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
@@ -148,7 +109,7 @@ type Collector struct {
 }
 
 // NewCollector returns a Collector for the namespace, reading Redis through pool at scrape time.
-// Register it with a prometheus.Registerer and its Middleware with the namespace's WorkerPool. It
+// Register it with a prometheus.Registerer and give its OnOutcome to the namespace's WorkerPool. It
 // panics when pool is nil.
 func NewCollector(namespace string, pool *redis.Pool, opts ...Option) *Collector {
 	if pool == nil {
@@ -164,31 +125,33 @@ func NewCollector(namespace string, pool *redis.Pool, opts ...Option) *Collector
 		return prometheus.NewDesc(name(s), help, labels, constLabels)
 	}
 	c := &Collector{
-		namespace:   namespace,
-		pool:        pool,
-		client:      work.NewClient(namespace, pool),
-		jobOptions:  cfg.jobOptions,
-		panicPolicy: cfg.panicPolicy,
-		namespaced:  cfg.namespaceStats,
+		namespace:  namespace,
+		pool:       pool,
+		client:     work.NewClient(namespace, pool),
+		namespaced: cfg.namespaceStats,
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: name("jobs_processed_total"), ConstLabels: constLabels,
-			Help: "Job attempts run by this process that ended, successful or not.",
+			Help: "Job runs in this process that ended, successful or not.",
 		}, []string{"job_name"}),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: name("jobs_failed_total"), ConstLabels: constLabels,
-			Help: "Job attempts run by this process that returned an error or panicked.",
+			Help: "Job runs in this process that failed: an error, a panic, a timeout or a cancel.",
+		}, []string{"job_name"}),
+		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: name("jobs_retried_total"), ConstLabels: constLabels,
+			Help: "Failed job runs in this process whose job went to the retry set.",
 		}, []string{"job_name"}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: name("jobs_dead_total"), ConstLabels: constLabels,
-			Help: "Failed job attempts that were the job's last: sent to the dead set, or dropped with SkipDead.",
+			Help: "Failed job runs in this process whose job went to the dead set, or was dropped with SkipDead.",
 		}, []string{"job_name"}),
 		snoozed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: name("jobs_snoozed_total"), ConstLabels: constLabels,
-			Help: "Job attempts run by this process that returned work.Snooze: run again later, no failure counted.",
+			Help: "Job runs in this process that returned work.Snooze: run again later, no failure counted.",
 		}, []string{"job_name"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: name("job_duration_seconds"), ConstLabels: constLabels, Buckets: cfg.buckets,
-			Help: "Duration of job attempts run by this process.",
+			Help: "Duration of job runs in this process.",
 		}, []string{"job_name"}),
 		queueJobs:     desc("queue_jobs", "Jobs waiting in the queue of a job name.", "job_name"),
 		queueLatency:  desc("queue_latency_seconds", "Age of the oldest job waiting in the queue of a job name.", "job_name"),
@@ -202,73 +165,23 @@ func NewCollector(namespace string, pool *redis.Pool, opts ...Option) *Collector
 		deadTrimmed:   desc("dead_jobs_trimmed_total", "Dead jobs removed under WorkerPoolOptions.DeadMaxJobs and DeadMaxAge since the namespace began."),
 		scrapeSuccess: desc("scrape_success", "1 when every read from Redis of the last scrape succeeded, else 0."),
 	}
-	// Series of the job names the collector was told about start at 0, so that rates work from the
-	// first failure on.
-	for jobName := range cfg.jobOptions {
-		c.processed.WithLabelValues(jobName)
-		c.failed.WithLabelValues(jobName)
-		c.dead.WithLabelValues(jobName)
-		c.snoozed.WithLabelValues(jobName)
-	}
 	return c
 }
 
-// Middleware counts and times every job that runs through it. Register it with
-// wp.Middleware(c.Middleware), first, so that it also times the other middleware. It hands the
-// context on unchanged and returns the chain's error; a panic goes on to the pool.
-func (c *Collector) Middleware(ctx context.Context, job *work.Job, next work.NextMiddlewareContextFunc) error {
-	start := time.Now()
-	ended := false
-	defer func() {
-		if !ended { // the chain panicked; the pool recovers it
-			c.observe(ctx, job, time.Since(start), nil, true)
-		}
-	}()
-	err := next(ctx)
-	ended = true
-	c.observe(ctx, job, time.Since(start), err, false)
-	return err
-}
-
-// observe counts one attempt, deciding as the pool does whether it failed and whether it was the
-// job's last.
-func (c *Collector) observe(ctx context.Context, job *work.Job, d time.Duration, err error, panicked bool) {
-	c.processed.WithLabelValues(job.Name).Inc()
-	c.duration.WithLabelValues(job.Name).Observe(d.Seconds())
-	if err == nil && !panicked {
-		if ctx.Err() != context.DeadlineExceeded { // past JobOptions.Timeout the pool fails the job
-			return
-		}
-		err = context.DeadlineExceeded
-	}
-	var snooze *work.SnoozeError
-	var failNow *work.FailNowError
-	final, known := false, false
-	switch {
-	case panicked && c.panicPolicy == work.PanicKills:
-		final, known = true, true
-	case panicked && c.panicPolicy == work.PanicRetries:
-		known = true
-	case !panicked && errors.As(err, &snooze):
-		c.snoozed.WithLabelValues(job.Name).Inc()
-		return
-	case errors.Is(context.Cause(ctx), work.ErrJobCancelled):
-		final, known = true, true // Client.CancelJob
-	case !panicked && errors.As(err, &failNow):
-		final, known = true, true
-	}
-	c.failed.WithLabelValues(job.Name).Inc()
-	if !known {
-		if o, ok := c.jobOptions[job.Name]; ok {
-			maxFails := int64(o.MaxFails)
-			if maxFails == 0 {
-				maxFails = defaultMaxFails
-			}
-			final = job.Fails+1 >= maxFails
-		}
-	}
-	if final {
-		c.dead.WithLabelValues(job.Name).Inc()
+// OnOutcome counts and times one run of a job. Give it to the pool as WorkerPoolOptions.OnOutcome.
+func (c *Collector) OnOutcome(o work.JobOutcome) {
+	name := o.Job.Name
+	c.processed.WithLabelValues(name).Inc()
+	c.duration.WithLabelValues(name).Observe(o.Duration.Seconds())
+	switch o.Result {
+	case work.ResultSnoozed:
+		c.snoozed.WithLabelValues(name).Inc()
+	case work.ResultRetry:
+		c.failed.WithLabelValues(name).Inc()
+		c.retried.WithLabelValues(name).Inc()
+	case work.ResultDead, work.ResultDropped:
+		c.failed.WithLabelValues(name).Inc()
+		c.dead.WithLabelValues(name).Inc()
 	}
 }
 
@@ -276,6 +189,7 @@ func (c *Collector) observe(ctx context.Context, job *work.Job, d time.Duration,
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.processed.Describe(ch)
 	c.failed.Describe(ch)
+	c.retried.Describe(ch)
 	c.dead.Describe(ch)
 	c.snoozed.Describe(ch)
 	c.duration.Describe(ch)
@@ -294,6 +208,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.processed.Collect(ch)
 	c.failed.Collect(ch)
+	c.retried.Collect(ch)
 	c.dead.Collect(ch)
 	c.snoozed.Collect(ch)
 	c.duration.Collect(ch)

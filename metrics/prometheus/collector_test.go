@@ -1,7 +1,6 @@
 package workprom_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -134,9 +133,7 @@ func TestCollectorAfterRealJobs(t *testing.T) {
 
 	failOpts := work.JobOptions{MaxFails: 1}
 	panicOpts := work.JobOptions{MaxFails: 3}
-	m := workprom.NewCollector(ns, pool,
-		workprom.WithJobOptions("fail", failOpts),
-		workprom.WithJobOptions("panic", panicOpts))
+	m := workprom.NewCollector(ns, pool)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m)
 	mux := http.NewServeMux()
@@ -163,8 +160,7 @@ func TestCollectorAfterRealJobs(t *testing.T) {
 	release := make(chan struct{})
 	blocking := make(chan struct{}, 1)
 	var ended atomic.Int64
-	wp := work.NewWorkerPool(struct{}{}, 3, ns, pool)
-	wp.Middleware(m.Middleware)
+	wp := work.NewWorkerPoolWithOptions(struct{}{}, 3, ns, pool, work.WorkerPoolOptions{OnOutcome: m.OnOutcome})
 	wp.Middleware(func(job *work.Job, next work.NextMiddlewareFunc) error {
 		defer ended.Add(1)
 		return next()
@@ -246,12 +242,13 @@ func TestCollectorAfterRealJobs(t *testing.T) {
 	check("work_jobs_failed_total", 2, "job_name=fail")
 	check("work_jobs_failed_total", 1, "job_name=panic")
 	check("work_jobs_dead_total", 2, "job_name=fail")
-	check("work_jobs_dead_total", 0, "job_name=panic") // 1 failure of 3 allowed: retried
-	absent("work_jobs_dead_total", "job_name=ok")      // options not given
+	absent("work_jobs_dead_total", "job_name=panic") // 1 failure of 3 allowed: retried
+	check("work_jobs_retried_total", 1, "job_name=panic")
+	absent("work_jobs_dead_total", "job_name=ok")
 	check("work_jobs_failed_total", 1, "job_name=failnow")
 	check("work_jobs_dead_total", 1, "job_name=failnow") // FailNow is final whatever MaxFails says
 	check("work_jobs_failed_total", 1, "job_name=slow")  // past its Timeout
-	absent("work_jobs_dead_total", "job_name=slow")      // options not given: MaxFails unknown
+	check("work_jobs_retried_total", 1, "job_name=slow")
 	check("work_jobs_processed_total", 1, "job_name=snooze")
 	check("work_jobs_snoozed_total", 1, "job_name=snooze")
 	absent("work_jobs_failed_total", "job_name=snooze")
@@ -348,35 +345,21 @@ func TestWithoutNamespaceMetricsAndPrefix(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	job := &work.Job{Name: "n"}
-	if err := c.Middleware(context.Background(), job, func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	func() {
-		defer func() { recover() }()
-		c.Middleware(context.Background(), job, func(context.Context) error { panic("p") })
-	}()
+	c.OnOutcome(work.JobOutcome{Job: job, Result: work.ResultDone})
+	c.OnOutcome(work.JobOutcome{Job: job, Result: work.ResultDead, Err: errors.New("p"), Panicked: true})
 	want := `
-# HELP jobs_jobs_failed_total Job attempts run by this process that returned an error or panicked.
+# HELP jobs_jobs_failed_total Job runs in this process that failed: an error, a panic, a timeout or a cancel.
 # TYPE jobs_jobs_failed_total counter
 jobs_jobs_failed_total{job_name="n",namespace="x"} 1
-# HELP jobs_jobs_processed_total Job attempts run by this process that ended, successful or not.
+# HELP jobs_jobs_processed_total Job runs in this process that ended, successful or not.
 # TYPE jobs_jobs_processed_total counter
 jobs_jobs_processed_total{job_name="n",namespace="x"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "jobs_jobs_processed_total", "jobs_jobs_failed_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 3 { // processed, failed, duration
-		t.Fatalf("GatherAndCount = %d, %v; want 3", n, err)
-	}
-	// A panic under PanicKills is final even without the job's options.
-	k := workprom.NewCollector("y", pool, workprom.WithoutNamespaceMetrics(), workprom.WithPanicPolicy(work.PanicKills))
-	func() {
-		defer func() { recover() }()
-		k.Middleware(context.Background(), job, func(context.Context) error { panic("p") })
-	}()
-	if got := testutil.ToFloat64(deadOf(t, k)); got != 1 {
-		t.Fatalf("dead after a panic under PanicKills = %v, want 1", got)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 4 { // processed, failed, dead, duration
+		t.Fatalf("GatherAndCount = %d, %v; want 4", n, err)
 	}
 }
 

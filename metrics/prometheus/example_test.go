@@ -13,13 +13,12 @@ import (
 func ExampleNewCollector() {
 	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", ":6379") }}
 
-	exportOpts := work.JobOptions{MaxFails: 2}
-	metrics := workprom.NewCollector("my_app", pool, workprom.WithJobOptions("export", exportOpts))
+	metrics := workprom.NewCollector("my_app", pool)
 	prometheus.MustRegister(metrics)
 
-	wp := work.NewWorkerPool(struct{}{}, 10, "my_app", pool)
-	wp.Middleware(metrics.Middleware) // first, so that it times the other middleware too
-	wp.JobWithOptions("export", exportOpts, func(job *work.Job) error { return nil })
+	wp := work.NewWorkerPoolWithOptions(struct{}{}, 10, "my_app", pool,
+		work.WorkerPoolOptions{OnOutcome: metrics.OnOutcome})
+	wp.JobWithOptions("export", work.JobOptions{MaxFails: 2}, func(job *work.Job) error { return nil })
 	wp.Start()
 	defer wp.Stop()
 

@@ -36,11 +36,10 @@ func main() {
 	defer pool.Close()
 
 	resizeOpts := work.JobOptions{MaxFails: 2}
-	metrics := workprom.NewCollector(*ns, pool, workprom.WithJobOptions("resize_image", resizeOpts))
+	metrics := workprom.NewCollector(*ns, pool)
 	prometheus.MustRegister(metrics)
 
-	wp := work.NewWorkerPool(struct{}{}, 4, *ns, pool)
-	wp.Middleware(metrics.Middleware)
+	wp := work.NewWorkerPoolWithOptions(struct{}{}, 4, *ns, pool, work.WorkerPoolOptions{OnOutcome: metrics.OnOutcome})
 	wp.Job("send_email", func(job *work.Job) error {
 		time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond)
 		return nil
