@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -688,5 +689,475 @@ func TestClientPauseQueueSetsThePausedKeyAndUnpauseWakesPools(t *testing.T) {
 	}
 	if c.PauseQueue("") == nil || c.UnpauseQueue("") == nil {
 		t.Error("an empty job name must be refused")
+	}
+}
+
+func TestClientFindJobFindsAJobInEveryState(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	job := func(name, id string) []byte {
+		return clientJobBytes(t, &Job{Name: name, ID: id, EnqueuedAt: 1, Args: Q{"who": id}})
+	}
+	rdo(t, pool, "SADD", ks.knownJobs(), "mail", "sms")
+	rdo(t, pool, "SADD", ks.workerPools(), "pool1")
+	rdo(t, pool, "ZADD", ks.scheduled(), 100, job("mail", "s1"))
+	rdo(t, pool, "ZADD", ks.retry(), 200, job("mail", "r1"))
+	rdo(t, pool, "LPUSH", ks.jobs("sms"), job("sms", "q0"), job("sms", "q1"), `{"name":"sms" broken`)
+	rdo(t, pool, "LPUSH", ks.inProgress("sms", "pool1"), job("sms", "p1"))
+	rdo(t, pool, "ZADD", ks.dead(), 300, job("mail", "d1"))
+	// The ID of a periodic job holds a cron spec; a dead record of an undecodable payload.
+	periodic := "periodic:mail:*/5 * * * *:1700000000"
+	rdo(t, pool, "ZADD", ks.dead(), 301, job("mail", periodic))
+	rec := fmt.Sprintf(`{"name":"sms","id":"x1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":%q}`,
+		base64.StdEncoding.EncodeToString([]byte("{broken")))
+	rdo(t, pool, "ZADD", ks.dead(), 302, rec)
+
+	for _, tc := range []struct {
+		id, state, pool string
+		score           int64
+		decoded         bool
+	}{
+		{"s1", JobStateScheduled, "", 100, true},
+		{"r1", JobStateRetry, "", 200, true},
+		{"q0", JobStateQueued, "", 0, true},
+		{"q1", JobStateQueued, "", 0, true},
+		{"p1", JobStateInProgress, "pool1", 0, true},
+		{"d1", JobStateDead, "", 300, true},
+		{periodic, JobStateDead, "", 301, true},
+		{"x1", JobStateDead, "", 302, true}, // a record that names its job decodes, with Raw set
+	} {
+		loc, err := c.FindJob(tc.id)
+		if err != nil {
+			t.Fatalf("FindJob(%q): %v", tc.id, err)
+		}
+		if loc.State != tc.state || loc.Score != tc.score || loc.PoolID != tc.pool || loc.Decoded != tc.decoded || loc.Job.ID != tc.id {
+			t.Errorf("FindJob(%q) = %+v, want state %s score %d pool %q", tc.id, loc, tc.state, tc.score, tc.pool)
+		}
+		if tc.id != "x1" && (loc.Job.ArgString("who") != tc.id || !strings.Contains(loc.Payload, `"who":`)) {
+			t.Errorf("FindJob(%q): job %+v payload %q", tc.id, loc.Job, loc.Payload)
+		}
+	}
+	loc, err := c.FindJob("x1")
+	if err != nil || string(loc.Job.Raw) != "{broken" || loc.Payload != rec {
+		t.Errorf("undecodable record: %+v, %v", loc, err)
+	}
+	for _, id := range []string{"nope", "q", "*", "s1*"} {
+		if _, err := c.FindJob(id); !errors.Is(err, ErrJobNotFound) {
+			t.Errorf("FindJob(%q): got %v, want ErrJobNotFound", id, err)
+		}
+	}
+	if _, err := c.FindJob(""); err == nil || errors.Is(err, ErrJobNotFound) {
+		t.Errorf("FindJob(\"\"): got %v, want an error about the empty ID", err)
+	}
+}
+
+func TestClientFindJobReadsLargeQueuesAndSetsInChunks(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rdo(t, pool, "SADD", ks.knownJobs(), "bulk")
+	const n = 2500
+	list := []interface{}{ks.jobs("bulk")}
+	set := []interface{}{ks.dead()}
+	for i := 0; i < n; i++ {
+		list = append(list, clientJobBytes(t, &Job{Name: "bulk", ID: fmt.Sprintf("q%05d", i), EnqueuedAt: 1}))
+		set = append(set, i, clientJobBytes(t, &Job{Name: "bulk", ID: fmt.Sprintf("d%05d", i), EnqueuedAt: 1}))
+	}
+	rdo(t, pool, "LPUSH", list...)
+	rdo(t, pool, "ZADD", set...)
+	for _, id := range []string{"q00000", "q01234", "q02499", "d00000", "d02499"} {
+		loc, err := c.FindJob(id)
+		if err != nil || loc.Job.ID != id {
+			t.Errorf("FindJob(%q) = %+v, %v", id, loc, err)
+		}
+	}
+	if loc, _ := c.FindJob("d01000"); loc == nil || loc.Score != 1000 {
+		t.Errorf("dead job score: %+v", loc)
+	}
+}
+
+func TestClientDeleteQueuedJobRemovesOnlyThatJobAndFreesItsLock(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	lock, err := ks.unique("mail", Q{"to": "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := clientJobBytes(t, &Job{Name: "mail", ID: "u", EnqueuedAt: 1, Args: Q{"to": "a"}, Unique: true, UniqueKey: lock})
+	a := clientJobBytes(t, &Job{Name: "mail", ID: "a", EnqueuedAt: 1})
+	b := clientJobBytes(t, &Job{Name: "mail", ID: "b", EnqueuedAt: 1})
+	rdo(t, pool, "LPUSH", ks.jobs("mail"), a, u, b)
+	rdo(t, pool, "SET", lock, "1", "EX", 86400)
+
+	if err := c.DeleteQueuedJob("mail", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(b), string(u)}) {
+		t.Errorf("queue after delete: %q", got)
+	}
+	if rInt(t, pool, "EXISTS", lock) != 1 {
+		t.Error("deleting a job that is not unique freed a lock")
+	}
+	if err := c.DeleteQueuedJob("mail", "u"); err != nil {
+		t.Fatal(err)
+	}
+	if rInt(t, pool, "EXISTS", lock) != 0 {
+		t.Error("the unique job's lock was not freed")
+	}
+	rdo(t, pool, "SET", lock, "1", "EX", 86400) // a newer job's lock
+	for _, tc := range []struct{ name, id string }{{"mail", "u"}, {"mail", "a"}, {"other", "b"}, {"mail", "nope"}} {
+		if err := c.DeleteQueuedJob(tc.name, tc.id); !errors.Is(err, ErrNotDeleted) {
+			t.Errorf("DeleteQueuedJob(%q, %q): got %v, want ErrNotDeleted", tc.name, tc.id, err)
+		}
+	}
+	if rInt(t, pool, "EXISTS", lock) != 1 {
+		t.Error("a delete that matched nothing freed a newer job's lock")
+	}
+	if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
+		t.Errorf("queue at the end: %q", got)
+	}
+	if c.DeleteQueuedJob("", "b") == nil || c.DeleteQueuedJob("mail", "") == nil {
+		t.Error("an empty job name or ID must be refused")
+	}
+}
+
+func TestClientRetryDeadJobsByNameMovesOnlyThatNameInOrder(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	const n = 2400
+	args := []interface{}{ks.dead()}
+	for i := 0; i < n; i++ {
+		name := []string{"alpha", "bravo", "charlie"}[i%3]
+		j := &Job{Name: name, ID: fmt.Sprintf("j%04d", i), EnqueuedAt: 1, Args: Q{"i": i}, Fails: 4, LastErr: "x", FailedAt: int64(i)}
+		args = append(args, 10000+i, clientJobBytes(t, j))
+	}
+	raw := fmt.Sprintf(`{"name":"bravo","id":"r","t":1,"args":null,"err":"malformed","failed_at":5,"raw_payload":%q}`,
+		base64.StdEncoding.EncodeToString([]byte("opaque")))
+	args = append(args, 9999, raw, 10002, "junk")
+	rdo(t, pool, "ZADD", args...)
+
+	moved, err := c.RetryDeadJobsByName("bravo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved != n/3+1 {
+		t.Errorf("moved %d jobs, want %d", moved, n/3+1)
+	}
+	q := rStrings(t, pool, "LRANGE", ks.jobs("bravo"), 0, -1)
+	if len(q) != n/3+1 || q[len(q)-1] != "opaque" {
+		t.Fatalf("bravo queue holds %d jobs (tail %q), want %d with the raw payload first in line", len(q), q[len(q)-1], n/3+1)
+	}
+	for k := 0; k < n/3; k++ {
+		j, err := decodeJob([]byte(q[len(q)-2-k]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Name != "bravo" || j.Fails != 0 || j.ArgInt64("i") != int64(3*k+1) {
+			t.Fatalf("bravo queue position %d: %+v", k, j)
+		}
+	}
+	if left := rInt(t, pool, "ZCARD", ks.dead()); left != 2*n/3+1 {
+		t.Errorf("dead set holds %d members, want %d", left, 2*n/3+1)
+	}
+	if rInt(t, pool, "EXISTS", ks.jobs("alpha")) != 0 {
+		t.Error("another name was retried")
+	}
+	if moved, err := c.RetryDeadJobsByName("bravo"); moved != 0 || err != nil {
+		t.Errorf("second call: %d, %v", moved, err)
+	}
+	if _, err := c.RetryDeadJobsByName(""); err == nil {
+		t.Error("an empty job name must be refused")
+	}
+}
+
+func TestClientDeleteDeadJobsByNameDeletesOnlyThatName(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	const n = 2100
+	args := []interface{}{ks.dead()}
+	for i := 0; i < n; i++ {
+		name := []string{"alpha", "bravo"}[i%2]
+		args = append(args, i, clientJobBytes(t, &Job{Name: name, ID: fmt.Sprintf("j%04d", i), EnqueuedAt: 1}))
+	}
+	args = append(args, 5, "junk", 7, `{"name":"alpha","id":"odd","t":"not a number"}`)
+	rdo(t, pool, "ZADD", args...)
+	deleted, err := c.DeleteDeadJobsByName("alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleted != n/2+1 {
+		t.Errorf("deleted %d, want %d", deleted, n/2+1)
+	}
+	left := rStrings(t, pool, "ZRANGE", ks.dead(), 0, -1)
+	if len(left) != n/2+1 {
+		t.Fatalf("dead set holds %d members, want %d", len(left), n/2+1)
+	}
+	for _, m := range left {
+		if m != "junk" && !strings.Contains(m, `"name":"bravo"`) {
+			t.Fatalf("left %q", m)
+		}
+	}
+	if deleted, err := c.DeleteDeadJobsByName("alpha"); deleted != 0 || err != nil {
+		t.Errorf("second call: %d, %v", deleted, err)
+	}
+	if _, err := c.DeleteDeadJobsByName(""); err == nil {
+		t.Error("an empty job name must be refused")
+	}
+}
+
+func TestClientRunScheduledAndRetryJobsNow(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	s := clientJobBytes(t, &Job{Name: "mail", ID: "s", EnqueuedAt: 1})
+	r := clientJobBytes(t, &Job{Name: "mail", ID: "r", EnqueuedAt: 1, Fails: 2, LastErr: "x", FailedAt: 3})
+	rdo(t, pool, "ZADD", ks.scheduled(), 9999999999, s, 5, "junk")
+	rdo(t, pool, "ZADD", ks.retry(), 9999999999, r)
+	if err := c.RunScheduledJobNow(9999999999, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RunRetryJobNow(9999999999, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(r), string(s)}) {
+		t.Errorf("queue %q: want both payloads verbatim, the scheduled one first in line", got)
+	}
+	if err := c.RunScheduledJobNow(9999999999, "s"); !errors.Is(err, ErrNotRetried) {
+		t.Errorf("second run: got %v, want ErrNotRetried", err)
+	}
+	if err := c.RunScheduledJobNow(5, ""); !errors.Is(err, ErrNotRetried) {
+		t.Errorf("undecodable member: got %v, want ErrNotRetried", err)
+	}
+	if err := c.RunRetryJobNow(1, "r"); !errors.Is(err, ErrNotRetried) {
+		t.Errorf("wrong score: got %v, want ErrNotRetried", err)
+	}
+}
+
+func TestClientSearchJobsFiltersByNameOrIDAndPages(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	args := []interface{}{ks.dead()}
+	for i := 0; i < 1100; i++ {
+		name := "other"
+		if i%25 == 0 {
+			name = "Send_Email"
+		}
+		args = append(args, i, clientJobBytes(t, &Job{Name: name, ID: fmt.Sprintf("id%04d", i), EnqueuedAt: 1, Args: Q{"note": "send_email"}}))
+	}
+	args = append(args, 2000, "garbage")
+	rdo(t, pool, "ZADD", args...)
+
+	locs, total, err := c.SearchJobs(JobStateDead, "send_email", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 44 || len(locs) != 20 {
+		t.Fatalf("got %d of %d, want 20 of 44 (args must not match)", len(locs), total)
+	}
+	for i, l := range locs {
+		if l.Job.Name != "Send_Email" || l.Score != int64(25*i) || l.State != JobStateDead || !l.Decoded {
+			t.Fatalf("result %d: %+v", i, l)
+		}
+	}
+	locs, _, _ = c.SearchJobs(JobStateDead, "send_email", 3)
+	if len(locs) != 4 || locs[3].Score != 1075 {
+		t.Errorf("page 3: %d results", len(locs))
+	}
+	locs, total, _ = c.SearchJobs(JobStateDead, "ID1099", 0)
+	if total != 1 || len(locs) != 1 || locs[0].Job.ID != "id1099" {
+		t.Errorf("by ID: %d results of %d", len(locs), total)
+	}
+	if _, total, _ := c.SearchJobs(JobStateDead, "", 1); total != 1101 {
+		t.Errorf("empty query: total %d, want every member", total)
+	}
+	if locs, total, err := c.SearchJobs(JobStateRetry, "x", 1); err != nil || total != 0 || locs == nil {
+		t.Errorf("empty set: %v, %d, %v", locs, total, err)
+	}
+	if _, _, err := c.SearchJobs(JobStateQueued, "x", 1); err == nil {
+		t.Error("searching queued jobs must be refused")
+	}
+}
+
+func TestClientQueueStatsAndSummary(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	now := time.Now().Unix()
+	rdo(t, pool, "SADD", ks.knownJobs(), "beta", "alpha", "gamma")
+	rdo(t, pool, "LPUSH", ks.jobs("alpha"), clientJobBytes(t, &Job{Name: "alpha", ID: "a1", EnqueuedAt: now - 60}),
+		clientJobBytes(t, &Job{Name: "alpha", ID: "a2", EnqueuedAt: now}))
+	rdo(t, pool, "SET", ks.paused("alpha"), "1")
+	rdo(t, pool, "SET", ks.lock("alpha"), "3")
+	rdo(t, pool, "SET", ks.maxConcurrency("alpha"), "5")
+	rdo(t, pool, "SET", ks.lock("beta"), "garbage")
+	rdo(t, pool, "SET", ks.maxConcurrency("beta"), "0")
+	rdo(t, pool, "HSET", ks.jobs("gamma"), "wrong", "type")
+	rdo(t, pool, "ZADD", ks.scheduled(), 1, "s")
+	rdo(t, pool, "ZADD", ks.retry(), 1, "r1", 2, "r2")
+	rdo(t, pool, "ZADD", ks.dead(), 1, "d1", 2, "d2", 3, "d3")
+
+	qs, err := c.QueueStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 3 {
+		t.Fatalf("%d queues, want 3", len(qs))
+	}
+	if a := *qs[0]; a.JobName != "alpha" || a.Count != 2 || a.Latency < 60 || a.Latency > 120 || !a.Paused || a.InFlight != 3 || a.MaxConcurrency != 5 {
+		t.Errorf("alpha: %+v", a)
+	}
+	if *qs[1] != (QueueStat{JobName: "beta"}) || *qs[2] != (QueueStat{JobName: "gamma"}) {
+		t.Errorf("beta, gamma: %+v %+v", *qs[1], *qs[2])
+	}
+	s, err := c.Summary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *s != (Summary{Queues: 3, Queued: 2, InFlight: 3, Paused: 1, Scheduled: 1, Retry: 2, Dead: 3}) {
+		t.Errorf("summary %+v", *s)
+	}
+}
+
+func TestClientJobStatsReadsPerMinuteCountsAcrossDays(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	// Two minutes on each side of a UTC midnight.
+	midnight := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	day := midnight.Unix() / 86400
+	m := midnight.Unix() / 60
+	rdo(t, pool, "SADD", ks.knownJobs(), "mail", "sms")
+	rdo(t, pool, "HSET", ks.stats("mail", day-1), fmt.Sprintf("p:%d", m-2), 5, fmt.Sprintf("f:%d", m-1), 2, fmt.Sprintf("p:%d", m-10), 99)
+	rdo(t, pool, "HSET", ks.stats("mail", day), fmt.Sprintf("p:%d", m), 7, fmt.Sprintf("f:%d", m), "garbage", fmt.Sprintf("p:%d", m+1), 1)
+	rdo(t, pool, "HSET", ks.stats("sms", day), fmt.Sprintf("p:%d", m), 10, fmt.Sprintf("f:%d", m+1), 4)
+
+	since, until := midnight.Add(-2*time.Minute), midnight.Add(time.Minute+59*time.Second)
+	pts, err := c.JobStats("mail", since, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []StatPoint{
+		{Time: midnight.Add(-2 * time.Minute), Processed: 5},
+		{Time: midnight.Add(-time.Minute), Failed: 2},
+		{Time: midnight, Processed: 7},
+		{Time: midnight.Add(time.Minute), Processed: 1},
+	}
+	if !reflect.DeepEqual(pts, want) {
+		t.Errorf("JobStats:\n got %+v\nwant %+v", pts, want)
+	}
+	pts, err = c.NamespaceStats(since, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[2].Processed, want[3].Failed = 17, 4
+	if !reflect.DeepEqual(pts, want) {
+		t.Errorf("NamespaceStats:\n got %+v\nwant %+v", pts, want)
+	}
+	if _, err := c.JobStats("mail", until, since); err == nil {
+		t.Error("until before since must be refused")
+	}
+	if _, err := c.JobStats("", since, until); err == nil {
+		t.Error("an empty job name must be refused")
+	}
+	pts, err = c.JobStats("mail", time.Unix(0, 0), until)
+	if err != nil || len(pts) != 8*24*60 || !pts[len(pts)-1].Time.Equal(midnight.Add(time.Minute)) {
+		t.Errorf("a range beyond 8 days is clamped: %d points, %v", len(pts), err)
+	}
+}
+
+func TestClientJobStatsCountsWhatWorkersFinish(t *testing.T) {
+	t.Parallel()
+	c, pool, _ := newTestClient(t)
+	ns := c.store.ks.p[:len(c.store.ks.p)-1]
+	wp := NewWorkerPool(struct{}{}, 2, ns, pool)
+	wp.JobWithOptions("flaky", JobOptions{MaxFails: 1, SkipDead: true}, func(j *Job) error {
+		if j.ArgBool("fail") {
+			return errors.New("boom")
+		}
+		return nil
+	})
+	e := NewEnqueuer(ns, pool)
+	for i := 0; i < 5; i++ {
+		if _, err := e.Enqueue("flaky", Q{"fail": i%3 == 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	wp.Start()
+	wp.Drain()
+	wp.Stop()
+	var p, f int64
+	eventually(t, 5*time.Second, "stats of 3 processed and 2 failed", func() bool {
+		pts, err := c.JobStats("flaky", start.Add(-time.Minute), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, f = 0, 0
+		for _, pt := range pts {
+			p, f = p+pt.Processed, f+pt.Failed
+		}
+		return p == 3 && f == 2
+	})
+}
+
+func TestClientFindsMembersWithFractionalAndInfiniteScores(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	job := func(id string) string { return fmt.Sprintf(`{"name":"d","id":%q,"t":1,"args":{}}`, id) }
+	scores := map[string]string{"frac": "5.75", "negfrac": "-3.5", "zero": "0.25", "far": "1e18", "inf": "+inf", "minf": "-inf", "plain": "7"}
+	for id, sc := range scores {
+		rdo(t, pool, "ZADD", ks.dead(), sc, job(id))
+	}
+	jobs, total, err := c.DeadJobs(1)
+	if err != nil || total != int64(len(scores)) {
+		t.Fatalf("DeadJobs: %d, %v", total, err)
+	}
+	listed := map[string]int64{}
+	for _, j := range jobs {
+		listed[j.ID] = j.DiedAt
+	}
+	want := map[string]int64{"frac": 5, "negfrac": -3, "zero": 0, "far": 1e18, "inf": math.MaxInt64, "minf": math.MinInt64, "plain": 7}
+	if !reflect.DeepEqual(listed, want) {
+		t.Errorf("listed scores %v, want %v", listed, want)
+	}
+	// Each is found again by the score it was listed with, and only by that.
+	for id, sc := range want {
+		if err := c.DeleteDeadJob(sc+1, id); sc != math.MaxInt64 && !errors.Is(err, ErrNotDeleted) {
+			t.Errorf("%s found at the wrong score %d: %v", id, sc+1, err)
+		}
+		if id == "plain" {
+			continue
+		}
+		if err := c.RetryDeadJob(sc, id); err != nil {
+			t.Errorf("RetryDeadJob(%d, %q): %v", sc, id, err)
+		}
+	}
+	// RetryAllDeadJobs reaches a member scored +inf.
+	rdo(t, pool, "ZADD", ks.dead(), "+inf", job("inf2"), "1", job("one"))
+	if err := c.RetryAllDeadJobs(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "ZCARD", ks.dead()); n != 0 {
+		t.Errorf("%d dead jobs left, want 0", n)
+	}
+	if n := rInt(t, pool, "LLEN", ks.jobs("d")); n != 9 {
+		t.Errorf("%d jobs queued, want 9", n)
+	}
+}
+
+func TestClientDeletesOnlyUniqueLocksNeverTheKeyAPayloadNames(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	victim := ks.jobs("victim")
+	rdo(t, pool, "LPUSH", victim, "precious")
+	crafted := func(id string) []byte {
+		return clientJobBytes(t, &Job{Name: "u", ID: id, EnqueuedAt: 1, Unique: true, UniqueKey: victim})
+	}
+	rdo(t, pool, "ZADD", ks.scheduled(), 10, crafted("s"))
+	rdo(t, pool, "LPUSH", ks.jobs("u"), crafted("q"))
+	if err := c.DeleteScheduledJob(10, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteQueuedJob("u", "q"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "LLEN", victim); n != 1 {
+		t.Errorf("deleting jobs whose unique_key names another key deleted it")
 	}
 }

@@ -101,6 +101,50 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// The listed-job types embed *Job, so they need decoders of their own: Job's would be promoted and
+// drop their score.
+
+// UnmarshalJSON decodes a scheduled job: run_at and the job's fields.
+func (j *ScheduledJob) UnmarshalJSON(data []byte) error {
+	var head struct {
+		RunAt int64 `json:"run_at"`
+	}
+	job, err := decodeListed(data, &head)
+	j.RunAt, j.Job = head.RunAt, job
+	return err
+}
+
+// UnmarshalJSON decodes a retry job: retry_at and the job's fields.
+func (j *RetryJob) UnmarshalJSON(data []byte) error {
+	var head struct {
+		RetryAt int64 `json:"retry_at"`
+	}
+	job, err := decodeListed(data, &head)
+	j.RetryAt, j.Job = head.RetryAt, job
+	return err
+}
+
+// UnmarshalJSON decodes a dead job: died_at and the job's fields.
+func (j *DeadJob) UnmarshalJSON(data []byte) error {
+	var head struct {
+		DiedAt int64 `json:"died_at"`
+	}
+	job, err := decodeListed(data, &head)
+	j.DiedAt, j.Job = head.DiedAt, job
+	return err
+}
+
+func decodeListed(data []byte, head interface{}) (*Job, error) {
+	if err := json.Unmarshal(data, head); err != nil {
+		return nil, err
+	}
+	w, err := decodeWire(data)
+	if err != nil {
+		return nil, err
+	}
+	return (*Job)(w), nil
+}
+
 func decodeWire(data []byte) (*jobWire, error) {
 	var w jobWire
 	dec := json.NewDecoder(bytes.NewReader(data))

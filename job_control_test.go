@@ -1,6 +1,7 @@
 package work
 
 import (
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,5 +149,29 @@ func TestDeadSetTrimmingBySizeAndAgeOnALargeSet(t *testing.T) {
 	trimmed, err := NewClient(ns, pool).DeadJobsTrimmed()
 	if err != nil || trimmed != 100000 {
 		t.Fatalf("DeadJobsTrimmed = %d, %v; want 100000", trimmed, err)
+	}
+}
+
+func TestListedJobsRoundTripThroughJSON(t *testing.T) {
+	in := `{"retry_at":99,"name":"x","id":"a","t":1,"args":{"big":12345678901234567890},"fails":2}`
+	var r RetryJob
+	if err := json.Unmarshal([]byte(in), &r); err != nil || r.RetryAt != 99 || r.Job == nil || r.Fails != 2 || r.Name != "x" {
+		t.Fatalf("RetryJob: %+v %v", r, err)
+	}
+	out, _ := json.Marshal(&r)
+	if string(out) != in {
+		t.Fatalf("RetryJob re-encoded as %s", out)
+	}
+	var s ScheduledJob
+	if err := json.Unmarshal([]byte(`{"run_at":7,"name":"y","id":"b","t":1,"args":null}`), &s); err != nil || s.RunAt != 7 || s.Name != "y" {
+		t.Fatalf("ScheduledJob: %+v %v", s, err)
+	}
+	var d DeadJob
+	if err := json.Unmarshal([]byte(`{"died_at":5,"name":"z","id":"c","t":1,"args":null}`), &d); err != nil || d.DiedAt != 5 || d.Name != "z" {
+		t.Fatalf("DeadJob: %+v %v", d, err)
+	}
+	var list []*DeadJob
+	if err := json.Unmarshal([]byte(`[{"died_at":5,"name":"z","id":"c","t":1,"args":null}]`), &list); err != nil || list[0].DiedAt != 5 {
+		t.Fatalf("[]*DeadJob: %v", err)
 	}
 }

@@ -5,7 +5,9 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/gomodule/redigo/redis"
@@ -53,7 +55,8 @@ type zmember struct {
 }
 
 // parseScore reads a sorted-set score as whole seconds; scores written by other programs may carry a
-// fraction, which is dropped.
+// fraction, which is dropped, and scores beyond the int64 range (+inf and -inf included) read as its
+// ends. See scoreBounds for finding such members again.
 func parseScore(v interface{}) (int64, error) {
 	s, err := redis.String(v, nil)
 	if err != nil {
@@ -63,10 +66,54 @@ func parseScore(v interface{}) (int64, error) {
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return 0, fmt.Errorf("work: bad score %q: %w", s, err)
 	}
+	switch {
+	case f != f:
+		return 0, fmt.Errorf("work: bad score %q", s)
+	case f >= math.MaxInt64:
+		return math.MaxInt64, nil
+	case f <= math.MinInt64:
+		return math.MinInt64, nil
+	}
 	return int64(f), nil
+}
+
+// scoreBounds returns the ZRANGEBYSCORE bounds of the members whose score parseScore reads as
+// score: [score, score+1) for positive scores, (score-1, score] for negative ones, (-1, 1) for 0,
+// exactly score where a float64 has no fractions, and up to +inf (down to -inf) at the int64 range's
+// ends.
+func scoreBounds(score int64) (min, max string) {
+	n := strconv.FormatInt(score, 10)
+	const exact = 1 << 53
+	switch {
+	case score == math.MaxInt64:
+		return n, "+inf"
+	case score == math.MinInt64:
+		return "-inf", n
+	case score >= exact || score <= -exact:
+		return n, n
+	case score > 0:
+		return n, "(" + strconv.FormatInt(score+1, 10)
+	case score < 0:
+		return "(" + strconv.FormatInt(score-1, 10), n
+	}
+	return "(-1", "(1"
+}
+
+// zsetMaxBound returns the highest score of a sorted set as Redis writes it ("inf" included), to
+// use as a ZRANGEBYSCORE bound; ok is false when the set is empty.
+func (s *store) zsetMaxBound(ctx context.Context, key string) (bound string, ok bool, err error) {
+	err = s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Strings(c.Do("ZRANGE", key, -1, -1, "WITHSCORES"))
+		if err != nil || len(r) != 2 {
+			return err
+		}
+		bound, ok = r[1], true
+		return nil
+	})
+	return bound, ok, err
 }
 
 // parseWithScores turns a WITHSCORES reply into members.
@@ -130,23 +177,6 @@ func (s *store) zsetByScore(ctx context.Context, key string, min, max interface{
 		return err
 	})
 	return out, err
-}
-
-// zsetMaxScore returns the highest score in a sorted set; ok is false when the set is empty.
-func (s *store) zsetMaxScore(ctx context.Context, key string) (score int64, ok bool, err error) {
-	err = s.do(ctx, func(c redis.Conn) error {
-		r, err := c.Do("ZRANGE", key, -1, -1, "WITHSCORES")
-		if err != nil {
-			return err
-		}
-		m, err := parseWithScores(r)
-		if err != nil || len(m) == 0 {
-			return err
-		}
-		score, ok = m[0].score, true
-		return nil
-	})
-	return score, ok, err
 }
 
 // deleteMember removes one member of a sorted set, and with it the unique lock lockKey unless that is
@@ -307,4 +337,270 @@ func (s *store) hashes(c redis.Conn, ids []string, key func(string) string) ([]m
 		out[i], _ = redis.StringMap(r[i], nil)
 	}
 	return out, nil
+}
+
+// deleteListMemberScript removes every copy of one exact member from a list and, only if something was
+// removed, the unique lock that guarded it, so deleting a job twice never frees a newer job's lock.
+//
+//	KEYS[1] list; KEYS[2] (optional) unique lock to delete with it
+//	ARGV[1] member
+//
+// Returns the number of copies removed.
+var deleteListMemberScript = redis.NewScript(-1, `
+local n = redis.call('lrem', KEYS[1], 0, ARGV[1])
+if n > 0 and KEYS[2] then redis.call('del', KEYS[2]) end
+return n
+`)
+
+// listRange returns the members start..stop (inclusive, by index) of a list.
+func (s *store) listRange(ctx context.Context, key string, start, stop int64) ([][]byte, error) {
+	var out [][]byte
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		out, err = redis.ByteSlices(c.Do("LRANGE", key, start, stop))
+		return err
+	})
+	return out, err
+}
+
+// listLengths returns the length of each list, in one round trip; a key of another type reads as 0.
+func (s *store) listLengths(ctx context.Context, keys []string) ([]int64, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	out := make([]int64, len(keys))
+	err := s.do(ctx, func(c redis.Conn) error {
+		for _, k := range keys {
+			c.Send("LLEN", k)
+		}
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		if len(r) != len(keys) {
+			return fmt.Errorf("work: LLEN: unexpected reply of %d elements", len(r))
+		}
+		for i := range r {
+			out[i], _ = redis.Int64(r[i], nil)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// zscan runs one ZSCAN step: the next cursor ("0" when done) and the members it returned (possibly
+// some already returned by an earlier step).
+func (s *store) zscan(ctx context.Context, key, cursor, match string, count int) (string, []zmember, error) {
+	var next string
+	var members []zmember
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(c.Do("ZSCAN", key, cursor, "MATCH", match, "COUNT", count))
+		if err != nil {
+			return err
+		}
+		if len(r) != 2 {
+			return fmt.Errorf("work: ZSCAN: unexpected reply of %d elements", len(r))
+		}
+		if next, err = redis.String(r[0], nil); err != nil {
+			return err
+		}
+		members, err = parseWithScores(r[1])
+		return err
+	})
+	return next, members, err
+}
+
+// poolIDs returns the members of the worker_pools set.
+func (s *store) poolIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		ids, err = redis.Strings(c.Do("SMEMBERS", s.ks.workerPools()))
+		return err
+	})
+	return ids, err
+}
+
+// deleteListMember removes every copy of member from a list, and with it the unique lock lockKey
+// unless that is "" (see deleteListMemberScript). It returns the number of copies removed.
+func (s *store) deleteListMember(ctx context.Context, key string, member []byte, lockKey string) (int64, error) {
+	args := []interface{}{1, key}
+	if lockKey != "" {
+		args = []interface{}{2, key, lockKey}
+	}
+	args = append(args, member)
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(deleteListMemberScript.Do(c, args...))
+		return err
+	})
+	return n, err
+}
+
+// zremMembers removes the given exact members from a sorted set (members already gone are skipped by
+// ZREM itself) and returns how many it removed.
+func (s *store) zremMembers(ctx context.Context, key string, members [][]byte) (int64, error) {
+	if len(members) == 0 {
+		return 0, nil
+	}
+	args := make([]interface{}, 0, 1+len(members))
+	args = append(args, key)
+	for _, m := range members {
+		args = append(args, m)
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(c.Do("ZREM", args...))
+		return err
+	})
+	return n, err
+}
+
+// setSizes returns the sizes of the scheduled, retry and dead sets, in one round trip.
+func (s *store) setSizes(ctx context.Context) (scheduled, retry, dead int64, err error) {
+	err = s.do(ctx, func(c redis.Conn) error {
+		c.Send("ZCARD", s.ks.scheduled())
+		c.Send("ZCARD", s.ks.retry())
+		c.Send("ZCARD", s.ks.dead())
+		r, err := redis.Int64s(c.Do(""))
+		if err != nil {
+			return err
+		}
+		if len(r) != 3 {
+			return fmt.Errorf("work: ZCARD: unexpected reply of %d elements", len(r))
+		}
+		scheduled, retry, dead = r[0], r[1], r[2]
+		return nil
+	})
+	return scheduled, retry, dead, err
+}
+
+// queueDetail is one known job name with its queue length, oldest payload (nil when empty), paused
+// flag, jobs in flight and MaxConcurrency.
+type queueDetail struct {
+	queueStat
+	paused         bool
+	inFlight       int64
+	maxConcurrency int64
+}
+
+// queueDetails lists every known job name with the state of its queue: two round trips whatever the
+// number of queues.
+func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
+	var out []queueDetail
+	err := s.do(ctx, func(c redis.Conn) error {
+		names, err := redis.Strings(c.Do("SMEMBERS", s.ks.knownJobs()))
+		if err != nil || len(names) == 0 {
+			return err
+		}
+		const perName = 5
+		for _, name := range names {
+			c.Send("LLEN", s.ks.jobs(name))
+			c.Send("LINDEX", s.ks.jobs(name), -1)
+			c.Send("EXISTS", s.ks.paused(name))
+			c.Send("GET", s.ks.lock(name))
+			c.Send("GET", s.ks.maxConcurrency(name))
+		}
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		if len(r) != perName*len(names) {
+			return fmt.Errorf("work: queue details: unexpected reply of %d elements", len(r))
+		}
+		out = make([]queueDetail, len(names))
+		for i, name := range names {
+			// A key of the wrong type or a garbled counter reads as zero rather than failing every
+			// other queue.
+			v := r[perName*i : perName*(i+1)]
+			d := &out[i]
+			d.name = name
+			d.count, _ = redis.Int64(v[0], nil)
+			d.oldest, _ = redis.Bytes(v[1], nil)
+			n, _ := redis.Int64(v[2], nil)
+			d.paused = n > 0
+			d.inFlight = parseInt64Reply(v[3])
+			d.maxConcurrency = parseInt64Reply(v[4])
+		}
+		return nil
+	})
+	return out, err
+}
+
+// parseInt64Reply reads a string reply holding an integer; nil or garbage reads as 0.
+func parseInt64Reply(v interface{}) int64 {
+	s, err := redis.String(v, nil)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		// Other writers may store a float ("3.0"); keep its integer part.
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil {
+			return 0
+		}
+		return int64(f)
+	}
+	return n
+}
+
+// statsCounts reads the per-minute processed and failed counts of each job name for the epoch
+// minutes from..to (inclusive) from the stats hashes, in one round trip. processed[i][m-from] is the
+// count of names[i] in minute m.
+func (s *store) statsCounts(ctx context.Context, names []string, from, to int64) (processed, failed [][]int64, err error) {
+	n := to - from + 1
+	if len(names) == 0 || n <= 0 {
+		return nil, nil, nil
+	}
+	type span struct{ first, last int64 } // minutes of one day's hash
+	var spans []span
+	for m := from; m <= to; {
+		day := m * 60 / 86400
+		last := (day+1)*86400/60 - 1
+		if last > to {
+			last = to
+		}
+		spans = append(spans, span{m, last})
+		m = last + 1
+	}
+	processed = make([][]int64, len(names))
+	failed = make([][]int64, len(names))
+	err = s.do(ctx, func(c redis.Conn) error {
+		for _, name := range names {
+			for _, sp := range spans {
+				args := make([]interface{}, 0, 1+2*(sp.last-sp.first+1))
+				args = append(args, s.ks.stats(name, sp.first*60/86400))
+				for m := sp.first; m <= sp.last; m++ {
+					ms := strconv.FormatInt(m, 10)
+					args = append(args, "p:"+ms, "f:"+ms)
+				}
+				c.Send("HMGET", args...)
+			}
+		}
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		if len(r) != len(names)*len(spans) {
+			return fmt.Errorf("work: stats: unexpected reply of %d elements", len(r))
+		}
+		for i := range names {
+			processed[i] = make([]int64, n)
+			failed[i] = make([]int64, n)
+			for k, sp := range spans {
+				// A hash of the wrong type reads as no counts.
+				vals, _ := redis.Values(r[i*len(spans)+k], nil)
+				for j := 0; j+1 < len(vals) && sp.first+int64(j/2) <= sp.last; j += 2 {
+					at := sp.first + int64(j/2) - from
+					processed[i][at] = parseInt64Reply(vals[j])
+					failed[i][at] = parseInt64Reply(vals[j+1])
+				}
+			}
+		}
+		return nil
+	})
+	return processed, failed, err
 }

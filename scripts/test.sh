@@ -12,6 +12,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
 fi
+scripts/ensure-chromium.sh # for the web UI's browser test
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "node/npm not found: installing them from Debian's packages (the docs' producer example uses them)" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -1,0 +1,584 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/workqueue/work"
+)
+
+// statsReport is what `work stats` reports.
+type statsReport struct {
+	Namespace   string        `json:"namespace"`
+	Summary     *work.Summary `json:"summary"`
+	WorkerPools int           `json:"worker_pools"`
+	Workers     int           `json:"workers"`
+	BusyWorkers int           `json:"busy_workers"`
+	Since       time.Time     `json:"since"`
+	Processed   int64         `json:"processed"`
+	Failed      int64         `json:"failed"`
+}
+
+func (a *app) collectStats(c *work.Client, since time.Duration) (*statsReport, error) {
+	sum, err := c.Summary()
+	if err != nil {
+		return nil, err
+	}
+	hbs, err := c.WorkerPoolHeartbeats()
+	if err != nil {
+		return nil, err
+	}
+	obs, err := c.WorkerObservations()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	r := &statsReport{Namespace: a.ns, Summary: sum, WorkerPools: len(hbs), Workers: len(obs), Since: now.Add(-since).UTC().Truncate(time.Minute)}
+	for _, ob := range obs {
+		if ob.IsBusy {
+			r.BusyWorkers++
+		}
+	}
+	pts, err := c.NamespaceStats(now.Add(-since), now)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pts {
+		r.Processed += p.Processed
+		r.Failed += p.Failed
+	}
+	return r, nil
+}
+
+func (r *statsReport) print(w io.Writer, since time.Duration) error {
+	t := newTable(w, "NAMESPACE", r.Namespace)
+	s := r.Summary
+	t.row("QUEUED", fmt.Sprintf("%d in %d queues (%d paused)", s.Queued, s.Queues, s.Paused))
+	t.row("IN FLIGHT", strconv.FormatInt(s.InFlight, 10))
+	t.row("SCHEDULED", strconv.FormatInt(s.Scheduled, 10))
+	t.row("RETRY", strconv.FormatInt(s.Retry, 10))
+	t.row("DEAD", strconv.FormatInt(s.Dead, 10))
+	t.row("WORKERS", fmt.Sprintf("%d busy of %d in %d pools", r.BusyWorkers, r.Workers, r.WorkerPools))
+	t.row("LAST "+seconds(int64(since.Seconds())), fmt.Sprintf("%d processed, %d failed", r.Processed, r.Failed))
+	return t.flush()
+}
+
+func (a *app) statsCommand() *cobra.Command {
+	var since time.Duration
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Show totals and throughput",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if since < time.Minute || since > 8*24*time.Hour {
+				return usagef("--since must be from 1m to 192h")
+			}
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			r, err := a.collectStats(c, since)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(a.stdout, r)
+			}
+			return r.print(a.stdout, since)
+		},
+	}
+	cmd.Flags().DurationVar(&since, "since", time.Hour, "count the jobs finished in this last stretch of time (1m to 192h)")
+	return cmd
+}
+
+func printQueues(w io.Writer, qs []*work.QueueStat) error {
+	if len(qs) == 0 {
+		_, err := fmt.Fprintln(w, "no queues")
+		return err
+	}
+	t := newTable(w, "QUEUE", "COUNT", "LATENCY", "IN FLIGHT", "MAX", "STATUS")
+	for _, q := range qs {
+		max, status := "-", "running"
+		if q.MaxConcurrency > 0 {
+			max = strconv.FormatInt(q.MaxConcurrency, 10)
+		}
+		if q.Paused {
+			status = "paused"
+		}
+		t.row(q.JobName, strconv.FormatInt(q.Count, 10), seconds(q.Latency), strconv.FormatInt(q.InFlight, 10), max, status)
+	}
+	return t.flush()
+}
+
+func (a *app) queuesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "queues",
+		Short: "List the queues: size, latency, jobs in flight, paused",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			qs, err := c.QueueStats()
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(a.stdout, qs)
+			}
+			return printQueues(a.stdout, qs)
+		},
+	}
+}
+
+// enqueueResult is what `work enqueue --json` prints.
+type enqueueResult struct {
+	Enqueued bool      `json:"enqueued"`
+	Job      *work.Job `json:"job,omitempty"`
+	RunAt    int64     `json:"run_at,omitempty"`
+}
+
+func (a *app) enqueueCommand() *cobra.Command {
+	var (
+		argsJSON string
+		in       time.Duration
+		unique   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "enqueue NAME",
+		Short: "Enqueue a job",
+		Long: `Enqueue a job named NAME with the arguments given as a JSON object.
+
+With --in it is scheduled to run that much later; with --unique it is not enqueued when a job of
+the same name and arguments is already waiting (the command then says so and succeeds).`,
+		Example: `  work enqueue send_email --args '{"to":"a@example.com"}'
+  work enqueue report --in 10m --unique`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			name := pos[0]
+			if name == "" {
+				return usagef("the job name is empty")
+			}
+			var q map[string]interface{}
+			dec := json.NewDecoder(bytes.NewReader([]byte(argsJSON)))
+			dec.UseNumber() // keep large integers exact
+			if err := dec.Decode(&q); err != nil {
+				return usagef("--args must be a JSON object: %v", err)
+			}
+			if dec.More() {
+				return usagef("--args must be a single JSON object")
+			}
+			if in < 0 {
+				return usagef("--in must not be negative")
+			}
+			secs := int64(math.Ceil(in.Seconds()))
+			if _, err := a.connect(); err != nil {
+				return err
+			}
+			e := work.NewEnqueuer(a.ns, a.pool)
+			res := enqueueResult{}
+			switch {
+			case secs > 0 && unique:
+				sj, err := e.EnqueueUniqueIn(name, secs, q)
+				if err != nil {
+					return err
+				}
+				if sj != nil {
+					res = enqueueResult{Enqueued: true, Job: sj.Job, RunAt: sj.RunAt}
+				}
+			case secs > 0:
+				sj, err := e.EnqueueIn(name, secs, q)
+				if err != nil {
+					return err
+				}
+				res = enqueueResult{Enqueued: true, Job: sj.Job, RunAt: sj.RunAt}
+			case unique:
+				j, err := e.EnqueueUnique(name, q)
+				if err != nil {
+					return err
+				}
+				if j != nil {
+					res = enqueueResult{Enqueued: true, Job: j}
+				}
+			default:
+				j, err := e.Enqueue(name, q)
+				if err != nil {
+					return err
+				}
+				res = enqueueResult{Enqueued: true, Job: j}
+			}
+			if a.json {
+				return printJSON(a.stdout, res)
+			}
+			switch {
+			case !res.Enqueued:
+				fmt.Fprintf(a.stdout, "not enqueued: a %s job with the same arguments is already waiting\n", name)
+			case res.RunAt != 0:
+				fmt.Fprintf(a.stdout, "scheduled %s job %s to run at %s UTC (%s)\n", name, res.Job.ID, when(res.RunAt), ago(res.RunAt))
+			default:
+				fmt.Fprintf(a.stdout, "enqueued %s job %s\n", name, res.Job.ID)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&argsJSON, "args", "{}", "the job's arguments, a JSON object")
+	cmd.Flags().DurationVar(&in, "in", 0, "schedule the job to run this much later (30s, 5m, 2h)")
+	cmd.Flags().BoolVar(&unique, "unique", false, "skip the job when an identical one is already waiting")
+	return cmd
+}
+
+// setInfo describes one of the sorted sets for the set commands.
+type setInfo struct {
+	state      string
+	scoreTitle string // the list's score column
+	retryVerb  string // what "retry" does
+	retry      func(c *work.Client, score int64, id string) error
+	delete     func(c *work.Client, score int64, id string) error
+}
+
+var sets = map[string]setInfo{
+	work.JobStateDead: {
+		state: work.JobStateDead, scoreTitle: "DIED", retryVerb: "retried",
+		retry:  func(c *work.Client, s int64, id string) error { return c.RetryDeadJob(s, id) },
+		delete: func(c *work.Client, s int64, id string) error { return c.DeleteDeadJob(s, id) },
+	},
+	work.JobStateRetry: {
+		state: work.JobStateRetry, scoreTitle: "RETRY AT", retryVerb: "queued",
+		retry:  func(c *work.Client, s int64, id string) error { return c.RunRetryJobNow(s, id) },
+		delete: func(c *work.Client, s int64, id string) error { return c.DeleteRetryJob(s, id) },
+	},
+	work.JobStateScheduled: {
+		state: work.JobStateScheduled, scoreTitle: "RUN AT", retryVerb: "queued",
+		retry:  func(c *work.Client, s int64, id string) error { return c.RunScheduledJobNow(s, id) },
+		delete: func(c *work.Client, s int64, id string) error { return c.DeleteScheduledJob(s, id) },
+	},
+}
+
+// listedJob is one job of a set, in JSON as the web UI's lists have it.
+type listedJob struct {
+	Score int64 `json:"score"`
+	*work.Job
+}
+
+func (a *app) listSet(c *work.Client, info setInfo, page uint, search string) ([]listedJob, int64, error) {
+	var out []listedJob
+	if search != "" {
+		locs, total, err := c.SearchJobs(info.state, search, page)
+		for _, l := range locs {
+			out = append(out, listedJob{Score: l.Score, Job: l.Job})
+		}
+		return out, total, err
+	}
+	switch info.state {
+	case work.JobStateDead:
+		js, total, err := c.DeadJobs(page)
+		for _, j := range js {
+			out = append(out, listedJob{Score: j.DiedAt, Job: j.Job})
+		}
+		return out, total, err
+	case work.JobStateRetry:
+		js, total, err := c.RetryJobs(page)
+		for _, j := range js {
+			out = append(out, listedJob{Score: j.RetryAt, Job: j.Job})
+		}
+		return out, total, err
+	default:
+		js, total, err := c.ScheduledJobs(page)
+		for _, j := range js {
+			out = append(out, listedJob{Score: j.RunAt, Job: j.Job})
+		}
+		return out, total, err
+	}
+}
+
+// findScores returns the scores of the jobs with the given ID in a set.
+func findScores(c *work.Client, state, id string) ([]int64, error) {
+	var scores []int64
+	for page := uint(1); ; page++ {
+		locs, total, err := c.SearchJobs(state, id, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range locs {
+			if l.Job.ID == id {
+				scores = append(scores, l.Score)
+			}
+		}
+		if int64(page)*20 >= total {
+			return scores, nil
+		}
+	}
+}
+
+// setCommand builds `work dead|retry|scheduled list|retry|delete`.
+func (a *app) setCommand(state string) *cobra.Command {
+	info := sets[state]
+	titles := map[string]string{
+		work.JobStateDead:      "Dead jobs: list, retry or delete them",
+		work.JobStateRetry:     "Jobs waiting for a retry: list, run now or delete them",
+		work.JobStateScheduled: "Scheduled jobs: list, run now or delete them",
+	}
+	var (
+		page   uint
+		search string
+	)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the jobs, 20 a page, oldest first",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			jobs, total, err := a.listSet(c, info, page, search)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				if jobs == nil {
+					jobs = []listedJob{}
+				}
+				return printJSON(a.stdout, struct {
+					Count int64       `json:"count"`
+					Jobs  []listedJob `json:"jobs"`
+				}{total, jobs})
+			}
+			if len(jobs) == 0 {
+				fmt.Fprintf(a.stdout, "no %s jobs (%d in all)\n", state, total)
+				return nil
+			}
+			header := []string{info.scoreTitle, "SCORE", "NAME", "ID"}
+			if state != work.JobStateScheduled {
+				header = append(header, "FAILS", "ERROR")
+			}
+			t := newTable(a.stdout, append(header, "ARGS")...)
+			for _, j := range jobs {
+				row := []string{when(j.Score), strconv.FormatInt(j.Score, 10), orDash(j.Name), orDash(j.ID)}
+				if state != work.JobStateScheduled {
+					row = append(row, strconv.FormatInt(j.Fails, 10), short(orDash(j.LastErr), 50))
+				}
+				t.row(append(row, short(argsOf(j.Job), 60))...)
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			p := page
+			if p == 0 {
+				p = 1
+			}
+			fmt.Fprintf(a.stdout, "page %d of %d, %d %s\n", p, (total+19)/20, total, map[bool]string{true: "job", false: "jobs"}[total == 1])
+			return nil
+		},
+	}
+	list.Flags().UintVar(&page, "page", 1, "page to show")
+	list.Flags().StringVar(&search, "search", "", "only jobs whose name or ID contains this text")
+
+	// act builds retry or delete: by [SCORE] ID, or (dead only) by --name or --all.
+	act := func(use, short string, one func(c *work.Client, s int64, id string) error, verb string,
+		byName func(c *work.Client, name string) (int64, error), all func(c *work.Client) error) *cobra.Command {
+		var name string
+		var everything bool
+		cmd := &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  args(cobra.RangeArgs(0, 2)),
+			RunE: func(cmd *cobra.Command, pos []string) error {
+				modes := 0
+				if len(pos) > 0 {
+					modes++
+				}
+				if name != "" {
+					modes++
+				}
+				if everything {
+					modes++
+				}
+				if modes != 1 {
+					if byName != nil {
+						return usagef("give a job's [SCORE] ID, or --name NAME, or --all")
+					}
+					return usagef("give a job's [SCORE] ID")
+				}
+				c, err := a.connect()
+				if err != nil {
+					return err
+				}
+				var n int64
+				switch {
+				case everything:
+					if err := all(c); err != nil {
+						return err
+					}
+					n = -1
+				case name != "":
+					if n, err = byName(c, name); err != nil {
+						return err
+					}
+				default:
+					id := pos[len(pos)-1]
+					var scores []int64
+					if len(pos) == 2 {
+						s, err := strconv.ParseInt(pos[0], 10, 64)
+						if err != nil {
+							return usagef("bad score %q: want epoch seconds, as `%s list` shows", pos[0], state)
+						}
+						scores = []int64{s}
+					} else if scores, err = findScores(c, state, id); err != nil {
+						return err
+					}
+					for _, s := range scores {
+						if err := one(c, s, id); err == nil {
+							n++
+						} else if exitCode(err) != exitNotFound {
+							return err
+						}
+					}
+					if n == 0 {
+						return notFoundf("no %s job %s", state, id)
+					}
+				}
+				if a.json {
+					out := map[string]interface{}{verb: n}
+					if n < 0 {
+						out = map[string]interface{}{verb: "all"}
+					}
+					return printJSON(a.stdout, out)
+				}
+				switch {
+				case n < 0:
+					fmt.Fprintf(a.stdout, "%s all %s jobs\n", verb, state)
+				case n == 1:
+					fmt.Fprintf(a.stdout, "%s 1 job\n", verb)
+				default:
+					fmt.Fprintf(a.stdout, "%s %d jobs\n", verb, n)
+				}
+				return nil
+			},
+		}
+		if byName != nil {
+			cmd.Flags().StringVar(&name, "name", "", "every job of this name")
+			cmd.Flags().BoolVar(&everything, "all", false, "every job")
+		}
+		return cmd
+	}
+
+	var retry, del *cobra.Command
+	if state == work.JobStateDead {
+		retry = act("retry [DIED_AT] ID | --name NAME | --all", "Move dead jobs back to their queue", info.retry, info.retryVerb,
+			func(c *work.Client, name string) (int64, error) { return c.RetryDeadJobsByName(name) },
+			func(c *work.Client) error { return c.RetryAllDeadJobs() })
+		del = act("delete [DIED_AT] ID | --name NAME | --all", "Delete dead jobs", info.delete, "deleted",
+			func(c *work.Client, name string) (int64, error) { return c.DeleteDeadJobsByName(name) },
+			func(c *work.Client) error { return c.DeleteAllDeadJobs() })
+	} else {
+		score := map[string]string{work.JobStateRetry: "RETRY_AT", work.JobStateScheduled: "RUN_AT"}[state]
+		retry = act("retry ["+score+"] ID", "Move a job to its queue now", info.retry, info.retryVerb, nil, nil)
+		retry.Aliases = []string{"run"}
+		del = act("delete ["+score+"] ID", "Delete a job", info.delete, "deleted", nil, nil)
+	}
+	return group(&cobra.Command{Use: state, Short: titles[state]}, list, retry, del)
+}
+
+func (a *app) pauseCommand(pause bool) *cobra.Command {
+	use, short, done := "pause NAME", "Pause a queue: its jobs wait until it is resumed", "paused"
+	if !pause {
+		use, short, done = "resume NAME", "Resume a paused queue", "resumed"
+	}
+	return &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Aliases: map[bool][]string{true: nil, false: {"unpause"}}[pause],
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			if pos[0] == "" {
+				return usagef("the job name is empty")
+			}
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			if pause {
+				err = c.PauseQueue(pos[0])
+			} else {
+				err = c.UnpauseQueue(pos[0])
+			}
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(a.stdout, map[string]string{"queue": pos[0], "status": done})
+			}
+			fmt.Fprintf(a.stdout, "%s queue %s\n", done, pos[0])
+			return nil
+		},
+	}
+}
+
+func (a *app) jobCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "job ID",
+		Short: "Find a job by ID and show it",
+		Long: `Find a job by ID wherever it is (scheduled, retry, queued, in progress or dead) and show it.
+
+It reads every job of the namespace in the worst case: meant for operators, not for scripts that
+run often.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			if pos[0] == "" {
+				return usagef("the job ID is empty")
+			}
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			loc, err := c.FindJob(pos[0])
+			if err == work.ErrJobNotFound {
+				return notFoundf("no job %s", pos[0])
+			}
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(a.stdout, loc)
+			}
+			j := loc.Job
+			t := newTable(a.stdout, "ID", orDash(j.ID))
+			t.row("NAME", orDash(j.Name))
+			state := loc.State
+			if loc.PoolID != "" {
+				state += " (pool " + loc.PoolID + ")"
+			}
+			t.row("STATE", state)
+			if loc.Score != 0 {
+				label := map[string]string{work.JobStateScheduled: "RUN AT", work.JobStateRetry: "RETRY AT", work.JobStateDead: "DIED AT"}[loc.State]
+				t.row(label, fmt.Sprintf("%s UTC (%s; score %d)", when(loc.Score), ago(loc.Score), loc.Score))
+			}
+			t.row("ENQUEUED", when(j.EnqueuedAt)+" UTC")
+			t.row("FAILS", strconv.FormatInt(j.Fails, 10))
+			if j.LastErr != "" {
+				t.row("ERROR", j.LastErr)
+			}
+			if j.FailedAt != 0 {
+				t.row("FAILED AT", when(j.FailedAt)+" UTC")
+			}
+			if j.Unique {
+				t.row("UNIQUE", orDash(j.UniqueKey))
+			}
+			if len(j.Raw) > 0 {
+				t.row("RAW PAYLOAD", rawText(j.Raw))
+			} else {
+				t.row("ARGS", compactJSON(j.Args))
+			}
+			t.row("STORED AS", loc.Payload)
+			return t.flush()
+		},
+	}
+}

@@ -1,0 +1,65 @@
+// Command workenqueue enqueues one job, as gocraft/work's command of the same name does:
+//
+//	workenqueue -redis 127.0.0.1:6379 -ns my_app -job send_email -args '{"address":"a@example.com"}'
+//
+// -redis accepts host:port or a redis:// or rediss:// URL (default $WORK_REDIS, else
+// 127.0.0.1:6379), -ns defaults to $WORK_NS, else "work". -payload is accepted for -args, as older
+// versions named it. It prints the job's ID, and exits with 1 when the job cannot be enqueued and 2 on
+// bad flags. The work command (`work enqueue`) does the same and more.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/workqueue/work"
+	"github.com/workqueue/work/internal/cli"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("workenqueue", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	redisAddr := fs.String("redis", cli.Env(cli.EnvRedis, cli.DefaultRedis), "Redis address: host:port, or a redis:// or rediss:// URL")
+	database := fs.Int("database", -1, "Redis database, overriding the URL's (default: the URL's, else 0)")
+	ns := fs.String("ns", cli.Env(cli.EnvNamespace, cli.DefaultNamespace), "namespace")
+	job := fs.String("job", "", "job name")
+	jobArgs := fs.String("args", "{}", "job arguments, a JSON object")
+	fs.StringVar(jobArgs, "payload", "{}", "the same as -args")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if *job == "" {
+		fmt.Fprintln(stderr, "workenqueue: no job name: use -job NAME")
+		return 2
+	}
+	var q map[string]interface{}
+	dec := json.NewDecoder(bytes.NewReader([]byte(*jobArgs)))
+	dec.UseNumber()
+	if err := dec.Decode(&q); err != nil {
+		fmt.Fprintf(stderr, "workenqueue: -args must be a JSON object: %v\n", err)
+		return 2
+	}
+	target, err := cli.ParseRedis(*redisAddr, *database)
+	if err != nil {
+		fmt.Fprintf(stderr, "workenqueue: %v\n", err)
+		return 2
+	}
+	pool := target.Pool(2)
+	defer pool.Close()
+	j, err := work.NewEnqueuer(*ns, pool).Enqueue(*job, q)
+	if err != nil {
+		fmt.Fprintf(stderr, "workenqueue: cannot enqueue on %s: %v\n", target, err)
+		return 1
+	}
+	fmt.Fprintln(stdout, j.ID)
+	return 0
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+func testRedisAddr() string {
+	if a := os.Getenv("WORK_TEST_REDIS"); a != "" {
+		return a
+	}
+	return "127.0.0.1:6379"
+}
+
+func TestEnqueuesOneJob(t *testing.T) {
+	ns := fmt.Sprintf("workenqueue-test-%d", os.Getpid())
+	c, err := redis.Dial("tcp", testRedisAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer c.Do("DEL", ns+":jobs:mail", ns+":known_jobs")
+
+	var out, errb bytes.Buffer
+	code := run([]string{"-redis", testRedisAddr(), "-ns", ns, "-job", "mail", "-args", `{"to":"a@b.c","n":12345678901234567890}`}, &out, &errb)
+	if code != 0 || len(strings.TrimSpace(out.String())) != 24 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	q, _ := redis.Strings(c.Do("LRANGE", ns+":jobs:mail", 0, -1))
+	if len(q) != 1 || !strings.Contains(q[0], `"n":12345678901234567890`) || !strings.Contains(q[0], strings.TrimSpace(out.String())) {
+		t.Errorf("queue %q", q)
+	}
+	code = run([]string{"-redis", testRedisAddr(), "-ns", ns, "-job", "mail", "-payload", `{"x":1}`}, &out, &errb)
+	if n, _ := redis.Int(c.Do("LLEN", ns+":jobs:mail")); code != 0 || n != 2 {
+		t.Errorf("-payload: exit %d, %d jobs", code, n)
+	}
+	for _, args := range [][]string{{"-ns", ns}, {"-job", "x", "-args", "[1]"}, {"-job", "x", "-redis", "ftp://x"}, {"-nope"}} {
+		errb.Reset()
+		if code := run(args, &out, &errb); code != 2 || errb.Len() == 0 {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+	if code := run([]string{"-redis", "127.0.0.1:1", "-job", "x"}, &out, &errb); code != 1 {
+		t.Errorf("unreachable Redis: exit %d", code)
+	}
+}

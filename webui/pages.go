@@ -1,0 +1,664 @@
+package webui
+
+import (
+	"bytes"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/workqueue/work"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// pageNames are the pages under ui/ ("" is the overview).
+var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "notfound"}
+
+// pageSet holds one template per page, each the layout with the page's content.
+type pageSet struct{ t map[string]*template.Template }
+
+func mustParsePages() *pageSet {
+	base := template.Must(template.New("layout.html").Funcs(templateFuncs).ParseFS(assets, "assets/layout.html"))
+	ps := &pageSet{t: map[string]*template.Template{}}
+	for _, name := range pageNames {
+		t := template.Must(base.Clone())
+		ps.t[name] = template.Must(t.ParseFS(assets, "assets/"+name+".html"))
+	}
+	return ps
+}
+
+var templateFuncs = template.FuncMap{
+	"ago":      ago,
+	"when":     when,
+	"isoTime":  isoTime,
+	"duration": duration,
+	"short":    short,
+	"args":     func(j *work.Job) string { return compactJSON(j.Args) },
+	"pretty":   func(v interface{}) string { return indentJSON(v) },
+	"raw":      rawText,
+	"add":      func(a, b int64) int64 { return a + b },
+	"plural": func(n int64, one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	},
+	"act":        act,
+	"queueTable": func(d *pageData, qs []*work.QueueStat) queueTableData { return queueTableData{Page: d, Queues: qs} },
+	"int64":      toInt64,
+	"now":        func() string { return time.Now().UTC().Format("15:04:05 UTC") },
+}
+
+// toInt64 converts the integers templates meet.
+func toInt64(v interface{}) int64 {
+	switch n := v.(type) {
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	case uint:
+		return int64(n)
+	}
+	return 0
+}
+
+// ago renders an epoch time relative to now: "5s ago", "in 3m".
+func ago(epoch int64) string {
+	if epoch == 0 {
+		return "never"
+	}
+	d := time.Now().Unix() - epoch
+	if d < 0 {
+		return "in " + duration(-d)
+	}
+	return duration(d) + " ago"
+}
+
+// when renders an epoch time in UTC.
+func when(epoch int64) string {
+	if epoch == 0 {
+		return "-"
+	}
+	return time.Unix(epoch, 0).UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func isoTime(epoch int64) string { return time.Unix(epoch, 0).UTC().Format(time.RFC3339) }
+
+// duration renders seconds briefly: "45s", "3m 20s", "2h 5m", "3d 4h".
+func duration(sec int64) string {
+	switch {
+	case sec < 60:
+		return fmt.Sprintf("%ds", sec)
+	case sec < 3600:
+		return fmt.Sprintf("%dm %ds", sec/60, sec%60)
+	case sec < 86400:
+		return fmt.Sprintf("%dh %dm", sec/3600, sec%3600/60)
+	}
+	return fmt.Sprintf("%dd %dh", sec/86400, sec%86400/3600)
+}
+
+// short cuts s to at most n runes, marking the cut.
+func short(n int, s string) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+// rawText shows payload bytes: as text when they are UTF-8, else base64.
+func rawText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return "base64:" + base64.StdEncoding.EncodeToString(b)
+}
+
+// pageData is what every page's template gets.
+type pageData struct {
+	Title     string
+	Nav       string // the active entry
+	Namespace string
+	CSRF      string
+	ReadOnly  bool
+	Refresh   int // seconds; 0: no refresh
+	Flash     string
+	Failure   string
+	Summary   *work.Summary
+	Self      string // this page's URL relative to ui/, the return address of its forms
+	Content   interface{}
+}
+
+// servePage serves a page, static asset or form action under ui/.
+func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) {
+	switch name {
+	case "static/style.css":
+		s.serveAsset(w, r, "assets/style.css", "text/css; charset=utf-8")
+		return
+	case "static/app.js":
+		s.serveAsset(w, r, "assets/app.js", "text/javascript; charset=utf-8")
+		return
+	case "action":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writeError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		s.action(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, "use GET")
+		return
+	}
+	var (
+		tmpl, title string
+		content     interface{}
+		err         error
+		status      = http.StatusOK
+	)
+	switch name {
+	case "":
+		tmpl, title = "overview", "Overview"
+		content, err = s.overview()
+	case "queues":
+		tmpl, title = "queues", "Queues"
+		content, err = s.client.QueueStats()
+	case "workers":
+		tmpl, title = "workers", "Workers"
+		content, err = s.workers()
+	case "scheduled", "retry", "dead":
+		tmpl, title = "jobs", map[string]string{"scheduled": "Scheduled jobs", "retry": "Retry jobs", "dead": "Dead jobs"}[name]
+		content, err = s.jobList(r, name)
+	case "job":
+		tmpl, title = "job", "Job"
+		content, err = s.jobDetail(r)
+		if errors.Is(err, work.ErrJobNotFound) {
+			tmpl, title, status, err = "notfound", "Job not found", http.StatusNotFound, nil
+			content = r.URL.Query().Get("id")
+		}
+	default:
+		tmpl, title, status, content = "notfound", "Not found", http.StatusNotFound, nil
+	}
+	var br badRequest
+	if errors.As(err, &br) {
+		tmpl, title, status, content, err = "notfound", "Bad request", http.StatusBadRequest, br.msg, nil
+	}
+	if err != nil {
+		slog.Error("webui: page failed", "page", name, "err", err)
+		http.Error(w, "Redis error: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sum, err := s.client.Summary()
+	if err != nil {
+		slog.Error("webui: page failed", "page", name, "err", err)
+		http.Error(w, "Redis error: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	d := &pageData{
+		Title:     title,
+		Nav:       name,
+		Namespace: s.namespace,
+		CSRF:      s.csrf,
+		ReadOnly:  s.opts.ReadOnly,
+		Summary:   sum,
+		Self:      selfURL(name, r.URL.Query()),
+		Content:   content,
+	}
+	if s.opts.RefreshInterval > 0 {
+		d.Refresh = int(math.Ceil(s.opts.RefreshInterval.Seconds()))
+	}
+	d.Flash, d.Failure = flashOf(r.URL.Query())
+	var buf bytes.Buffer
+	if err := s.pages.t[tmpl].Execute(&buf, d); err != nil {
+		slog.Error("webui: template failed", "page", name, "err", err)
+		http.Error(w, "template error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request, file, contentType string) {
+	b, err := assets.ReadFile(file)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not found")
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(b)
+}
+
+// selfURL is a page's address relative to ui/, without the flash parameters.
+func selfURL(name string, q url.Values) string {
+	keep := url.Values{}
+	for _, k := range []string{"page", "q", "id"} {
+		if v := q.Get(k); v != "" {
+			keep.Set(k, v)
+		}
+	}
+	u := name
+	if u == "" {
+		u = "./"
+	}
+	if len(keep) > 0 {
+		u += "?" + keep.Encode()
+	}
+	return u
+}
+
+// flashMessages are the outcomes an action reports to the page it returns to, by code.
+var flashMessages = map[string]string{
+	"retried":      "The job is back in its queue.",
+	"run":          "The job is in its queue.",
+	"deleted":      "The job is deleted.",
+	"retried_all":  "Every dead job that could be retried is back in its queue.",
+	"deleted_all":  "Every dead job is deleted.",
+	"retried_name": "Retried %d dead %s.",
+	"deleted_name": "Deleted %d dead %s.",
+	"paused":       "The queue is paused.",
+	"resumed":      "The queue is resumed.",
+}
+
+var failureMessages = map[string]string{
+	"gone":  "Nothing done: the job is no longer there.",
+	"bad":   "Nothing done: the request was incomplete.",
+	"error": "The action failed; the server log says why.",
+}
+
+// flashOf reads an action's outcome from a page's query.
+func flashOf(q url.Values) (flash, failure string) {
+	if msg, ok := flashMessages[q.Get("done")]; ok {
+		if strings.Contains(msg, "%d") {
+			n, _ := strconv.ParseInt(q.Get("n"), 10, 64)
+			msg = fmt.Sprintf(msg, n, map[bool]string{true: "job", false: "jobs"}[n == 1])
+		}
+		flash = msg
+	}
+	failure = failureMessages[q.Get("fail")]
+	return flash, failure
+}
+
+// overviewData is the overview page's content.
+type overviewData struct {
+	Processed, Failed int64 // in the last hour
+	Chart             *chart
+	Queues            []*work.QueueStat
+	Pools             int
+	Workers, Busy     int
+}
+
+func (s *Server) overview() (*overviewData, error) {
+	now := time.Now()
+	pts, err := s.client.NamespaceStats(now.Add(-59*time.Minute), now)
+	if err != nil {
+		return nil, err
+	}
+	d := &overviewData{Chart: newChart(pts)}
+	for _, p := range pts {
+		d.Processed += p.Processed
+		d.Failed += p.Failed
+	}
+	if d.Queues, err = s.client.QueueStats(); err != nil {
+		return nil, err
+	}
+	hbs, err := s.client.WorkerPoolHeartbeats()
+	if err != nil {
+		return nil, err
+	}
+	d.Pools = len(hbs)
+	obs, err := s.client.WorkerObservations()
+	if err != nil {
+		return nil, err
+	}
+	d.Workers = len(obs)
+	for _, ob := range obs {
+		if ob.IsBusy {
+			d.Busy++
+		}
+	}
+	return d, nil
+}
+
+// workersData is the workers page's content.
+type workersData struct {
+	Pools []*poolRow
+	Busy  []*work.WorkerObservation
+	Idle  int
+}
+
+type poolRow struct {
+	*work.WorkerPoolHeartbeat
+	Stale bool // no heartbeat for more than 10 s: the pool is probably dead
+}
+
+func (s *Server) workers() (*workersData, error) {
+	hbs, err := s.client.WorkerPoolHeartbeats()
+	if err != nil {
+		return nil, err
+	}
+	obs, err := s.client.WorkerObservations()
+	if err != nil {
+		return nil, err
+	}
+	d := &workersData{Busy: []*work.WorkerObservation{}}
+	now := time.Now().Unix()
+	for _, hb := range hbs {
+		d.Pools = append(d.Pools, &poolRow{WorkerPoolHeartbeat: hb, Stale: now-hb.HeartbeatAt > 10})
+	}
+	for _, ob := range obs {
+		if ob.IsBusy {
+			d.Busy = append(d.Busy, ob)
+		} else {
+			d.Idle++
+		}
+	}
+	sort.SliceStable(d.Busy, func(i, j int) bool { return d.Busy[i].StartedAt < d.Busy[j].StartedAt })
+	return d, nil
+}
+
+// jobRow is one job of a list page.
+type jobRow struct {
+	Score int64
+	Job   *work.Job
+}
+
+// jobsData is a list page's content.
+type jobsData struct {
+	State      string // scheduled, retry or dead
+	ScoreLabel string
+	Query      string
+	Rows       []jobRow
+	Total      int64
+	Page       int64
+	Pages      int64
+	PrevURL    string
+	NextURL    string
+	NameMatch  bool // the query is the exact name of a job in the list: offer actions on the name
+}
+
+func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
+	page, err := parsePage(r)
+	if err != nil {
+		return nil, err
+	}
+	if page == 0 {
+		page = 1
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	d := &jobsData{State: state, Query: q, Page: int64(page), Rows: []jobRow{}}
+	d.ScoreLabel = map[string]string{"scheduled": "Runs", "retry": "Retries", "dead": "Died"}[state]
+	if q != "" {
+		locs, total, err := s.client.SearchJobs(state, q, page)
+		if err != nil {
+			return nil, err
+		}
+		d.Total = total
+		for _, l := range locs {
+			d.Rows = append(d.Rows, jobRow{Score: l.Score, Job: l.Job})
+			d.NameMatch = d.NameMatch || l.Job.Name == q
+		}
+	} else {
+		switch state {
+		case "scheduled":
+			jobs, total, err := s.client.ScheduledJobs(page)
+			if err != nil {
+				return nil, err
+			}
+			d.Total = total
+			for _, j := range jobs {
+				d.Rows = append(d.Rows, jobRow{Score: j.RunAt, Job: j.Job})
+			}
+		case "retry":
+			jobs, total, err := s.client.RetryJobs(page)
+			if err != nil {
+				return nil, err
+			}
+			d.Total = total
+			for _, j := range jobs {
+				d.Rows = append(d.Rows, jobRow{Score: j.RetryAt, Job: j.Job})
+			}
+		case "dead":
+			jobs, total, err := s.client.DeadJobs(page)
+			if err != nil {
+				return nil, err
+			}
+			d.Total = total
+			for _, j := range jobs {
+				d.Rows = append(d.Rows, jobRow{Score: j.DiedAt, Job: j.Job})
+			}
+		}
+	}
+	d.Pages = (d.Total + 19) / 20
+	link := func(p int64) string {
+		v := url.Values{}
+		if q != "" {
+			v.Set("q", q)
+		}
+		v.Set("page", strconv.FormatInt(p, 10))
+		return state + "?" + v.Encode()
+	}
+	if d.Page > 1 {
+		d.PrevURL = link(min(d.Page-1, max(d.Pages, 1)))
+	}
+	if d.Page < d.Pages {
+		d.NextURL = link(d.Page + 1)
+	}
+	return d, nil
+}
+
+// jobData is the job page's content.
+type jobData struct {
+	*work.JobLocation
+	ScoreLabel string
+	Back       string // the list the job page's actions return to
+}
+
+func (s *Server) jobDetail(r *http.Request) (*jobData, error) {
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		return nil, badRequestf("missing job id")
+	}
+	loc, err := s.client.FindJob(id)
+	if err != nil {
+		return nil, err
+	}
+	d := &jobData{JobLocation: loc}
+	switch loc.State {
+	case work.JobStateScheduled:
+		d.ScoreLabel, d.Back = "Runs at", "scheduled"
+	case work.JobStateRetry:
+		d.ScoreLabel, d.Back = "Retries at", "retry"
+	case work.JobStateDead:
+		d.ScoreLabel, d.Back = "Died at", "dead"
+	default:
+		d.Back = "queues"
+	}
+	return d, nil
+}
+
+// action serves the UI's forms: it checks the form token, acts, and sends the browser back to the
+// page the form was on with the outcome.
+func (s *Server) action(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, "bad form")
+		return
+	}
+	if !s.validToken(r) {
+		writeError(w, http.StatusForbidden, "missing or bad form token: reload the page")
+		return
+	}
+	back := safeBack(r.PostFormValue("back"))
+	op := r.PostFormValue("op")
+	name, id := r.PostFormValue("name"), r.PostFormValue("id")
+	score, scoreErr := strconv.ParseInt(r.PostFormValue("score"), 10, 64)
+	needScore := func() error {
+		if scoreErr != nil || id == "" {
+			return badRequestf("missing score or id")
+		}
+		return nil
+	}
+	needName := func() error {
+		if name == "" {
+			return badRequestf("missing name")
+		}
+		return nil
+	}
+	var (
+		done string
+		n    int64 = -1
+		err  error
+	)
+	switch op {
+	case "retry_dead":
+		if err = needScore(); err == nil {
+			done, err = "retried", s.client.RetryDeadJob(score, id)
+		}
+	case "delete_dead":
+		if err = needScore(); err == nil {
+			done, err = "deleted", s.client.DeleteDeadJob(score, id)
+		}
+	case "delete_retry":
+		if err = needScore(); err == nil {
+			done, err = "deleted", s.client.DeleteRetryJob(score, id)
+		}
+	case "run_retry":
+		if err = needScore(); err == nil {
+			done, err = "run", s.client.RunRetryJobNow(score, id)
+		}
+	case "delete_scheduled":
+		if err = needScore(); err == nil {
+			done, err = "deleted", s.client.DeleteScheduledJob(score, id)
+		}
+	case "run_scheduled":
+		if err = needScore(); err == nil {
+			done, err = "run", s.client.RunScheduledJobNow(score, id)
+		}
+	case "delete_queued":
+		if err = needName(); err == nil {
+			done, err = "deleted", s.client.DeleteQueuedJob(name, id)
+		}
+	case "retry_all_dead":
+		done, err = "retried_all", s.client.RetryAllDeadJobs()
+	case "delete_all_dead":
+		done, err = "deleted_all", s.client.DeleteAllDeadJobs()
+	case "retry_dead_name":
+		if err = needName(); err == nil {
+			done = "retried_name"
+			n, err = s.client.RetryDeadJobsByName(name)
+		}
+	case "delete_dead_name":
+		if err = needName(); err == nil {
+			done = "deleted_name"
+			n, err = s.client.DeleteDeadJobsByName(name)
+		}
+	case "pause":
+		if err = needName(); err == nil {
+			done, err = "paused", s.client.PauseQueue(name)
+		}
+	case "resume":
+		if err = needName(); err == nil {
+			done, err = "resumed", s.client.UnpauseQueue(name)
+		}
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q", op))
+		return
+	}
+	v := url.Values{}
+	var br badRequest
+	switch {
+	case errors.As(err, &br):
+		v.Set("fail", "bad")
+	case errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried):
+		v.Set("fail", "gone")
+	case err != nil:
+		slog.Error("webui: action failed", "op", op, "err", err)
+		v.Set("fail", "error")
+	default:
+		v.Set("done", done)
+		if n >= 0 {
+			v.Set("n", strconv.FormatInt(n, 10))
+		}
+	}
+	sep := "?"
+	if strings.Contains(back, "?") {
+		sep = "&"
+	}
+	redirect(w, r, back+sep+v.Encode())
+}
+
+// safeBack keeps a form's return address only when it is one of the UI's pages, relative to ui/.
+func safeBack(back string) string {
+	u, err := url.Parse(back)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return "./"
+	}
+	switch u.Path {
+	case "./", "":
+		return selfURL("", u.Query())
+	case "queues", "workers", "scheduled", "retry", "dead", "job":
+		return selfURL(u.Path, u.Query())
+	}
+	return "./"
+}
+
+// actionData is what the "action" template (a form posting one action) gets.
+type actionData struct {
+	CSRF, Back, Op, Name, ID, Score, Label, Class, Confirm string
+}
+
+// act builds an action form's data from key/value pairs: op, name, id, score, label, class, confirm
+// and back (default: the page itself).
+func act(d *pageData, kv ...interface{}) (*actionData, error) {
+	if len(kv)%2 != 0 {
+		return nil, errors.New("act: odd number of arguments")
+	}
+	a := &actionData{CSRF: d.CSRF, Back: d.Self, Class: "btn"}
+	for i := 0; i < len(kv); i += 2 {
+		k, _ := kv[i].(string)
+		v := fmt.Sprint(kv[i+1])
+		switch k {
+		case "op":
+			a.Op = v
+		case "name":
+			a.Name = v
+		case "id":
+			a.ID = v
+		case "score":
+			a.Score = v
+		case "label":
+			a.Label = v
+		case "class":
+			a.Class = "btn " + v
+		case "confirm":
+			a.Confirm = v
+		case "back":
+			a.Back = v
+		default:
+			return nil, fmt.Errorf("act: unknown key %q", k)
+		}
+	}
+	return a, nil
+}
+
+// queueTableData is what the "queue-table" template gets.
+type queueTableData struct {
+	Page   *pageData
+	Queues []*work.QueueStat
+}
