@@ -53,5 +53,13 @@ echo "test redis: $WORK_TEST_REDIS" >&2
 
 go vet ./...
 go test -race -count=1 -timeout 12m "$@" ./...
-# The nested modules (their own go.mod files) are not part of ./...; with no extra arguments, test them too.
-if [ $# -eq 0 ]; then scripts/test-modules.sh; fi
+if [ $# -eq 0 ]; then
+  # The nested modules (their own go.mod files) are not part of ./...
+  scripts/test-modules.sh
+  # Each fuzz target also runs on fresh inputs for a short, bounded time (the checked-in corpus
+  # already ran above as plain tests).
+  for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' ./*_test.go | sed 's/^func //'); do
+    out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-10s}" . 2>&1) || { echo "$out"; exit 1; }
+    echo "fuzz $target: ok (${FUZZTIME:-10s})" >&2
+  done
+fi
