@@ -16,7 +16,8 @@ type Enqueuer struct {
 
 	// WaitReplicas, when positive, makes every enqueue wait until that many replicas have the job
 	// (Redis WAIT), for up to WaitTimeout (zero: 1s); with fewer, the call returns ErrNotReplicated.
-	// Use it where an enqueue acknowledged before a primary fails over must not be lost.
+	// Use it where an enqueue acknowledged before a primary fails over must not be lost. Keep
+	// WaitTimeout below the Redis client's read timeout.
 	WaitReplicas int
 	WaitTimeout  time.Duration
 

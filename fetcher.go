@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -459,12 +460,15 @@ func (f *fetcher) subscribe() {
 	logger := f.r.wp.logger
 	wait := 10 * time.Millisecond
 	for !f.isStopped() {
-		err := f.subscribeOnce()
+		subscribed, err := f.subscribeOnce()
 		if f.isStopped() {
 			return
 		}
 		if err != nil {
 			logger.Warn("work: wake-up subscription lost; falling back to polling until it is back", "err", err)
+		}
+		if subscribed {
+			wait = 10 * time.Millisecond // it worked for a while: retry soon, back off only if it keeps failing
 		}
 		select {
 		case <-f.stopped:
@@ -475,7 +479,10 @@ func (f *fetcher) subscribe() {
 	}
 }
 
-func (f *fetcher) subscribeOnce() error {
+// subscribeOnce subscribes until the fetcher stops or the subscription fails; it reports whether it
+// got as far as listening.
+func (f *fetcher) subscribeOnce() (bool, error) {
+	var subscribed atomic.Bool
 	ctx, cancel := context.WithCancel(f.r.ctx)
 	defer cancel()
 	go func() {
@@ -489,6 +496,7 @@ func (f *fetcher) subscribeOnce() error {
 	cancelCh := ks.cancelChannel()
 	err := f.r.wp.store.backend.Subscribe(ctx, []string{ks.wakeChannel(), cancelCh},
 		func() {
+			subscribed.Store(true)
 			// Subscribed: anything pushed before now may have been missed.
 			f.mu.Lock()
 			for _, name := range f.r.names {
@@ -506,7 +514,7 @@ func (f *fetcher) subscribeOnce() error {
 			}
 		})
 	if ctx.Err() != nil {
-		return nil
+		return subscribed.Load(), nil
 	}
-	return err
+	return subscribed.Load(), err
 }

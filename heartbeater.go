@@ -87,7 +87,10 @@ func (h *heartbeater) beat() time.Duration {
 // could not put back itself.
 func (h *heartbeater) keepRegistered() { h.keep.Store(true) }
 
-// unregister removes the stopped pool's heartbeat.
+// unregister removes the stopped pool's heartbeat the way a reaper would: anything still in its
+// in-progress lists goes back to its queue and its share of the concurrency counters is released.
+// After a clean stop the lists are empty; entries can remain when an acknowledgement was lost, as in
+// a failover to a replica that had not received it.
 func (h *heartbeater) unregister() {
 	if h.keep.Load() {
 		h.r.wp.logger.Warn("work: pool stopped with jobs still held; another pool will put them back")
@@ -95,7 +98,12 @@ func (h *heartbeater) unregister() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := h.r.wp.store.removePool(ctx, h.r.poolID); err != nil {
+	n, err := h.r.wp.store.reap(ctx, h.r.poolID, h.r.names, -1)
+	if err != nil {
 		h.r.wp.logger.Error("work: removing the pool's heartbeat", "err", err)
+		return
+	}
+	if n > 0 {
+		h.r.wp.logger.Warn("work: put back jobs the stopped pool no longer held", "jobs_requeued", n)
 	}
 }

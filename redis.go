@@ -265,7 +265,8 @@ return out
 //
 //	KEYS[1] worker_pools set; KEYS[2] the dead pool's heartbeat hash
 //	KEYS[4i-1..4i+2], one group per job name: jobs list, the pool's in-progress list, lock, lock_info
-//	ARGV[1] dead pool ID; ARGV[2] dead-after seconds; ARGV[3] wake-up channel; ARGV[3+i] job name i
+//	ARGV[1] dead pool ID; ARGV[2] dead-after seconds (-1: reap whatever the heartbeat says, as a
+//	stopping pool does for itself); ARGV[3] wake-up channel; ARGV[3+i] job name i
 //
 // Returns the number of jobs requeued, or -1 when the pool turned out to be alive.
 var reapScript = redis.NewScript(-1, `
@@ -460,7 +461,8 @@ return removed
 type Backend interface {
 	// Conn returns a connection for a command or a pipeline of commands (redigo's Send, Flush,
 	// Receive and Do("") semantics, MULTI/EXEC included) and for EVALSHA/EVAL. Its commands run on
-	// one server connection, in order (WAIT relies on it). Replies follow
+	// one server connection, in order; WAIT relies on it, so a Conn that cannot promise it for a
+	// WAIT (writes spread over several Cluster masters) must return an error for the WAIT. Replies follow
 	// redigo's types: int64, []byte, []interface{}, nil, redis.Error. The caller closes it.
 	Conn(ctx context.Context) (redis.Conn, error)
 
@@ -1038,14 +1040,4 @@ func (s *store) deadTrimmedCount(ctx context.Context) (int64, error) {
 		return err
 	})
 	return n, err
-}
-
-// removePool deletes a stopping pool's heartbeat and registration.
-func (s *store) removePool(ctx context.Context, poolID string) error {
-	return s.do(ctx, func(c redis.Conn) error {
-		c.Send("SREM", s.ks.workerPools(), poolID)
-		c.Send("DEL", s.ks.heartbeat(poolID))
-		_, err := c.Do("")
-		return err
-	})
 }

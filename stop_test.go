@@ -135,3 +135,31 @@ func TestStopAndDrainBeforeStartReturnAtOnce(t *testing.T) {
 	wp.Stop()
 	wp.Drain()
 }
+
+func TestStopPutsBackInProgressEntriesThePoolNoLongerHolds(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	wp := NewWorkerPool(stopCtx{}, 1, ns, pool)
+	wp.Job("x", func(*Job) error { return nil })
+	wp.Start()
+	// An entry whose acknowledgement was lost (say, in a failover): in the pool's list and counters,
+	// but not held by any of its workers.
+	orphan := `{"name":"x","id":"000000000000000000000001","t":1,"args":null}`
+	rdo(t, pool, "LPUSH", ns+":jobs:x:"+wp.workerPoolID+":inprogress", orphan)
+	rdo(t, pool, "HINCRBY", ns+":jobs:x:lock_info", wp.workerPoolID, 1)
+	rdo(t, pool, "INCR", ns+":jobs:x:lock")
+	wp.Stop()
+	if got := rStrings(t, pool, "LRANGE", ns+":jobs:x", 0, -1); len(got) != 1 || got[0] != orphan {
+		t.Fatalf("queue after stop: %v, want the orphaned entry back", got)
+	}
+	if n := rInt(t, pool, "HEXISTS", ns+":jobs:x:lock_info", wp.workerPoolID); n != 0 {
+		t.Fatal("the stopped pool still holds lock_info")
+	}
+	if n := rInt(t, pool, "GET", ns+":jobs:x:lock"); n != 0 {
+		t.Fatalf("lock = %d, want 0", n)
+	}
+	if n := rInt(t, pool, "SISMEMBER", ns+":worker_pools", wp.workerPoolID); n != 0 {
+		t.Fatal("the stopped pool is still registered")
+	}
+}
