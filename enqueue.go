@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -29,6 +30,10 @@ type Enqueuer struct {
 
 	mu        sync.RWMutex
 	knownJobs map[string]int64 // job name -> when to SADD it to known_jobs again (epoch s)
+
+	// drained remembers, per job name, whether the last push found the queue empty: then workers keep
+	// up, and the next push sends its wake-up in the same round trip.
+	drained sync.Map // job name -> *atomic.Bool
 }
 
 // knownJobsRefresh is how long an Enqueuer trusts that a job name is in known_jobs.
@@ -73,10 +78,14 @@ func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, e
 	if err != nil {
 		return nil, err
 	}
-	if err := e.store.enqueue(context.Background(), e.replicaWait(), jobName, raw, e.needsKnown(jobName)); err != nil {
+	flag, _ := e.drained.LoadOrStore(jobName, new(atomic.Bool))
+	drained := flag.(*atomic.Bool)
+	n, err := e.store.enqueue(context.Background(), e.replicaWait(), jobName, raw, e.needsKnown(jobName), drained.Load())
+	if err != nil {
 		e.forgetKnown(jobName)
 		return nil, err
 	}
+	drained.Store(n == 1)
 	return job, nil
 }
 

@@ -12,11 +12,17 @@ import (
 // clocks of other machines do not matter), squares the pool's concurrency counters with the jobs it
 // actually holds, and hands the pools whose heartbeat stopped to the reaper.
 type heartbeater struct {
-	r    *poolRun
-	hb   poolHeartbeat
-	reap *reaper
-	keep atomic.Bool // leave the heartbeat in place at stop: jobs may still be held
+	r     *poolRun
+	hb    poolHeartbeat
+	reap  *reaper
+	keep  atomic.Bool // leave the heartbeat in place at stop: jobs may still be held
+	beats int
 }
+
+// fullReconcileEvery is how many heartbeats apart every lock counter is recomputed from lock_info,
+// which heals a counter someone else changed; in between only the counters of job names whose
+// count in this pool changed are rewritten.
+const fullReconcileEvery = 12
 
 func newHeartbeater(r *poolRun) *heartbeater {
 	h := &heartbeater{r: r, reap: newReaper(r)}
@@ -64,7 +70,9 @@ func (h *heartbeater) beat() time.Duration {
 	defer cancel()
 	deadAfter := int64(opts.DeadPoolTimeout / time.Second)
 	lateAfter := int64(opts.HeartbeatInterval/time.Second) + 1
-	res, err := h.r.wp.store.heartbeat(ctx, &h.hb, deadAfter, lateAfter)
+	full := h.beats%fullReconcileEvery == 0
+	h.beats++
+	res, err := h.r.wp.store.heartbeat(ctx, &h.hb, deadAfter, lateAfter, full)
 	if err != nil {
 		if h.r.ctx.Err() == nil {
 			h.r.wp.logger.Error("work: heartbeat", "err", err)

@@ -226,7 +226,8 @@ return out
 //	KEYS[3i..3i+2], one group per job name of this pool: in-progress list, lock counter, lock_info hash
 //	ARGV[1] pool ID; ARGV[2] started_at; ARGV[3] job_names; ARGV[4] concurrency; ARGV[5] worker_ids;
 //	ARGV[6] host; ARGV[7] pid; ARGV[8] dead-after seconds; ARGV[9] heartbeat key prefix;
-//	ARGV[10] late-after seconds
+//	ARGV[10] late-after seconds; ARGV[11] "1" to recompute every lock from its lock_info (else only
+//	the locks whose lock_info entry of this pool changed)
 //
 // Returns {now, earliest late heartbeat (0: none), stale pool ID 1, its job_names (or ""), ...}.
 var heartbeatScript = redis.NewScript(-1, `
@@ -237,10 +238,15 @@ redis.call('hset', KEYS[2], 'heartbeat_at', now, 'started_at', ARGV[2], 'job_nam
 redis.call('sadd', KEYS[1], pool)
 for k = 3, #KEYS, 3 do
   local held = redis.call('llen', KEYS[k])
-  if held > 0 then redis.call('hset', KEYS[k+2], pool, held) else redis.call('hdel', KEYS[k+2], pool) end
-  local sum = 0
-  for _, v in ipairs(redis.call('hvals', KEYS[k+2])) do sum = sum + (tonumber(v) or 0) end
-  redis.call('set', KEYS[k+1], sum)
+  local had = tonumber(redis.call('hget', KEYS[k+2], pool) or 0) or 0
+  if held ~= had then
+    if held > 0 then redis.call('hset', KEYS[k+2], pool, held) else redis.call('hdel', KEYS[k+2], pool) end
+  end
+  if held ~= had or ARGV[11] == '1' then
+    local sum = 0
+    for _, v in ipairs(redis.call('hvals', KEYS[k+2])) do sum = sum + (tonumber(v) or 0) end
+    redis.call('set', KEYS[k+1], sum)
+  end
 end
 local out = {now, 0}
 local deadAfter, lateAfter = tonumber(ARGV[8]), tonumber(ARGV[10])
@@ -567,33 +573,36 @@ func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 }
 
 // enqueue pushes a payload onto its queue (registering the job name when addKnown is set) and wakes
-// idle pools when the queue was empty: one round trip, two only on the empty-to-non-empty edge.
-func (s *store) enqueue(ctx context.Context, w replicaWait, name string, payload []byte, addKnown bool) error {
-	return s.doWrite(ctx, w, func(c redis.Conn) error {
-		var n int64
-		var err error
+// idle pools when the queue was empty. With publish set it sends the wake-up in the same round trip
+// (for a caller that expects the queue to be empty); otherwise it sends one, in a second round trip,
+// only when the push found the queue empty. It returns the queue's length after the push.
+func (s *store) enqueue(ctx context.Context, w replicaWait, name string, payload []byte, addKnown, publish bool) (int64, error) {
+	var n int64
+	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		if addKnown {
-			if err = c.Send("SADD", s.ks.knownJobs(), name); err != nil {
-				return err
-			}
-			if err = c.Send("LPUSH", s.ks.jobs(name), payload); err != nil {
-				return err
-			}
-			r, err := redis.Values(c.Do(""))
-			if err != nil {
-				return err
-			}
-			if n, err = redis.Int64(r[1], nil); err != nil {
-				return err
-			}
-		} else if n, err = redis.Int64(c.Do("LPUSH", s.ks.jobs(name), payload)); err != nil {
+			c.Send("SADD", s.ks.knownJobs(), name)
+		}
+		c.Send("LPUSH", s.ks.jobs(name), payload)
+		if publish {
+			c.Send("PUBLISH", s.ks.wakeChannel(), name)
+		}
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
 			return err
 		}
-		if n == 1 {
+		at := 0
+		if addKnown {
+			at = 1
+		}
+		if n, err = redis.Int64(r[at], nil); err != nil {
+			return err
+		}
+		if n == 1 && !publish {
 			_, err = c.Do("PUBLISH", s.ks.wakeChannel(), name)
 		}
 		return err
 	})
+	return n, err
 }
 
 // enqueueBatch pushes payloads onto their queues atomically (MULTI/EXEC), in one round trip: one LPUSH
@@ -782,14 +791,14 @@ type heartbeatResult struct {
 }
 
 // heartbeat writes this pool's heartbeat and reports on the other pools.
-func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSeconds, lateAfterSeconds int64) (heartbeatResult, error) {
+func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
 	args := make([]interface{}, 0, 3+3*len(hb.jobNames)+9)
 	args = append(args, 2+3*len(hb.jobNames), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
 	for _, name := range hb.jobNames {
 		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.lock(name), s.ks.lockInfo(name))
 	}
 	args = append(args, hb.poolID, hb.startedAt, strings.Join(hb.jobNames, ","), hb.concurrency,
-		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""), lateAfterSeconds)
+		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""), lateAfterSeconds, fullReconcile)
 	var res heartbeatResult
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Values(heartbeatScript.Do(c, args...))

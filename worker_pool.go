@@ -65,7 +65,8 @@ type WorkerPoolOptions struct {
 	// job; the last one repeats. Jobs enqueued through an Enqueuer wake an idle pool at once whatever
 	// these say; the backoffs bound how long a job pushed onto a queue by another program waits.
 	// A pool looks at least once a second, busy or idle, which is also when due scheduled and retry
-	// jobs move to their queues, so waits above 1000 count as 1000. Default: 0, 10, 100, 1000.
+	// jobs move to their queues, so waits above 1000 count as 1000. Default: 1000 (a look a second;
+	// shorter waits only help jobs pushed by other programs, at the cost of more looks).
 	SleepBackoffs []int64
 
 	// Logger receives the pool's log records. Default: slog.Default().
@@ -107,7 +108,7 @@ type WorkerPoolOptions struct {
 // a failed job. job.Fails, job.LastErr and job.FailedAt are already set.
 type BackoffCalculator func(job *Job) int64
 
-var defaultSleepBackoffs = []int64{0, 10, 100, 1000}
+var defaultSleepBackoffs = []int64{1000}
 
 const (
 	defaultHeartbeatInterval = 5 * time.Second
