@@ -3,6 +3,8 @@ package work
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +64,23 @@ func NewEnqueuerWithBackend(namespace string, b Backend) *Enqueuer {
 // errEmptyJobName is returned for an empty job name: such a job could never be processed.
 var errEmptyJobName = errors.New("work: job name is empty")
 
+// reservedSuffixes end the names of a queue's other keys (<ns>:jobs:<name>:lock and so on), so a job
+// name ending in one would share its queue key with another job's counter.
+var reservedSuffixes = []string{":lock", ":lock_info", ":max_concurrency", ":paused", ":rate"}
+
+// checkJobName returns an error for a job name that cannot be used.
+func checkJobName(name string) error {
+	if name == "" {
+		return errEmptyJobName
+	}
+	for _, suf := range reservedSuffixes {
+		if strings.HasSuffix(name, suf) {
+			return fmt.Errorf("work: job name %q ends in %q, which names another job's key in the Redis layout", name, suf)
+		}
+	}
+	return nil
+}
+
 func newJob(jobName string, args map[string]interface{}) *Job {
 	return &Job{Name: jobName, ID: makeIdentifier(), EnqueuedAt: nowEpochSeconds(), Args: args}
 }
@@ -70,8 +89,8 @@ func newJob(jobName string, args map[string]interface{}) *Job {
 // are needed. An idle worker pool picks the job up within milliseconds.
 // Example: e.Enqueue("send_email", work.Q{"addr": "test@example.com"})
 func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, error) {
-	if jobName == "" {
-		return nil, errEmptyJobName
+	if err := checkJobName(jobName); err != nil {
+		return nil, err
 	}
 	job := newJob(jobName, args)
 	raw, err := job.serialize()
@@ -107,8 +126,8 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 	var names, addKnown []string
 	payloads := make(map[string][]interface{})
 	for i, bj := range jobs {
-		if bj.Name == "" {
-			return nil, errEmptyJobName
+		if err := checkJobName(bj.Name); err != nil {
+			return nil, err
 		}
 		job := newJob(bj.Name, bj.Args)
 		raw, err := job.serialize()
@@ -135,8 +154,8 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 
 // EnqueueIn enqueues a job in the scheduled job queue for execution in secondsFromNow seconds.
 func (e *Enqueuer) EnqueueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
-	if jobName == "" {
-		return nil, errEmptyJobName
+	if err := checkJobName(jobName); err != nil {
+		return nil, err
 	}
 	job := newJob(jobName, args)
 	raw, err := job.serialize()
@@ -197,8 +216,8 @@ func (e *Enqueuer) EnqueueUniqueInByKey(jobName string, secondsFromNow int64, ar
 // enqueueUnique enqueues a unique job (into the scheduled set when scheduled), keyed by keyMap when it
 // is non-nil.
 func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow int64, args, keyMap map[string]interface{}) (*Job, int64, error) {
-	if jobName == "" {
-		return nil, 0, errEmptyJobName
+	if err := checkJobName(jobName); err != nil {
+		return nil, 0, err
 	}
 	byKey := keyMap != nil
 	if !byKey {

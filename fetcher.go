@@ -31,6 +31,7 @@ type fetcher struct {
 	mu      sync.Mutex
 	ready   map[string]bool
 	gen     map[string]uint64 // bumped by each wake-up, so a stale "empty" cannot hide a new job
+	warned  map[string]time.Time
 	drains  []drainWaiter
 	scans   uint64 // scans started
 	scanned uint64 // the number of the last scan completed
@@ -59,6 +60,7 @@ func newFetcher(r *poolRun, capacity int) *fetcher {
 		minBatch: max(1, capacity/4),
 		ready:    make(map[string]bool),
 		gen:      make(map[string]uint64),
+		warned:   make(map[string]time.Time),
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -407,7 +409,13 @@ func (f *fetcher) fetch(cands []string, gens []uint64, n int) (int, error) {
 	}
 	f.mu.Lock()
 	for i, name := range cands {
-		if st := res.status[i]; st == 0 || st == -1 || st == -2 || st == -4 {
+		if res.status[i] == -5 && time.Since(f.warned[name]) > time.Minute {
+			f.warned[name] = time.Now()
+			r.wp.logger.Warn("work: WRONGTYPE: a key of this queue holds the wrong type; skipping the queue until it is repaired",
+				"job_name", name, "keys", []string{r.wp.store.ks.jobs(name), r.wp.store.ks.lock(name),
+					r.wp.store.ks.lockInfo(name), r.wp.store.ks.maxConcurrency(name), r.wp.store.ks.rate(name)})
+		}
+		if st := res.status[i]; st == 0 || st == -1 || st == -2 || st == -4 || st == -5 {
 			if f.gen[name] == gens[i] {
 				delete(f.ready, name)
 			}

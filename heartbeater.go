@@ -27,9 +27,16 @@ const fullReconcileEvery = 12
 func newHeartbeater(r *poolRun) *heartbeater {
 	h := &heartbeater{r: r, reap: newReaper(r)}
 	h.hb = poolHeartbeat{
-		poolID:      r.poolID,
-		startedAt:   r.startedAt,
-		jobNames:    r.names,
+		poolID:    r.poolID,
+		startedAt: r.startedAt,
+		jobNames:  r.names,
+		maxConcurrency: func() []uint {
+			m := make([]uint, len(r.names))
+			for i, name := range r.names {
+				m[i] = r.jobTypes[name].MaxConcurrency
+			}
+			return m
+		}(),
 		concurrency: r.wp.concurrency,
 		workerIDs:   r.workerIDs(),
 		host:        hostname(),

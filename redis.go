@@ -87,6 +87,23 @@ const uniqueTTLSeconds = 86400
 
 // Scripts. Each documents its KEYS and ARGV like a function signature.
 
+// luaKeyChecks are helpers for scripts that must not fail half-way on a key someone overwrote with
+// another type: isType(key, t) is true when the key is missing or of type t; intOf(key) is the key's
+// integer (0 when missing), or nil when it is not a string holding an integer that INCRBY accepts.
+const luaKeyChecks = `
+local function isType(key, t)
+  local k = redis.call('type', key).ok
+  return k == 'none' or k == t
+end
+local function intOf(key)
+  local v = redis.pcall('get', key)
+  if type(v) == 'table' then return nil end
+  if not v then return 0 end
+  if #v > 18 or not string.match(v, '^%-?%d+$') then return nil end
+  return tonumber(v)
+end
+`
+
 // fetchScript moves up to ARGV[2] jobs, taken from the candidate queues in the order given, into this
 // pool's in-progress lists, and counts them against each queue's concurrency lock. A paused queue, a
 // queue at its MaxConcurrency and a queue past its rate limit are skipped.
@@ -102,9 +119,11 @@ const uniqueTTLSeconds = 86400
 //	ARGV[2i+1], ARGV[2i+2]: rate limit of queue i, jobs and period in ms (0 0: none)
 //
 // Returns {status, counts, jobs}: status[i] is queue i's length after the fetch, -1 when paused, -2 at
-// its concurrency limit, -3 when not reached, -4 past its rate limit; counts[i] the number taken from
-// it; jobs the payloads in fetch order (oldest first within a queue).
-var fetchScript = redis.NewScript(-1, `
+// its concurrency limit, -3 when not reached, -4 past its rate limit, -5 when one of its keys holds
+// the wrong type (someone wrote it by hand; the heartbeat repairs the counters); counts[i] the number
+// taken from it; jobs the payloads in fetch order (oldest first within a queue). A queue's keys are
+// checked before anything is moved, so a bad key never strands a job.
+var fetchScript = redis.NewScript(-1, luaKeyChecks+`
 local pool = ARGV[1]
 local want = tonumber(ARGV[2])
 local status, counts, jobs = {}, {}, {}
@@ -116,11 +135,14 @@ for i = 1, #KEYS / 7 do
     status[i] = -3
   elseif redis.call('exists', KEYS[b+3]) == 1 then
     status[i] = -1
+  elseif not (isType(KEYS[b+1], 'list') and isType(KEYS[b+2], 'list') and isType(KEYS[b+5], 'hash')
+      and intOf(KEYS[b+4]) and intOf(KEYS[b+6]) and intOf(KEYS[b+7])) then
+    status[i] = -5
   else
     local take = want
-    local max = tonumber(redis.call('get', KEYS[b+6]) or 0) or 0
+    local max = intOf(KEYS[b+6])
     if max > 0 then
-      local held = tonumber(redis.call('get', KEYS[b+4]) or 0) or 0
+      local held = intOf(KEYS[b+4])
       if max - held < take then take = max - held end
     end
     local limit, period = tonumber(ARGV[2*i+1]), tonumber(ARGV[2*i+2])
@@ -131,7 +153,7 @@ for i = 1, #KEYS / 7 do
         nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
       end
       interval = period / limit
-      tat = tonumber(redis.call('get', KEYS[b+7]) or 0) or 0
+      tat = intOf(KEYS[b+7])
       if tat < nowMs then tat = nowMs end
       local allowed = math.floor((nowMs + period - tat) / interval)
       if allowed < take then take = allowed end
@@ -178,8 +200,10 @@ return {status, counts, jobs}
 //	  stats field to count the outcome under ("" for none), followed by ARGV[4+5n+(i-1)]: zadd
 //	  payload (or "")
 //
-// Returns one 1 (done) or 0 (no longer held) per job.
-var finishScript = redis.NewScript(-1, `
+// Returns per job 1 (done), 0 (no longer held) or -1 (a destination key holds the wrong type: the job
+// stays in the in-progress list, from where the pool's stop or a reaper puts it back). Counter
+// updates are best effort (pcall): the heartbeat recomputes the counters.
+var finishScript = redis.NewScript(-1, luaKeyChecks+`
 local pool, channel = ARGV[1], ARGV[2]
 local n = #KEYS / 6
 local out, counts = {}, {}
@@ -187,12 +211,18 @@ for i = 1, n do
   local k = (i - 1) * 6
   local a = 3 + (i - 1) * 5
   local op, raw, name = ARGV[a+1], ARGV[a+2], ARGV[a+3]
-  if redis.call('lrem', KEYS[k+1], -1, raw) == 1 then
-    local held = redis.call('decr', KEYS[k+2])
-    if held < 0 then redis.call('set', KEYS[k+2], 0) end
-    if redis.call('hincrby', KEYS[k+3], pool, -1) <= 0 then redis.call('hdel', KEYS[k+3], pool) end
-    local max = tonumber(redis.call('get', KEYS[k+4]) or 0) or 0
-    if max > 0 and held + 1 >= max then redis.call('publish', channel, name) end
+  local destOK = (op == 'ack') or (op == 'zadd' and isType(KEYS[k+5], 'zset')) or (op == 'requeue' and isType(KEYS[k+5], 'list'))
+  local removed = 0
+  if destOK and isType(KEYS[k+1], 'list') then removed = redis.call('lrem', KEYS[k+1], -1, raw) end
+  if not destOK then
+    out[i] = -1
+  elseif removed == 1 then
+    local held = redis.pcall('decr', KEYS[k+2])
+    if type(held) == 'number' and held < 0 then redis.call('set', KEYS[k+2], 0) end
+    local left = redis.pcall('hincrby', KEYS[k+3], pool, -1)
+    if type(left) == 'number' and left <= 0 then redis.call('hdel', KEYS[k+3], pool) end
+    local max = intOf(KEYS[k+4]) or 0
+    if max > 0 and type(held) == 'number' and held + 1 >= max then redis.call('publish', channel, name) end
     if op == 'zadd' then
       redis.call('zadd', KEYS[k+5], ARGV[a+4], ARGV[3 + 5*n + i])
     elseif op == 'requeue' then
@@ -210,8 +240,8 @@ for i = 1, n do
   end
 end
 for key, fields in pairs(counts) do
-  for field, c in pairs(fields) do redis.call('hincrby', key, field, c) end
-  redis.call('expire', key, ARGV[3])
+  for field, c in pairs(fields) do redis.pcall('hincrby', key, field, c) end
+  redis.pcall('expire', key, ARGV[3])
 end
 return out
 `)
@@ -223,36 +253,64 @@ return out
 // their key prefix); with a hash-tagged namespace they share the slot of KEYS[1].
 //
 //	KEYS[1] worker_pools set; KEYS[2] this pool's heartbeat hash
-//	KEYS[3i..3i+2], one group per job name of this pool: in-progress list, lock counter, lock_info hash
+//	KEYS[4i-1..4i+2], one group per job name of this pool: in-progress list, lock counter, lock_info
+//	hash, max_concurrency
 //	ARGV[1] pool ID; ARGV[2] started_at; ARGV[3] job_names; ARGV[4] concurrency; ARGV[5] worker_ids;
 //	ARGV[6] host; ARGV[7] pid; ARGV[8] dead-after seconds; ARGV[9] heartbeat key prefix;
 //	ARGV[10] late-after seconds; ARGV[11] "1" to recompute every lock from its lock_info (else only
-//	the locks whose lock_info entry of this pool changed)
+//	the locks of limited queues and those whose lock_info entry of this pool changed);
+//	ARGV[11+i] the MaxConcurrency of job name i (also written back if its key was overwritten)
 //
 // Returns {now, earliest late heartbeat (0: none), stale pool ID 1, its job_names (or ""), ...}.
-var heartbeatScript = redis.NewScript(-1, `
+var heartbeatScript = redis.NewScript(-1, luaKeyChecks+`
 local pool = ARGV[1]
 local now = tonumber(redis.call('time')[1])
 redis.call('hset', KEYS[2], 'heartbeat_at', now, 'started_at', ARGV[2], 'job_names', ARGV[3],
   'concurrency', ARGV[4], 'worker_ids', ARGV[5], 'host', ARGV[6], 'pid', ARGV[7])
 redis.call('sadd', KEYS[1], pool)
-for k = 3, #KEYS, 3 do
-  local held = redis.call('llen', KEYS[k])
-  local had = tonumber(redis.call('hget', KEYS[k+2], pool) or 0) or 0
-  if held ~= had then
-    if held > 0 then redis.call('hset', KEYS[k+2], pool, held) else redis.call('hdel', KEYS[k+2], pool) end
-  end
-  if held ~= had or ARGV[11] == '1' then
-    local sum = 0
-    for _, v in ipairs(redis.call('hvals', KEYS[k+2])) do sum = sum + (tonumber(v) or 0) end
-    redis.call('set', KEYS[k+1], sum)
+for k = 3, #KEYS, 4 do
+  -- Derived counters of the wrong type are repaired: other pools re-add their lock_info entries
+  -- with their own heartbeats.
+  local repaired = false
+  -- Only strings are ever rewritten: a key of another type may be the queue of a colliding job name.
+  local max = tonumber(ARGV[11 + (k - 3) / 4 + 1])
+  local infoType = redis.call('type', KEYS[k+2]).ok
+  if infoType == 'string' then redis.call('del', KEYS[k+2]); repaired = true end
+  local lockType = redis.call('type', KEYS[k+1]).ok
+  local lockOK = lockType == 'none' or lockType == 'string'
+  if not intOf(KEYS[k+1]) then repaired = true end
+  local maxType = redis.call('type', KEYS[k+3]).ok
+  if not intOf(KEYS[k+3]) and maxType == 'string' then redis.call('set', KEYS[k+3], max) end
+  if max > 0 then repaired = true end
+  if infoType ~= 'none' and infoType ~= 'hash' and infoType ~= 'string' then lockOK = false end
+  if lockOK then
+    local held = redis.pcall('llen', KEYS[k])
+    if type(held) ~= 'number' then held = 0 end
+    local had = tonumber(redis.call('hget', KEYS[k+2], pool) or 0) or 0
+    if held ~= had then
+      if held > 0 then redis.call('hset', KEYS[k+2], pool, held) else redis.call('hdel', KEYS[k+2], pool) end
+    end
+    if held ~= had or repaired or ARGV[11] == '1' then
+      -- lock is the sum of the registered pools' entries; an entry of a pool that is gone is dropped.
+      local sum = 0
+      local entries = redis.call('hgetall', KEYS[k+2])
+      for j = 1, #entries, 2 do
+        if redis.call('sismember', KEYS[1], entries[j]) == 1 then
+          sum = sum + (tonumber(entries[j+1]) or 0)
+        else
+          redis.call('hdel', KEYS[k+2], entries[j])
+        end
+      end
+      redis.call('set', KEYS[k+1], sum)
+    end
   end
 end
 local out = {now, 0}
 local deadAfter, lateAfter = tonumber(ARGV[8]), tonumber(ARGV[10])
 for _, id in ipairs(redis.call('smembers', KEYS[1])) do
   if id ~= pool then
-    local hb = redis.call('hmget', ARGV[9] .. id, 'heartbeat_at', 'job_names')
+    local hb = redis.pcall('hmget', ARGV[9] .. id, 'heartbeat_at', 'job_names')
+    if hb.err then hb = {false, false} end
     local at = tonumber(hb[1] or '')
     if not at or now - at > deadAfter then
       out[#out + 1] = id
@@ -275,24 +333,31 @@ return out
 //	stopping pool does for itself); ARGV[3] wake-up channel; ARGV[3+i] job name i
 //
 // Returns the number of jobs requeued, or -1 when the pool turned out to be alive.
-var reapScript = redis.NewScript(-1, `
+var reapScript = redis.NewScript(-1, luaKeyChecks+`
 local now = tonumber(redis.call('time')[1])
-local at = tonumber(redis.call('hget', KEYS[2], 'heartbeat_at') or '')
+local at = redis.pcall('hget', KEYS[2], 'heartbeat_at')
+if type(at) ~= 'string' then at = nil else at = tonumber(at) end
 if at and now - at <= tonumber(ARGV[2]) then return -1 end
 local moved = 0
 for i = 1, (#KEYS - 2) / 4 do
   local b = 2 + (i - 1) * 4
   local c = 0
-  while true do
-    local v = redis.call('lpop', KEYS[b+2])
-    if not v then break end
-    redis.call('rpush', KEYS[b+1], v)
-    c = c + 1
+  -- A queue or in-progress key of the wrong type is left alone (nothing can move safely).
+  if isType(KEYS[b+1], 'list') and isType(KEYS[b+2], 'list') then
+    while true do
+      local v = redis.call('lpop', KEYS[b+2])
+      if not v then break end
+      redis.call('rpush', KEYS[b+1], v)
+      c = c + 1
+    end
   end
-  local held = tonumber(redis.call('hget', KEYS[b+4], ARGV[1]) or 0) or 0
-  redis.call('hdel', KEYS[b+4], ARGV[1])
-  if held ~= 0 then
-    if redis.call('decrby', KEYS[b+3], held) < 0 then redis.call('set', KEYS[b+3], 0) end
+  if isType(KEYS[b+4], 'hash') then
+    local held = tonumber(redis.call('hget', KEYS[b+4], ARGV[1]) or 0) or 0
+    redis.call('hdel', KEYS[b+4], ARGV[1])
+    if held ~= 0 then
+      local left = redis.pcall('decrby', KEYS[b+3], held)
+      if type(left) == 'number' and left < 0 then redis.call('set', KEYS[b+3], 0) end
+    end
   end
   if c > 0 then
     redis.call('publish', ARGV[3], ARGV[3+i])
@@ -314,7 +379,9 @@ var dueScript = redis.NewScript(-1, `
 local now = redis.call('time')[1]
 local out = {tonumber(now)}
 for i = 1, #KEYS do
-  out[i + 1] = redis.call('zrangebyscore', KEYS[i], '-inf', now, 'LIMIT', 0, ARGV[1])
+  local m = redis.pcall('zrangebyscore', KEYS[i], '-inf', now, 'LIMIT', 0, ARGV[1])
+  if m.err then m = {} end
+  out[i + 1] = m
 end
 return out
 `)
@@ -326,11 +393,12 @@ return out
 //	ARGV[1] wake-up channel; ARGV[2i], ARGV[2i+1] member i and its job name
 //
 // Returns the number of members moved.
-var enqueueDueScript = redis.NewScript(-1, `
+var enqueueDueScript = redis.NewScript(-1, luaKeyChecks+`
 local moved = 0
 for i = 2, #KEYS do
   local m, name = ARGV[2*(i-1)], ARGV[2*(i-1)+1]
-  if redis.call('zrem', KEYS[1], m) == 1 then
+  -- A queue key of the wrong type leaves its member in the set rather than lose it.
+  if isType(KEYS[i], 'list') and redis.call('zrem', KEYS[1], m) == 1 then
     if redis.call('lpush', KEYS[i], m) == 1 then redis.call('publish', ARGV[1], name) end
     moved = moved + 1
   end
@@ -345,8 +413,8 @@ return moved
 //	ARGV[1] member; ARGV[2] destination score; ARGV[3] destination payload
 //
 // Returns 1 when moved, 0 when the member was gone.
-var zsetMoveScript = redis.NewScript(2, `
-if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then
+var zsetMoveScript = redis.NewScript(2, luaKeyChecks+`
+if isType(KEYS[2], 'zset') and redis.call('zrem', KEYS[1], ARGV[1]) == 1 then
   redis.call('zadd', KEYS[2], ARGV[2], ARGV[3])
   return 1
 end
@@ -376,6 +444,39 @@ redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[6])
 return 'dup'
 `)
 
+// enqueueBatchScript queues many payloads at once, after checking that every queue key is a list (or
+// missing), so that it either queues them all or none.
+//
+//	KEYS[1] known_jobs set; KEYS[1+i] the queue of job name i
+//	ARGV[1] wake-up channel; ARGV[2i], ARGV[2i+1] job name i and how many payloads it has;
+//	then the payloads, job name by job name
+//
+// Returns the number of payloads queued, or an error naming a queue key of the wrong type.
+var enqueueBatchScript = redis.NewScript(-1, luaKeyChecks+`
+for i = 2, #KEYS do
+  if not isType(KEYS[i], 'list') then
+    return redis.error_reply('WRONGTYPE the queue key ' .. KEYS[i] .. ' holds another type; nothing was queued')
+  end
+end
+local n = #KEYS - 1
+local at = 2 + 2 * n
+local total = 0
+for i = 1, n do
+  local name, count = ARGV[2*i], tonumber(ARGV[2*i+1])
+  redis.call('sadd', KEYS[1], name)
+  local done = 0
+  while done < count do
+    local chunk = math.min(count - done, 1000)
+    redis.call('lpush', KEYS[1+i], unpack(ARGV, at + done, at + done + chunk - 1))
+    done = done + chunk
+  end
+  at = at + count
+  total = total + count
+  redis.call('publish', ARGV[1], name)
+end
+return total
+`)
+
 // claimUniqueScript releases the unique locks of jobs a worker is starting, returning what each held
 // ("1", or the latest job payload of a ByKey job, or nil when the lock had expired).
 //
@@ -383,7 +484,9 @@ return 'dup'
 var claimUniqueScript = redis.NewScript(-1, `
 local out = {}
 for i = 1, #KEYS do
-  out[i] = redis.call('get', KEYS[i])
+  local v = redis.pcall('get', KEYS[i])
+  if type(v) == 'table' then v = false end
+  out[i] = v
   redis.call('del', KEYS[i])
 end
 return out
@@ -419,11 +522,13 @@ var pollScript = redis.NewScript(-1, `
 local now = redis.call('time')[1]
 local due = 0
 for i = 1, 2 do
-  if #redis.call('zrangebyscore', KEYS[i], '-inf', now, 'LIMIT', 0, 1) > 0 then due = 1 end
+  local m = redis.pcall('zrangebyscore', KEYS[i], '-inf', now, 'LIMIT', 0, 1)
+  if m[1] then due = 1 end
 end
 local out = {due}
 for i = 3, #KEYS do
-  if redis.call('llen', KEYS[i]) > 0 then out[#out + 1] = i - 2 end
+  local n = redis.pcall('llen', KEYS[i])
+  if type(n) == 'number' and n > 0 then out[#out + 1] = i - 2 end
 end
 return out
 `)
@@ -605,24 +710,24 @@ func (s *store) enqueue(ctx context.Context, w replicaWait, name string, payload
 	return n, err
 }
 
-// enqueueBatch pushes payloads onto their queues atomically (MULTI/EXEC), in one round trip: one LPUSH
-// per job name, in the given order, and a wake-up per job name.
+// enqueueBatch pushes payloads onto their queues atomically, in one round trip: every queue key is
+// checked first, so the batch is either queued whole or refused; one LPUSH per job name, in the
+// given order, and a wake-up per job name.
 func (s *store) enqueueBatch(ctx context.Context, w replicaWait, names []string, payloads map[string][]interface{}, addKnown []string) error {
+	args := make([]interface{}, 0, 3+2*len(names))
+	args = append(args, 1+len(names), s.ks.knownJobs())
+	for _, name := range names {
+		args = append(args, s.ks.jobs(name))
+	}
+	args = append(args, s.ks.wakeChannel())
+	for _, name := range names {
+		args = append(args, name, len(payloads[name]))
+	}
+	for _, name := range names {
+		args = append(args, payloads[name]...)
+	}
 	return s.doWrite(ctx, w, func(c redis.Conn) error {
-		c.Send("MULTI")
-		if len(addKnown) > 0 {
-			args := make([]interface{}, 0, 1+len(addKnown))
-			args = append(args, s.ks.knownJobs())
-			for _, n := range addKnown {
-				args = append(args, n)
-			}
-			c.Send("SADD", args...)
-		}
-		for _, name := range names {
-			c.Send("LPUSH", append([]interface{}{s.ks.jobs(name)}, payloads[name]...)...)
-			c.Send("PUBLISH", s.ks.wakeChannel(), name)
-		}
-		_, err := c.Do("EXEC")
+		_, err := enqueueBatchScript.Do(c, args...)
 		return err
 	})
 }
@@ -768,13 +873,14 @@ func (s *store) claimUnique(ctx context.Context, keys []string) ([][]byte, error
 
 // poolHeartbeat is what a pool publishes about itself (compat: the worker_pools:<id> hash).
 type poolHeartbeat struct {
-	poolID      string
-	startedAt   int64
-	jobNames    []string // sorted
-	concurrency uint
-	workerIDs   []string // sorted
-	host        string
-	pid         int
+	poolID         string
+	startedAt      int64
+	jobNames       []string // sorted
+	maxConcurrency []uint   // of each job name
+	concurrency    uint
+	workerIDs      []string // sorted
+	host           string
+	pid            int
 }
 
 // stalePool is a pool whose heartbeat is older than the dead-after limit.
@@ -792,13 +898,16 @@ type heartbeatResult struct {
 
 // heartbeat writes this pool's heartbeat and reports on the other pools.
 func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
-	args := make([]interface{}, 0, 3+3*len(hb.jobNames)+9)
-	args = append(args, 2+3*len(hb.jobNames), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
+	args := make([]interface{}, 0, 3+5*len(hb.jobNames)+11)
+	args = append(args, 2+4*len(hb.jobNames), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
 	for _, name := range hb.jobNames {
-		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.lock(name), s.ks.lockInfo(name))
+		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name))
 	}
 	args = append(args, hb.poolID, hb.startedAt, strings.Join(hb.jobNames, ","), hb.concurrency,
 		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""), lateAfterSeconds, fullReconcile)
+	for _, m := range hb.maxConcurrency {
+		args = append(args, m)
+	}
 	var res heartbeatResult
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Values(heartbeatScript.Do(c, args...))

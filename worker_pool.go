@@ -210,8 +210,8 @@ func (wp *WorkerPool) Job(name string, fn interface{}) *WorkerPool {
 // additional options such as a job's priority, retry count, and whether to send dead jobs to the dead
 // job queue or trash them. It panics on a Priority above 100000.
 func (wp *WorkerPool) JobWithOptions(name string, jobOpts JobOptions, fn interface{}) *WorkerPool {
-	if name == "" {
-		panic("work: job name is empty")
+	if err := checkJobName(name); err != nil {
+		panic(err.Error())
 	}
 	if jobOpts.Priority > maxPriority {
 		panic(fmt.Sprintf("work: job %q has priority %d; the most is %d", name, jobOpts.Priority, maxPriority))
