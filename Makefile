@@ -12,3 +12,8 @@ lint:
 	gofmt -l . | tee /dev/stderr | (! read)
 	go vet ./...
 	go run honnef.co/go/tools/cmd/staticcheck@latest ./...
+
+# Benchmarks work against asynq on a throwaway redis-server (see benches/README.md), e.g.
+# make bench ARGS="-rounds 3 -workloads burn,latency -markdown".
+bench:
+	cd benches && go run . $(ARGS)

@@ -1,0 +1,361 @@
+// Command benches runs the same workloads on work and on github.com/hibiken/asynq, against one
+// redis-server that it starts itself, alternating the two libraries round by round, and prints a
+// table of medians, ranges and paired ratios.
+//
+//	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue] [-markdown]
+//
+// See README.md for what each workload measures.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue"}
+
+const defaultWorkloads = "burn,manynames,latency,idle,enqueue"
+
+type bench struct {
+	srv    *redisServer
+	libs   []library
+	settle time.Duration
+}
+
+func (b *bench) fatalf(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "benches: "+format+"\n", args...)
+	if b.srv != nil {
+		b.srv.stop()
+	}
+	os.Exit(1)
+}
+
+func main() {
+	var (
+		rounds        = flag.Int("rounds", 5, "rounds per library per workload (A B A B ...)")
+		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all")
+		n             = flag.Int("n", 100000, "jobs per burn and manynames run")
+		millionN      = flag.Int("million-n", 1000000, "jobs per million run")
+		millionRounds = flag.Int("million-rounds", 1, "rounds of the million workload")
+		millionBatch  = flag.Int("million-batch", 1000, "jobs per batch enqueue call in the million workload, for a library that has one (0: single Enqueue calls)")
+		checkInterval = flag.Duration("asynq-task-check-interval", 0, "asynq Config.TaskCheckInterval (0: asynq's default, 1s)")
+		names         = flag.Int("names", 500, "registered job names in the manynames workload")
+		latDur        = flag.Duration("latency-duration", 10*time.Second, "how long each latency run offers load")
+		latRates      = flag.String("latency-rates", "1000,5000", "offered loads of the latency workload, jobs/s")
+		latConc       = flag.Int("latency-concurrency", 50, "workers in the latency workload")
+		latNames      = flag.Int("latency-names", 5, "registered job names in the latency workload (traffic is on 5)")
+		idleDur       = flag.Duration("idle", 30*time.Second, "how long the idle workload watches an idle pool")
+		idleRounds    = flag.Int("idle-rounds", 3, "rounds of the idle workload")
+		idleNames     = flag.Int("idle-names", 5, "registered job names in the idle workload")
+		enqN          = flag.Int("enqueue-n", 50000, "jobs per enqueue run")
+		settle        = flag.Duration("settle", 2*time.Second, "wait after starting a pool before measuring (latency, idle)")
+		markdown      = flag.Bool("markdown", false, "also write the results as markdown to stdout")
+		verbose       = flag.Bool("v", false, "also print the Redis commands per job, by command")
+		skipCeiling   = flag.Bool("skip-ceiling", false, "skip the redis-benchmark ceiling")
+	)
+	flag.Parse()
+	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
+		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
+		os.Exit(2)
+	}
+	selected := map[string]bool{}
+	for _, w := range strings.Split(*workloads, ",") {
+		w = strings.TrimSpace(w)
+		switch {
+		case w == "":
+		case w == "all":
+			for _, a := range allWorkloads {
+				selected[a] = true
+			}
+		case contains(allWorkloads, w):
+			selected[w] = true
+		default:
+			fmt.Fprintf(os.Stderr, "benches: unknown workload %q (have %s)\n", w, strings.Join(allWorkloads, ","))
+			os.Exit(2)
+		}
+	}
+	var rates []int
+	for _, r := range strings.Split(*latRates, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || v <= 0 {
+			fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
+			os.Exit(2)
+		}
+		rates = append(rates, v)
+	}
+
+	srv, err := startRedis()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benches:", err)
+		os.Exit(1)
+	}
+	defer srv.stop()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "\nbenches: %v: stopping redis-server\n", s)
+		srv.stop()
+		os.Exit(130)
+	}()
+
+	b := &bench{srv: srv, settle: *settle}
+	b.libs = []library{workLib{addr: srv.addr}, asynqLib{addr: srv.addr, checkInterval: *checkInterval}}
+	rep := &report{
+		command: "go run . " + strings.Join(os.Args[1:], " "),
+		env:     environment(srv, *checkInterval),
+		verbose: *verbose,
+	}
+	progress("redis-server %s on %s", srv.version(), srv.addr)
+
+	if !*skipCeiling {
+		progress("ceiling: redis-benchmark -t lpush,rpop -n 200000 -q at -P 1 and -P 16")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		rep.ceiling, err = srv.benchmarkCeiling(ctx)
+		cancel()
+		if err != nil {
+			progress("ceiling: %v", err)
+		}
+	}
+
+	var cases []*benchCase
+	if selected["burn"] {
+		for _, conc := range []int{10, 50} {
+			conc := conc
+			cases = append(cases, &benchCase{
+				id:      fmt.Sprintf("burn/c%d", conc),
+				title:   fmt.Sprintf("burn c=%d", conc),
+				desc:    fmt.Sprintf("%s no-op jobs over 5 names; enqueue: single Enqueue calls from 10 goroutines; process: %d workers started after the enqueue, timed until the %sth handler run", commas(float64(*n)), conc, commas(float64(*n))),
+				rounds:  *rounds,
+				metrics: append(enqueueMetrics(), processMetrics()...),
+				summary: []string{"enq.jobs_s", "proc.jobs_s"},
+				run: func(l library) (map[string]float64, error) {
+					return b.burnRun(l, conc, *n, 10, 0, 0, trafficNames)
+				},
+			})
+		}
+	}
+	if selected["million"] {
+		cases = append(cases, &benchCase{
+			id:      "million",
+			title:   "million c=50",
+			desc:    fmt.Sprintf("%s no-op jobs over 5 names; enqueue: work EnqueueBatch, %d jobs per call from 4 goroutines (asynq has no batch enqueue: single Enqueue calls from 50 goroutines); process: 50 workers", commas(float64(*millionN)), *millionBatch),
+			rounds:  *millionRounds,
+			metrics: append(enqueueMetrics(), processMetrics()...),
+			summary: []string{"enq.jobs_s", "proc.jobs_s"},
+			run: func(l library) (map[string]float64, error) {
+				return b.burnRun(l, 50, *millionN, 50, *millionBatch, 4, trafficNames)
+			},
+		})
+	}
+	if selected["manynames"] {
+		all := manyNames(*names)
+		cases = append(cases, &benchCase{
+			id:      "manynames",
+			title:   fmt.Sprintf("manynames c=50 (%d names)", *names),
+			desc:    fmt.Sprintf("as burn c=50, but the pool/server registers %d job names (task types for asynq); all traffic is on 5 of them", *names),
+			rounds:  *rounds,
+			metrics: processMetrics(),
+			summary: []string{"proc.jobs_s"},
+			run: func(l library) (map[string]float64, error) {
+				return b.burnRun(l, 50, *n, 10, 0, 0, all)
+			},
+		})
+	}
+	if selected["latency"] {
+		for _, rate := range rates {
+			rate := rate
+			cases = append(cases, &benchCase{
+				id:      fmt.Sprintf("latency/%d", rate),
+				title:   fmt.Sprintf("latency %s jobs/s", commas(float64(rate))),
+				desc:    fmt.Sprintf("%s jobs/s offered for %v by a paced enqueuer (8 goroutines) to a running pool/server of %d workers serving %d job names; enqueue-to-start latency", commas(float64(rate)), *latDur, *latConc, *latNames),
+				rounds:  *rounds,
+				metrics: latencyMetrics(),
+				summary: []string{"lat.p50", "lat.p99", "lat.p999"},
+				run: func(l library) (map[string]float64, error) {
+					return b.latencyRun(l, rate, *latDur, *latConc, 8, manyNames(*latNames))
+				},
+			})
+		}
+	}
+	if selected["idle"] {
+		cases = append(cases, &benchCase{
+			id:      "idle",
+			title:   "idle (100 workers)",
+			desc:    fmt.Sprintf("a pool/server of 100 workers and %d job names with nothing to do, watched for %v after a %v settle", *idleNames, *idleDur, *settle),
+			rounds:  *idleRounds,
+			metrics: idleMetrics(),
+			summary: []string{"idle.cmds_s"},
+			run: func(l library) (map[string]float64, error) {
+				return b.idleRun(l, *idleDur, manyNames(*idleNames))
+			},
+		})
+	}
+	if selected["enqueue"] {
+		for _, g := range []int{1, 10} {
+			g := g
+			cases = append(cases, &benchCase{
+				id:      fmt.Sprintf("enqueue/c%d", g),
+				title:   fmt.Sprintf("enqueue C=%d", g),
+				desc:    fmt.Sprintf("%s single Enqueue calls of a job with small args ({\"addr\":\"test@example.com\",\"n\":1}) from %d goroutine(s)", commas(float64(*enqN)), g),
+				rounds:  *rounds,
+				metrics: enqueueMetrics(),
+				summary: []string{"enq.jobs_s"},
+				run: func(l library) (map[string]float64, error) {
+					return b.enqueueRun(l, *enqN, g)
+				},
+			})
+		}
+	}
+
+	rep.loadStart = loadAverage()
+	start := time.Now()
+	for _, c := range cases {
+		b.runCase(c)
+	}
+	rep.cases = cases
+	rep.elapsed = time.Since(start)
+	rep.loadEnd = loadAverage()
+	rep.plain(os.Stdout)
+	if *markdown {
+		fmt.Println()
+		rep.markdown(os.Stdout)
+	}
+}
+
+// runCase runs a case's rounds, alternating the libraries: A B A B ..., FLUSHALL before every run.
+func (b *bench) runCase(c *benchCase) {
+	for r := 0; r < c.rounds; r++ {
+		for li, l := range b.libs {
+			if err := b.srv.flushAll(); err != nil {
+				b.fatalf("FLUSHALL: %v", err)
+			}
+			runtime.GC()
+			t0 := time.Now()
+			m, err := c.run(l)
+			if err != nil {
+				c.fails[li]++
+				progress("[%s] round %d/%d %s: FAILED: %v", c.title, r+1, c.rounds, l.name(), err)
+				continue
+			}
+			c.vals[li] = append(c.vals[li], m)
+			var parts []string
+			for _, k := range c.summary {
+				md := metricByKey(c.metrics, k)
+				parts = append(parts, md.label+" "+md.format(m[k]))
+			}
+			progress("[%s] round %d/%d %-5s %s (%.1fs)", c.title, r+1, c.rounds, l.name(), strings.Join(parts, ", "), time.Since(t0).Seconds())
+		}
+	}
+	if err := b.srv.flushAll(); err != nil {
+		b.fatalf("FLUSHALL: %v", err)
+	}
+}
+
+func progress(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// environment describes the machine and the versions, for the report.
+func environment(srv *redisServer, checkInterval time.Duration) [][2]string {
+	env := [][2]string{
+		{"CPUs", strconv.Itoa(runtime.NumCPU())},
+		{"CPU model", cpuModel()},
+		{"memory", memTotal()},
+		{"Go", runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH},
+		{"redis-server", srv.version()},
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			switch d.Path {
+			case "github.com/hibiken/asynq", "github.com/redis/go-redis/v9", "github.com/gomodule/redigo":
+				env = append(env, [2]string{d.Path, d.Version})
+			case "github.com/workqueue/work":
+				v := d.Version
+				if d.Replace != nil {
+					v = "local tree (replace => " + d.Replace.Path + ")"
+				}
+				env = append(env, [2]string{d.Path, v})
+			}
+		}
+	}
+	if rev, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		v := "commit " + strings.TrimSpace(string(rev))
+		// The library's own files: the Go files and go.mod at the top of the repository.
+		st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--",
+			":(top,glob)*.go", ":(top,glob)go.mod").Output()
+		if err == nil && len(st) > 0 {
+			var files []string
+			for _, line := range strings.Split(strings.TrimSpace(string(st)), "\n") {
+				if f := strings.Fields(line); len(f) > 0 {
+					files = append(files, f[len(f)-1])
+				}
+			}
+			v += ", uncommitted changes to " + strings.Join(files, " ")
+		}
+		env = append(env, [2]string{"work tree", v})
+	}
+	ci := "asynq default (1s)"
+	if checkInterval > 0 {
+		ci = checkInterval.String()
+	}
+	env = append(env, [2]string{"asynq TaskCheckInterval", ci})
+	return env
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+func memTotal() string {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(v)
+			if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+				return fmt.Sprintf("%.1f GiB", kb/1024/1024)
+			}
+		}
+	}
+	return "?"
+}
+
+// redisBenchmarkVersion is printed with the ceiling.
+func redisBenchmarkVersion() string {
+	out, err := exec.Command("redis-benchmark", "--version").Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
+}

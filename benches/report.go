@@ -1,0 +1,413 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type kind int
+
+const (
+	kindRate  kind = iota // jobs/s: integer with separators
+	kindSig               // 3 significant digits
+	kindBytes             // integer
+)
+
+type metricDef struct {
+	key   string
+	label string
+	kind  kind
+}
+
+func (m metricDef) format(v float64) string { return formatValue(m.kind, v) }
+
+func formatValue(k kind, v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	switch k {
+	case kindRate, kindBytes:
+		return commas(v)
+	default:
+		return sig3(v)
+	}
+}
+
+// commas formats v rounded to an integer with thousands separators.
+func commas(v float64) string {
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// sig3 formats v with about three significant digits.
+func sig3(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	d := 2 - int(math.Floor(math.Log10(math.Abs(v))))
+	if d <= 0 {
+		return commas(v)
+	}
+	return strconv.FormatFloat(v, 'f', d, 64)
+}
+
+func enqueueMetrics() []metricDef {
+	return []metricDef{
+		{"enq.jobs_s", "enqueue jobs/s", kindRate},
+		{"enq.go_cpu", "enqueue Go CPU s/1k jobs", kindSig},
+		{"enq.redis_cpu", "enqueue Redis CPU s/1k jobs", kindSig},
+		{"enq.go_cores", "enqueue Go CPU cores busy", kindSig},
+		{"enq.redis_cores", "enqueue Redis CPU cores busy", kindSig},
+		{"enq.other_cores", "enqueue other processes' CPU cores busy", kindSig},
+		{"enq.bytes", "enqueue Redis bytes/queued job", kindBytes},
+		{"enq.cmds", "enqueue Redis cmds/job", kindSig},
+		{"enq.rt", "enqueue client socket writes/job", kindSig},
+	}
+}
+
+func processMetrics() []metricDef {
+	return []metricDef{
+		{"proc.jobs_s", "process jobs/s", kindRate},
+		{"proc.go_cpu", "process Go CPU s/1k jobs", kindSig},
+		{"proc.redis_cpu", "process Redis CPU s/1k jobs", kindSig},
+		{"proc.go_cores", "process Go CPU cores busy", kindSig},
+		{"proc.redis_cores", "process Redis CPU cores busy", kindSig},
+		{"proc.other_cores", "process other processes' CPU cores busy", kindSig},
+		{"proc.cmds", "process Redis cmds/job", kindSig},
+		{"proc.rt", "process client socket writes/job", kindSig},
+	}
+}
+
+func latencyMetrics() []metricDef {
+	return []metricDef{
+		{"lat.achieved", "offered jobs/s (achieved)", kindRate},
+		{"lat.p50", "p50 enqueue-to-start ms", kindSig},
+		{"lat.p99", "p99 enqueue-to-start ms", kindSig},
+		{"lat.p999", "p99.9 enqueue-to-start ms", kindSig},
+		{"lat.max", "max enqueue-to-start ms", kindSig},
+		{"lat.go_cpu", "Go CPU s/1k jobs (client+workers)", kindSig},
+		{"lat.redis_cpu", "Redis CPU s/1k jobs", kindSig},
+		{"lat.cmds", "Redis cmds/job", kindSig},
+		{"lat.other_cores", "other processes' CPU cores busy", kindSig},
+		{"lat.rt", "client socket writes/job", kindSig},
+	}
+}
+
+func idleMetrics() []metricDef {
+	return []metricDef{
+		{"idle.cmds_s", "Redis cmds/s (commandstats calls)", kindSig},
+		{"idle.total_s", "Redis total_commands_processed/s", kindSig},
+		{"idle.rt_s", "client socket writes/s", kindSig},
+		{"idle.redis_cpu", "Redis CPU ms/s", kindSig},
+		{"idle.go_cpu", "Go CPU ms/s", kindSig},
+		{"idle.other_cores", "other processes' CPU cores busy", kindSig},
+	}
+}
+
+func metricByKey(ms []metricDef, key string) metricDef {
+	for _, m := range ms {
+		if m.key == key {
+			return m
+		}
+	}
+	return metricDef{key: key, label: key, kind: kindSig}
+}
+
+// benchCase is one workload configuration and its results: per library, one metrics map per round.
+type benchCase struct {
+	id, title, desc string
+	rounds          int
+	metrics         []metricDef
+	summary         []string // metric keys shown in the summary
+	run             func(library) (map[string]float64, error)
+
+	vals  [2][]map[string]float64 // [work, asynq][round]
+	fails [2]int
+}
+
+func (c *benchCase) series(li int, key string) []float64 {
+	var xs []float64
+	for _, m := range c.vals[li] {
+		if v, ok := m[key]; ok {
+			xs = append(xs, v)
+		}
+	}
+	return xs
+}
+
+// ratio is the median over rounds of work/asynq, pairing the runs of the same round.
+func (c *benchCase) ratio(key string) float64 {
+	var rs []float64
+	n := min(len(c.vals[0]), len(c.vals[1]))
+	for i := 0; i < n; i++ {
+		a, okA := c.vals[0][i][key]
+		b, okB := c.vals[1][i][key]
+		if okA && okB && b != 0 {
+			rs = append(rs, a/b)
+		}
+	}
+	med, _, _ := summarize(rs)
+	return med
+}
+
+func (c *benchCase) median(li int, key string) float64 {
+	med, _, _ := summarize(c.series(li, key))
+	return med
+}
+
+type table struct {
+	left   int // columns aligned left (the first one at least)
+	title  string
+	notes  []string
+	header []string
+	rows   [][]string
+}
+
+func (t table) plain(w io.Writer) {
+	widths := make([]int, len(t.header))
+	for i, h := range t.header {
+		widths[i] = len(h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	fmt.Fprintln(w, t.title)
+	for _, n := range t.notes {
+		fmt.Fprintln(w, "  "+n)
+	}
+	line := func(cells []string) {
+		var b strings.Builder
+		for i, c := range cells {
+			if i < max(1, t.left) {
+				b.WriteString("  " + c + strings.Repeat(" ", widths[i]-len(c)))
+			} else {
+				b.WriteString("  " + strings.Repeat(" ", widths[i]-len(c)) + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(t.header)
+	sep := make([]string, len(widths))
+	for i, wd := range widths {
+		sep[i] = strings.Repeat("-", wd)
+	}
+	line(sep)
+	for _, r := range t.rows {
+		line(r)
+	}
+	fmt.Fprintln(w)
+}
+
+func (t table) markdown(w io.Writer) {
+	fmt.Fprintf(w, "#### %s\n\n", t.title)
+	for _, n := range t.notes {
+		fmt.Fprintln(w, n+"  ")
+	}
+	if len(t.notes) > 0 {
+		fmt.Fprintln(w)
+	}
+	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	cells := make([]string, len(t.header))
+	for i, h := range t.header {
+		cells[i] = esc(h)
+	}
+	fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+	al := make([]string, len(t.header))
+	for i := range al {
+		al[i] = "---:"
+	}
+	for i := 0; i < max(1, t.left) && i < len(al); i++ {
+		al[i] = "---"
+	}
+	fmt.Fprintln(w, "|"+strings.Join(al, "|")+"|")
+	for _, r := range t.rows {
+		for i, c := range r {
+			cells[i] = esc(c)
+		}
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+	}
+	fmt.Fprintln(w)
+}
+
+type report struct {
+	command string
+	env     [][2]string
+	ceiling []ceilingRow
+	cases   []*benchCase
+	elapsed time.Duration
+	verbose bool
+
+	loadStart, loadEnd string
+}
+
+func (r *report) tables() []table {
+	var ts []table
+	env := table{title: "Environment", left: 2, header: []string{"what", "value"}}
+	for _, e := range r.env {
+		env.rows = append(env.rows, []string{e[0], e[1]})
+	}
+	env.rows = append(env.rows, []string{"command", r.command}, []string{"workload time", r.elapsed.Round(time.Second).String()},
+		[]string{"load average (1, 5, 15 min) at start", r.loadStart}, []string{"load average at end", r.loadEnd})
+	ts = append(ts, env)
+
+	if len(r.ceiling) > 0 {
+		ct := table{
+			title:  "Redis ceiling (redis-benchmark -t lpush,rpop -n 200000 -q on the same server)",
+			notes:  []string{redisBenchmarkVersion()},
+			left:   2,
+			header: []string{"pipeline", "command", "requests/s", "p50 ms"},
+		}
+		for _, c := range r.ceiling {
+			ct.rows = append(ct.rows, []string{"-P " + strconv.Itoa(c.pipeline), c.command, commas(c.rps), c.p50ms})
+		}
+		ts = append(ts, ct)
+	}
+
+	sum := table{
+		title:  "Summary (medians; work/asynq = median of per-round ratios)",
+		left:   2,
+		header: []string{"workload", "metric", "work", "asynq", "work/asynq"},
+	}
+	for _, c := range r.cases {
+		for _, k := range c.summary {
+			md := metricByKey(c.metrics, k)
+			sum.rows = append(sum.rows, []string{c.title, md.label, md.format(c.median(0, k)), md.format(c.median(1, k)), ratioStr(c.ratio(k))})
+		}
+	}
+	ts = append(ts, sum)
+
+	if mn := r.manyNamesTable(); mn != nil {
+		ts = append(ts, *mn)
+	}
+
+	for _, c := range r.cases {
+		t := table{
+			title:  c.title,
+			notes:  []string{c.desc, fmt.Sprintf("rounds: work %d, asynq %d (alternating, FLUSHALL before each run)", len(c.vals[0]), len(c.vals[1]))},
+			header: []string{"metric", "work median", "work min..max", "asynq median", "asynq min..max", "work/asynq"},
+		}
+		if c.fails[0]+c.fails[1] > 0 {
+			t.notes = append(t.notes, fmt.Sprintf("FAILED runs: work %d, asynq %d", c.fails[0], c.fails[1]))
+		}
+		for _, md := range c.metrics {
+			row := []string{md.label}
+			for li := 0; li < 2; li++ {
+				med, lo, hi := summarize(c.series(li, md.key))
+				row = append(row, md.format(med), md.format(lo)+".."+md.format(hi))
+			}
+			row = append(row, ratioStr(c.ratio(md.key)))
+			t.rows = append(t.rows, row)
+		}
+		ts = append(ts, t)
+		if r.verbose {
+			ts = append(ts, breakdownTable(c))
+		}
+	}
+	return ts
+}
+
+// manyNamesTable compares the manynames process rate with burn c=50 for each library.
+func (r *report) manyNamesTable() *table {
+	var burn, many *benchCase
+	for _, c := range r.cases {
+		switch c.id {
+		case "burn/c50":
+			burn = c
+		case "manynames":
+			many = c
+		}
+	}
+	if many == nil {
+		return nil
+	}
+	t := table{
+		title:  "manynames vs burn at concurrency 50 (process jobs/s, ratio of medians)",
+		header: []string{"library", "burn c=50", "manynames", "manynames/burn"},
+	}
+	if burn == nil {
+		t.notes = []string{"burn was not run: run -workloads burn,manynames for this ratio"}
+	}
+	for li, name := range []string{"work", "asynq"} {
+		m := many.median(li, "proc.jobs_s")
+		row := []string{name, "-", commas(m), "-"}
+		if burn != nil {
+			bm := burn.median(li, "proc.jobs_s")
+			row[1] = commas(bm)
+			row[3] = strconv.FormatFloat(m/bm, 'f', 2, 64)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return &t
+}
+
+// breakdownTable lists the median Redis commands per job (per second for idle) by command.
+func breakdownTable(c *benchCase) table {
+	t := table{title: c.title + ": Redis commands by command (median per job; per second for idle)",
+		header: []string{"phase:command", "work", "asynq"}}
+	keys := map[string]bool{}
+	for li := 0; li < 2; li++ {
+		for _, m := range c.vals[li] {
+			for k := range m {
+				if strings.HasPrefix(k, "cmds:") {
+					keys[k] = true
+				}
+			}
+		}
+	}
+	var ks []string
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		row := []string{strings.TrimPrefix(k, "cmds:")}
+		for li := 0; li < 2; li++ {
+			xs := make([]float64, 0, len(c.vals[li]))
+			for _, m := range c.vals[li] {
+				xs = append(xs, m[k]) // absent: 0
+			}
+			med, _, _ := summarize(xs)
+			row = append(row, sig3(med))
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+func ratioStr(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return sig3(v)
+}
+
+func (r *report) plain(w io.Writer) {
+	for _, t := range r.tables() {
+		t.plain(w)
+	}
+}
+
+func (r *report) markdown(w io.Writer) {
+	for _, t := range r.tables() {
+		t.markdown(w)
+	}
+}

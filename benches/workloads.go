@@ -1,0 +1,275 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The five job names that carry all the traffic. For asynq they are task types on the default queue.
+var trafficNames = []string{"job0", "job1", "job2", "job3", "job4"}
+
+// manyNames returns the traffic names plus idle ones, n in all.
+func manyNames(n int) []string {
+	names := append([]string(nil), trafficNames...)
+	for i := len(names); i < n; i++ {
+		names = append(names, fmt.Sprintf("idle%03d", i))
+	}
+	return names
+}
+
+// enqueueAll enqueues n jobs, round-robin over names, with single Enqueue calls from g goroutines.
+func enqueueAll(p producer, names []string, n, g int, a args) (time.Duration, error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for k := 0; k < g; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			for i := k; i < n; i += g {
+				if err := p.enqueue(names[i%len(names)], a); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}(k)
+	}
+	wg.Wait()
+	return time.Since(start), firstErr
+}
+
+// enqueueBatched enqueues n jobs without args, round-robin over names, in batches of batch jobs from
+// g goroutines.
+func enqueueBatched(p batchProducer, names []string, n, g, batch int) (time.Duration, error) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for k := 0; k < g; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				from := int(next.Add(int64(batch))) - batch
+				if from >= n {
+					return
+				}
+				if err := p.enqueueBatch(names, from, min(batch, n-from)); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), firstErr
+}
+
+// processTimeout bounds a process phase of n jobs.
+func processTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*2*time.Millisecond }
+
+// burnRun is one burn-down: n no-op jobs over the traffic names are enqueued from enqG goroutines
+// (the enqueue phase; when batch > 0 and the library has a batch enqueue, in batches of that many
+// jobs from batchG goroutines instead), then a pool/server of the given concurrency serving names is started and
+// timed until its handlers have run n jobs (the process phase).
+func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []string) (map[string]float64, error) {
+	m := make(map[string]float64)
+	p := l.newProducer(max(enqG, batchG))
+	runtime.GC()
+	s0 := b.snap()
+	var el time.Duration
+	var err error
+	if bp, ok := p.(batchProducer); ok && batch > 0 {
+		el, err = enqueueBatched(bp, trafficNames, n, batchG, batch)
+	} else {
+		el, err = enqueueAll(p, trafficNames, n, enqG, argsNone)
+	}
+	s1 := b.snap()
+	p.close()
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	u := since(s0, s1)
+	u.perJob(m, "enq", n, el, true)
+	addBreakdown(m, "enq", u, n)
+
+	var done atomic.Int64
+	finished := make(chan struct{})
+	c := l.newConsumer(conc, names, false, func(int64) {
+		if done.Add(1) == int64(n) {
+			close(finished)
+		}
+	})
+	runtime.GC()
+	s2 := b.snap()
+	t0 := time.Now()
+	if err := c.start(); err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	timeout := processTimeout(n)
+	select {
+	case <-finished:
+	case <-time.After(timeout):
+		c.stop()
+		return nil, fmt.Errorf("process: %d of %d jobs after %v", done.Load(), n, timeout)
+	}
+	el = time.Since(t0)
+	// Measured up to the last handler run: the few outcomes still being recorded then (at most
+	// about two per worker) are left out, and so is the stop.
+	s3 := b.snap()
+	c.stop()
+	u = since(s2, s3)
+	u.perJob(m, "proc", n, el, false)
+	addBreakdown(m, "proc", u, n)
+	return m, nil
+}
+
+// latencyRun offers rate jobs/s for dur to a started pool/server of concurrency conc, from a paced
+// enqueuer of g goroutines, and records enqueue-to-start latencies: each job carries the time just
+// before its Enqueue call, and the handler subtracts it from the time it starts.
+func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, names []string) (map[string]float64, error) {
+	total := int(float64(rate) * dur.Seconds())
+	if total < 1 {
+		return nil, errors.New("latency: no job to send")
+	}
+	lats := make([]time.Duration, total)
+	var done atomic.Int64
+	finished := make(chan struct{})
+	c := l.newConsumer(conc, names, true, func(ts int64) {
+		now := time.Now().UnixNano()
+		i := done.Add(1) - 1
+		if i < int64(total) {
+			lats[i] = time.Duration(now - ts)
+		}
+		if i+1 == int64(total) {
+			close(finished)
+		}
+	})
+	if err := c.start(); err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	time.Sleep(b.settle) // started, subscribed, idle
+	p := l.newProducer(g)
+	defer p.close()
+	runtime.GC()
+	s0 := b.snap()
+	interval := float64(time.Second) / float64(rate)
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	t0 := time.Now()
+	for k := 0; k < g; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			for i := k; i < total; i += g {
+				if d := time.Until(t0.Add(time.Duration(float64(i) * interval))); d > 0 {
+					time.Sleep(d)
+				}
+				if err := p.enqueue(trafficNames[i%len(trafficNames)], argsTimestamp); err != nil {
+					errs.Add(1)
+				}
+			}
+		}(k)
+	}
+	wg.Wait()
+	sendTime := time.Since(t0)
+	if n := errs.Load(); n > 0 {
+		c.stop()
+		return nil, fmt.Errorf("latency: %d enqueue errors", n)
+	}
+	select {
+	case <-finished:
+	case <-time.After(dur + time.Minute):
+		c.stop()
+		return nil, fmt.Errorf("latency: %d of %d jobs ran", done.Load(), total)
+	}
+	s1 := b.snap()
+	c.stop()
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	m := map[string]float64{
+		"lat.achieved": float64(total) / sendTime.Seconds(),
+		"lat.p50":      ms(percentile(lats, 0.50)),
+		"lat.p99":      ms(percentile(lats, 0.99)),
+		"lat.p999":     ms(percentile(lats, 0.999)),
+		"lat.max":      ms(lats[len(lats)-1]),
+	}
+	u := since(s0, s1)
+	m["lat.go_cpu"] = u.goCPU * 1000 / float64(total)
+	m["lat.redis_cpu"] = u.redisCPU * 1000 / float64(total)
+	m["lat.cmds"] = float64(u.cmds) / float64(total)
+	m["lat.other_cores"] = max(0, u.otherCPU/u.wall.Seconds())
+	m["lat.rt"] = float64(u.rt) / float64(total)
+	addBreakdown(m, "lat", u, total)
+	return m, nil
+}
+
+// idleRun starts a pool/server of 100 workers serving names with nothing to do and measures, after it settled, the
+// load it puts on Redis for dur.
+func (b *bench) idleRun(l library, dur time.Duration, names []string) (map[string]float64, error) {
+	c := l.newConsumer(100, names, false, func(int64) {})
+	if err := c.start(); err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	time.Sleep(b.settle)
+	s0 := b.snap()
+	t0 := time.Now()
+	time.Sleep(dur)
+	s1 := b.snap()
+	el := time.Since(t0).Seconds()
+	c.stop()
+	u := since(s0, s1)
+	m := map[string]float64{
+		"idle.cmds_s":      float64(u.cmds) / el,
+		"idle.total_s":     float64(u.totalCmds) / el,
+		"idle.rt_s":        float64(u.rt) / el,
+		"idle.redis_cpu":   u.redisCPU * 1000 / el,
+		"idle.go_cpu":      u.goCPU * 1000 / el,
+		"idle.other_cores": max(0, u.otherCPU/u.wall.Seconds()),
+		"idle.mem_growth":  float64(u.mem),
+	}
+	for k, v := range u.byCmd {
+		m["cmds:idle:"+k] = float64(v) / el
+	}
+	return m, nil
+}
+
+// enqueueRun measures n single Enqueue calls of a small-args job from g goroutines.
+func (b *bench) enqueueRun(l library, n, g int) (map[string]float64, error) {
+	m := make(map[string]float64)
+	p := l.newProducer(g)
+	defer p.close()
+	runtime.GC()
+	s0 := b.snap()
+	el, err := enqueueAll(p, trafficNames, n, g, argsSmall)
+	s1 := b.snap()
+	if err != nil {
+		return nil, err
+	}
+	u := since(s0, s1)
+	u.perJob(m, "enq", n, el, true)
+	addBreakdown(m, "enq", u, n)
+	return m, nil
+}
+
+// addBreakdown records the Redis commands of a phase per job, by command (shown with -v).
+func addBreakdown(m map[string]float64, phase string, u usage, n int) {
+	for k, v := range u.byCmd {
+		m["cmds:"+phase+":"+k] = float64(v) / float64(n)
+	}
+}
