@@ -132,6 +132,7 @@ func (a *acker) write(batch []finishOp, closing bool) {
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+	a.r.fetcher.unhold(batch)
 	a.pending.Add(-int64(len(batch)))
 	if a.pending.Load() == 0 {
 		a.r.fetcher.poke()

@@ -43,6 +43,12 @@ type fetcher struct {
 	sampler prioritySampler
 
 	outstanding int64 // jobs fetched and not yet finished (guarded by mu)
+
+	// held is every payload fetched whose outcome is not yet written, by job name, for the sweep
+	// that puts back in-progress entries the pool does not hold.
+	hmu       sync.Mutex
+	held      map[string]map[string]int
+	lastSweep time.Time
 }
 
 // drainWaiter is a Drain call waiting for a scan that started after it.
@@ -61,6 +67,7 @@ func newFetcher(r *poolRun, capacity int) *fetcher {
 		ready:    make(map[string]bool),
 		gen:      make(map[string]uint64),
 		warned:   make(map[string]time.Time),
+		held:     make(map[string]map[string]int),
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -190,6 +197,9 @@ func (f *fetcher) loop() {
 	for {
 		if f.isStopped() {
 			return
+		}
+		if time.Since(f.lastSweep) >= f.sweepEvery() {
+			f.sweep()
 		}
 		if !time.Now().Before(nextScan) || f.takeRescan() {
 			if err := f.scan(); err != nil {
@@ -423,6 +433,7 @@ func (f *fetcher) fetch(cands []string, gens []uint64, n int) (int, error) {
 	}
 	f.outstanding += int64(len(res.jobs))
 	f.mu.Unlock()
+	f.hold(cands, res)
 	if unused := n - len(res.jobs); unused > 0 {
 		f.putTokens(unused)
 	}
@@ -434,6 +445,69 @@ func (f *fetcher) fetch(cands []string, gens []uint64, n int) (int, error) {
 		f.jobs <- j // never blocks: the channel holds as many jobs as there are tokens
 	}
 	return len(res.jobs), nil
+}
+
+// hold records fetched payloads as held until their outcome is written (unhold).
+func (f *fetcher) hold(cands []string, res fetchResult) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	k := 0
+	for i, name := range cands {
+		for c := int64(0); c < res.counts[i]; c++ {
+			m := f.held[name]
+			if m == nil {
+				m = make(map[string]int)
+				f.held[name] = m
+			}
+			m[string(res.jobs[k])]++
+			k++
+		}
+	}
+}
+
+// unhold forgets payloads whose outcome was written (or given up on).
+func (f *fetcher) unhold(ops []finishOp) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	for i := range ops {
+		m := f.held[ops[i].name]
+		key := string(ops[i].raw)
+		if m[key] > 1 {
+			m[key]--
+		} else {
+			delete(m, key)
+		}
+	}
+}
+
+// sweepEvery is how often the pool looks for in-progress entries it does not hold.
+func (f *fetcher) sweepEvery() time.Duration { return 2 * f.r.wp.opts.HeartbeatInterval }
+
+// sweep puts back the in-progress entries the pool does not hold. It runs on the fetch loop, so no
+// fetch is under way; payloads stay held until their outcome is written, so a pending acknowledgement
+// is not mistaken for a lost one.
+func (f *fetcher) sweep() {
+	f.lastSweep = time.Now()
+	f.hmu.Lock()
+	held := make(map[string][][]byte, len(f.held))
+	for name, m := range f.held {
+		for p, c := range m {
+			for i := 0; i < c; i++ {
+				held[name] = append(held[name], []byte(p))
+			}
+		}
+	}
+	f.hmu.Unlock()
+	n, err := f.r.wp.store.sweep(f.r.ctx, f.r.poolID, f.r.names, held)
+	if err != nil {
+		if f.r.ctx.Err() == nil {
+			f.r.wp.logger.Error("work: looking for in-progress jobs the pool does not hold", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		f.r.wp.logger.Warn("work: put back in-progress jobs whose fetch reply was lost", "jobs_requeued", n)
+	}
 }
 
 // decode turns fetched payloads into jobs. A payload that cannot run (it does not decode, or names
@@ -472,7 +546,9 @@ func (f *fetcher) subscribe() {
 		if f.isStopped() {
 			return
 		}
-		if err != nil {
+		if errors.Is(err, errSubscriptionTimedOut) {
+			logger.Info(err.Error())
+		} else if err != nil {
 			logger.Warn("work: wake-up subscription lost; falling back to polling until it is back", "err", err)
 		}
 		if subscribed {

@@ -14,8 +14,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -259,12 +261,15 @@ return out
 //	ARGV[6] host; ARGV[7] pid; ARGV[8] dead-after seconds; ARGV[9] heartbeat key prefix;
 //	ARGV[10] late-after seconds; ARGV[11] "1" to recompute every lock from its lock_info (else only
 //	the locks of limited queues and those whose lock_info entry of this pool changed);
-//	ARGV[11+i] the MaxConcurrency of job name i (also written back if its key was overwritten)
+//	ARGV[12] the jobs-key prefix (to name the job of a lock_info key); ARGV[12+i] the MaxConcurrency
+//	of job name i (also written back if its key was overwritten)
 //
-// Returns {now, earliest late heartbeat (0: none), stale pool ID 1, its job_names (or ""), ...}.
+// Returns {now, earliest late heartbeat (0: none), stale pool ID 1, its job_names (or ""), ...}; a pool
+// with a lock_info entry but no registration is reported as stale with that one job name.
 var heartbeatScript = redis.NewScript(-1, luaKeyChecks+`
 local pool = ARGV[1]
 local now = tonumber(redis.call('time')[1])
+local unregistered = {}
 redis.call('hset', KEYS[2], 'heartbeat_at', now, 'started_at', ARGV[2], 'job_names', ARGV[3],
   'concurrency', ARGV[4], 'worker_ids', ARGV[5], 'host', ARGV[6], 'pid', ARGV[7])
 redis.call('sadd', KEYS[1], pool)
@@ -273,7 +278,7 @@ for k = 3, #KEYS, 4 do
   -- with their own heartbeats.
   local repaired = false
   -- Only strings are ever rewritten: a key of another type may be the queue of a colliding job name.
-  local max = tonumber(ARGV[11 + (k - 3) / 4 + 1])
+  local max = tonumber(ARGV[12 + (k - 3) / 4 + 1])
   local infoType = redis.call('type', KEYS[k+2]).ok
   if infoType == 'string' then redis.call('del', KEYS[k+2]); repaired = true end
   local lockType = redis.call('type', KEYS[k+1]).ok
@@ -291,14 +296,15 @@ for k = 3, #KEYS, 4 do
       if held > 0 then redis.call('hset', KEYS[k+2], pool, held) else redis.call('hdel', KEYS[k+2], pool) end
     end
     if held ~= had or repaired or ARGV[11] == '1' then
-      -- lock is the sum of the registered pools' entries; an entry of a pool that is gone is dropped.
+      -- lock is the sum of the entries; an entry of a pool that is not registered is reported as a
+      -- stale pool, whose reaping puts its in-progress jobs back and drops the entry.
       local sum = 0
       local entries = redis.call('hgetall', KEYS[k+2])
       for j = 1, #entries, 2 do
-        if redis.call('sismember', KEYS[1], entries[j]) == 1 then
-          sum = sum + (tonumber(entries[j+1]) or 0)
-        else
-          redis.call('hdel', KEYS[k+2], entries[j])
+        sum = sum + (tonumber(entries[j+1]) or 0)
+        if redis.call('sismember', KEYS[1], entries[j]) == 0 then
+          unregistered[#unregistered + 1] = entries[j]
+          unregistered[#unregistered + 1] = string.sub(KEYS[k+2], #ARGV[12] + 1, -11)
         end
       end
       redis.call('set', KEYS[k+1], sum)
@@ -306,6 +312,7 @@ for k = 3, #KEYS, 4 do
   end
 end
 local out = {now, 0}
+for j = 1, #unregistered do out[#out + 1] = unregistered[j] end
 local deadAfter, lateAfter = tonumber(ARGV[8]), tonumber(ARGV[10])
 for _, id in ipairs(redis.call('smembers', KEYS[1])) do
   if id ~= pool then
@@ -442,6 +449,50 @@ if redis.call('set', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[6]) then
 end
 redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[6])
 return 'dup'
+`)
+
+// sweepScript puts back, at the fetch end of its queue, every entry of this pool's in-progress lists
+// that the pool does not hold: a fetch whose reply was lost (Redis restarted, a connection cut, a
+// failover) leaves such entries, which no worker will ever run. The caller runs it between fetches,
+// passing every payload it holds until its outcome is written.
+//
+//	KEYS[4i-3..4i], one group per job name: in-progress list, jobs list, lock, lock_info
+//	ARGV[1] pool ID; ARGV[2] wake-up channel; then per job name: its name, the number c of payloads
+//	the pool holds for it, and those c payloads
+//
+// Returns the number of entries put back.
+var sweepScript = redis.NewScript(-1, luaKeyChecks+`
+local pool, channel = ARGV[1], ARGV[2]
+local a = 3
+local moved = 0
+for i = 1, #KEYS / 4 do
+  local b = (i - 1) * 4
+  local name, c = ARGV[a], tonumber(ARGV[a+1])
+  local held = {}
+  for j = a + 2, a + 1 + c do held[ARGV[j]] = (held[ARGV[j]] or 0) + 1 end
+  a = a + 2 + c
+  if isType(KEYS[b+1], 'list') and isType(KEYS[b+2], 'list') and redis.call('llen', KEYS[b+1]) > c then
+    local n = 0
+    for _, m in ipairs(redis.call('lrange', KEYS[b+1], 0, -1)) do
+      if (held[m] or 0) > 0 then
+        held[m] = held[m] - 1
+      else
+        redis.call('lrem', KEYS[b+1], 1, m)
+        redis.call('rpush', KEYS[b+2], m)
+        n = n + 1
+      end
+    end
+    if n > 0 then
+      local left = redis.pcall('hincrby', KEYS[b+4], pool, -n)
+      if type(left) == 'number' and left <= 0 then redis.call('hdel', KEYS[b+4], pool) end
+      local l = redis.pcall('decrby', KEYS[b+3], n)
+      if type(l) == 'number' and l < 0 then redis.call('set', KEYS[b+3], 0) end
+      redis.call('publish', channel, name)
+      moved = moved + n
+    end
+  end
+end
+return moved
 `)
 
 // enqueueBatchScript queues many payloads at once, after checking that every queue key is a list (or
@@ -584,13 +635,18 @@ type Backend interface {
 }
 
 // PoolBackend returns the Backend of a redigo pool: the one the gocraft-compatible constructors use.
-func PoolBackend(pool *redis.Pool) Backend { return poolBackend{pool} }
+func PoolBackend(pool *redis.Pool) Backend { return &poolBackend{pool: pool} }
 
-type poolBackend struct{ pool *redis.Pool }
+type poolBackend struct {
+	pool *redis.Pool
+	// pingEvery keeps a subscription alive on connections dialled with a read timeout: it is learnt
+	// from the first subscription that timed out while idle (half its quiet time). 0: no pings.
+	pingEvery atomic.Int64
+}
 
-func (b poolBackend) Conn(ctx context.Context) (redis.Conn, error) { return b.pool.GetContext(ctx) }
+func (b *poolBackend) Conn(ctx context.Context) (redis.Conn, error) { return b.pool.GetContext(ctx) }
 
-func (b poolBackend) Subscribe(ctx context.Context, channels []string, subscribed func(), message func(string, []byte)) error {
+func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscribed func(), message func(string, []byte)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c, err := b.pool.GetContext(ctx)
@@ -606,24 +662,62 @@ func (b poolBackend) Subscribe(ctx context.Context, channels []string, subscribe
 	if err := psc.Subscribe(args...); err != nil {
 		return err
 	}
+	pingerDone := make(chan struct{})
+	defer func() { cancel(); <-pingerDone }()
+	go func() {
+		// redigo allows one goroutine sending while another receives: the pings never race the
+		// receiver.
+		defer close(pingerDone)
+		every := time.Duration(b.pingEvery.Load())
+		if every <= 0 {
+			<-ctx.Done()
+			return
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if psc.Ping("") != nil {
+					return
+				}
+			}
+		}
+	}()
 	confirmed := 0
+	quietSince := time.Now()
 	for {
-		// Only this goroutine touches the connection: when ctx is done, ReceiveContext closes it.
+		// Only this goroutine receives: when ctx is done, ReceiveContext closes the connection.
 		switch v := psc.ReceiveContext(ctx).(type) {
 		case redis.Message:
+			quietSince = time.Now()
 			message(v.Channel, v.Data)
 		case redis.Subscription:
 			if confirmed++; confirmed == len(channels) {
 				subscribed()
 			}
+		case redis.Pong:
+			quietSince = time.Now()
 		case error:
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			var ne net.Error
+			if errors.As(v, &ne) && ne.Timeout() && b.pingEvery.Load() == 0 {
+				quiet := time.Since(quietSince)
+				b.pingEvery.Store(int64(max(quiet/2, 50*time.Millisecond)))
+				return errSubscriptionTimedOut
 			}
 			return v
 		}
 	}
 }
+
+// errSubscriptionTimedOut reports that an idle subscription hit the connection's read timeout; the
+// next one pings often enough to stay alive.
+var errSubscriptionTimedOut = errors.New("work: the idle wake-up subscription hit the connection's read timeout; pinging from now on")
 
 // store is the package's Redis layer: one method per state transition or read, each one round trip
 // unless it says otherwise.
@@ -855,6 +949,30 @@ func (s *store) finish(ctx context.Context, poolID string, ops []finishOp) ([]in
 	return done, err
 }
 
+// sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps each
+// job name to the payloads the pool holds.
+func (s *store) sweep(ctx context.Context, poolID string, names []string, held map[string][][]byte) (int64, error) {
+	args := make([]interface{}, 0, 1+4*len(names)+2+2*len(names))
+	args = append(args, 4*len(names))
+	for _, name := range names {
+		args = append(args, s.ks.inProgress(name, poolID), s.ks.jobs(name), s.ks.lock(name), s.ks.lockInfo(name))
+	}
+	args = append(args, poolID, s.ks.wakeChannel())
+	for _, name := range names {
+		args = append(args, name, len(held[name]))
+		for _, p := range held[name] {
+			args = append(args, p)
+		}
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(sweepScript.Do(c, args...))
+		return err
+	})
+	return n, err
+}
+
 // claimUnique releases unique locks (see claimUniqueScript).
 func (s *store) claimUnique(ctx context.Context, keys []string) ([][]byte, error) {
 	args := make([]interface{}, 0, len(keys)+1)
@@ -904,7 +1022,8 @@ func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSecon
 		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name))
 	}
 	args = append(args, hb.poolID, hb.startedAt, strings.Join(hb.jobNames, ","), hb.concurrency,
-		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""), lateAfterSeconds, fullReconcile)
+		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""), lateAfterSeconds, fullReconcile,
+		s.ks.jobsPrefix())
 	for _, m := range hb.maxConcurrency {
 		args = append(args, m)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 )
@@ -93,8 +94,10 @@ func (w *worker) safeOutcome(jt *jobType, job *Job, res runResult) (op finishOp)
 // runs; a ByKey job takes the latest args stored in the lock by duplicate enqueues.
 func (w *worker) claimUnique(job *Job) {
 	ks := w.r.wp.store.ks
+	// The payload names its lock; only a unique-lock key of this job name is trusted, so a crafted
+	// payload cannot make the worker delete another key.
 	key := job.UniqueKey
-	if key == "" {
+	if !strings.HasPrefix(key, ks.uniquePrefix(job.Name)) {
 		key, _ = ks.unique(job.Name, job.Args)
 	}
 	vals, err := w.r.wp.store.claimUnique(w.r.ctx, []string{key})
