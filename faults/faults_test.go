@@ -1,0 +1,592 @@
+package faults
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// scenario is one fault scenario: the load, the workers, and the faults injected while they run.
+type scenario struct {
+	name        string
+	fsync       string        // appendfsync
+	jobs        int           // N
+	workers     int           // K
+	concurrency int           // per worker
+	window      time.Duration // the load is enqueued evenly over this long
+	enqConc     int           // enqueuing goroutines
+	longFrac    float64       // fraction of jobs whose handler takes 0.3-1.5 s
+	heartbeat   time.Duration // 0: the library's default
+	deadPool    time.Duration // 0: the library's default
+	stopTimeout time.Duration // StopContext deadline on SIGTERM
+	readTimeout time.Duration // the workers' redigo read timeout
+	dropFetch   bool          // workers talk to Redis through a proxy that can drop fetch replies
+	settle      time.Duration // how long after the last fault everything must be done
+	// faults runs while the load is enqueued; it records every fault in env and returns after the
+	// last one.
+	faults func(e *env)
+	// check makes assertions of its own and may relax the common ones (see env.allow*).
+	check func(e *env, tl *tally)
+}
+
+const maxFails = 3 // the worker program's default
+
+// env is a running scenario.
+type env struct {
+	t     *testing.T
+	sc    *scenario
+	srv   *redisServer
+	pool  *redis.Pool
+	fl    *fleet
+	in    *inspector
+	load  *loader
+	proxy *replyDropper
+	start time.Time
+
+	mu        sync.Mutex
+	lastFault time.Time
+	faults    int
+	inFlight  int64
+	notes     []string
+
+	// excused reports whether spec i may be lost because Redis itself lost the acknowledged write
+	// that enqueued it; nil: no job may be lost.
+	excused func(i int) bool
+}
+
+// fault records a fault that had inFlight jobs in flight.
+func (e *env) fault(inFlight int64, format string, args ...interface{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults++
+	e.inFlight += inFlight
+	e.lastFault = time.Now()
+	e.notes = append(e.notes, fmt.Sprintf("%6.2fs %s (in flight %d)", time.Since(e.start).Seconds(), fmt.Sprintf(format, args...), inFlight))
+}
+
+func (e *env) note(format string, args ...interface{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.notes = append(e.notes, fmt.Sprintf("%6.2fs %s", time.Since(e.start).Seconds(), fmt.Sprintf(format, args...)))
+}
+
+// sleepUntil sleeps until d after the start of the scenario.
+func (e *env) sleepUntil(d time.Duration) {
+	if w := time.Until(e.start.Add(d)); w > 0 {
+		time.Sleep(w)
+	}
+}
+
+// spawnWorker starts a worker and waits until its pool has registered.
+func (e *env) spawnWorker() *workerProc {
+	p := e.fl.spawn()
+	deadline := time.Now().Add(15 * time.Second)
+	for e.in.poolOfPid(p.pid) == "" {
+		select {
+		case <-p.exited:
+			b, _ := os.ReadFile(p.log)
+			e.t.Fatalf("worker %d exited at start:\n%s", p.pid, b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("worker %d did not register its pool", p.pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p
+}
+
+// results collects every scenario's tally for the summary table.
+var (
+	resultsMu sync.Mutex
+	results   []*tally
+)
+
+func runScenario(t *testing.T, sc *scenario) *tally {
+	if sc.workers == 0 {
+		sc.workers = 4
+	}
+	if sc.concurrency == 0 {
+		sc.concurrency = 8
+	}
+	if sc.enqConc == 0 {
+		sc.enqConc = 4
+	}
+	if sc.fsync == "" {
+		sc.fsync = "always"
+	}
+	if sc.stopTimeout == 0 {
+		sc.stopTimeout = 500 * time.Millisecond
+	}
+	if sc.settle == 0 {
+		sc.settle = 15 * time.Second
+	}
+	e := &env{t: t, sc: sc}
+	e.srv = startRedis(t, sc.fsync)
+	e.pool = newPool(e.srv.addr, 0)
+	t.Cleanup(func() { e.pool.Close() })
+	const ns, ledger = "fw", "ledger"
+	e.in = &inspector{t: t, pool: e.pool, ns: ns, ledger: ledger}
+	workerAddr := e.srv.addr
+	if sc.dropFetch {
+		// A fetch is the only command that names both a queue's paused flag and an in-progress list.
+		e.proxy = newReplyDropper(t, e.srv.addr, 50, func(b []byte) bool {
+			return bytes.Contains(b, []byte(":paused")) && bytes.Contains(b, []byte(":inprogress"))
+		})
+		workerAddr = e.proxy.addr()
+	}
+	e.fl = newFleet(t, "-redis", workerAddr, "-ns", ns, "-ledger", ledger,
+		"-concurrency", strconv.Itoa(sc.concurrency), "-heartbeat", sc.heartbeat.String(),
+		"-dead-pool", sc.deadPool.String(), "-stop-timeout", sc.stopTimeout.String(),
+		"-read-timeout", sc.readTimeout.String(), "-max-fails", strconv.Itoa(maxFails), "-backoff", "1")
+	for i := 0; i < sc.workers; i++ {
+		e.spawnWorker()
+	}
+
+	specs := planJobs(sc.jobs, sc.longFrac, int64(len(sc.name))*7919+int64(sc.jobs))
+	e.start = time.Now()
+	e.load = startLoader(ns, e.pool, specs, sc.window, sc.enqConc)
+	sc.faults(e)
+	e.load.wait()
+	loadEnd := time.Now()
+	e.note("load enqueued: %d calls, %d errors", e.load.calls.Load(), e.load.errs.Load())
+	if e.lastFault.IsZero() {
+		e.lastFault = loadEnd
+	}
+	from := e.lastFault
+	if loadEnd.After(from) {
+		from = loadEnd
+	}
+	accepted := e.load.accepted()
+	if e.excused != nil {
+		// Wait for the jobs Redis still knows of; the accounting tells which excused ones survived.
+		kept := accepted[:0:0]
+		for _, i := range accepted {
+			if !e.excused(i) {
+				kept = append(kept, i)
+			}
+		}
+		e.note("%d jobs enqueued in the stretch of writes Redis lost are not waited for", len(accepted)-len(kept))
+		accepted = kept
+	}
+	finished := e.in.waitFinished(specs, accepted, from.Add(sc.settle+2*time.Second))
+
+	tl := &tally{name: sc.name, faults: e.faults, inFlight: e.inFlight, recovery: -1}
+	if !finished.IsZero() {
+		tl.recovery = finished.Sub(e.lastFault)
+		e.note("every job finished")
+	} else {
+		e.note("NOT every job finished: %d of %d", e.in.progress(specs, accepted), len(accepted))
+		// What live pools hold while nothing moves: jobs in the in-progress list of a pool that does
+		// not run them.
+		for _, p := range e.in.pools() {
+			if n := e.in.heldBy(p.id); n > 0 {
+				e.note("live pool %s (pid %d, heartbeat %ds old) holds %d jobs in its in-progress lists", p.id, p.pid, p.age, n)
+			}
+		}
+		tl.held = e.in.heldUnfinished(specs, accepted)
+	}
+	e.fl.stopAll(15 * time.Second)
+	e.note("workers stopped")
+	e.in.account(tl, specs, e.load, maxFails)
+	tl.residue = e.in.residue()
+	e.fl.checkLogs()
+	if sc.check != nil {
+		sc.check(e, tl)
+	}
+	tl.notes = e.notes
+
+	for _, n := range e.notes {
+		t.Log(n)
+	}
+	t.Logf("%s: enqueued %d (errors %d, of which ran anyway %d), completed %d, dead %d, LOST %d, STUCK %d, "+
+		"HELD %d, unfinished %d %v, duplicates %d (in flight at %d faults: %d), recovery %v",
+		sc.name, tl.enqueued, tl.enqErrs, tl.errButRan, tl.completed, tl.dead, tl.lost, tl.stuck, len(tl.held),
+		tl.unfinished, tl.elsewhere, tl.dups, tl.faults, tl.inFlight, fmtRecovery(tl.recovery))
+
+	// The targets.
+	if tl.lost > 0 {
+		var unexplained []string
+		for _, i := range tl.lostIdx {
+			if e.excused == nil || !e.excused(i) {
+				unexplained = append(unexplained, specs[i].k)
+			}
+		}
+		if len(unexplained) > 0 {
+			t.Errorf("LOST %d jobs (%d not explained by the fault), e.g. %v", tl.lost, len(unexplained), first(unexplained, 10))
+		}
+	}
+	if len(tl.held) > 0 {
+		t.Errorf("HELD %d unfinished jobs in in-progress lists of live pools that do not run them, e.g. %v",
+			len(tl.held), first(tl.held, 5))
+	}
+	if tl.stuck > 0 {
+		t.Errorf("STUCK %d jobs in in-progress lists after every worker stopped, e.g. %v", tl.stuck, first(tl.stuckKeys, 10))
+	}
+	if n := tl.unfinished - tl.lost - tl.stuck; n > 0 {
+		t.Errorf("%d jobs unfinished and still waiting: %v", n, tl.elsewhere)
+	}
+	if tl.badDead > 0 {
+		t.Errorf("%d jobs in the dead set that were not meant to die", tl.badDead)
+	}
+	if int64(tl.dups) > tl.inFlight {
+		t.Errorf("%d duplicate runs, more than the %d jobs in flight at the faults", tl.dups, tl.inFlight)
+	}
+	if tl.recovery < 0 {
+		t.Errorf("not every job was done within %v of the last fault", sc.settle+2*time.Second)
+	} else if tl.recovery > sc.settle {
+		t.Errorf("recovery took %v, more than %v", tl.recovery.Round(100*time.Millisecond), sc.settle)
+	}
+	if len(tl.residue) > 0 {
+		t.Errorf("left behind after every worker stopped: %v", tl.residue)
+	}
+	if t.Failed() {
+		// What the workers logged about the stuck jobs.
+		for _, info := range first(append(append([]string{}, tl.stuckInfo...), tl.held...), 5) {
+			id := strings.Fields(strings.TrimPrefix(info[strings.Index(info, "job ")+4:], " "))[0]
+			t.Logf("not running: %s; worker log lines naming it:\n%s", info, strings.Join(e.fl.logLines(id), "\n"))
+		}
+		for _, p := range e.fl.all() {
+			b, _ := os.ReadFile(p.log)
+			t.Logf("worker %d log (last lines):\n%s", p.pid, tail(b, 15))
+		}
+		t.Logf("redis log (last lines):\n%s", e.srv.logTail(15))
+	}
+	resultsMu.Lock()
+	results = append(results, tl)
+	resultsMu.Unlock()
+	return tl
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func fmtRecovery(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// TestFaults runs every scenario in turn and prints a summary table.
+func TestFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault scenarios take minutes")
+	}
+	n := jobsPerScenario(20000)
+	window := stretch(10 * time.Second)
+	fast := func(sc *scenario) *scenario {
+		sc.heartbeat, sc.deadPool = time.Second, 3*time.Second
+		if sc.jobs == 0 {
+			sc.jobs = n
+		}
+		if sc.window == 0 {
+			sc.window = window
+		}
+		if sc.longFrac == 0 {
+			sc.longFrac = 0.005
+		}
+		return sc
+	}
+	t.Cleanup(func() { printTable(t) })
+
+	t.Run("a_worker_sigkill", func(t *testing.T) {
+		runScenario(t, fast(&scenario{name: "a. SIGKILL a worker every 2s", faults: func(e *env) {
+			for at := 2 * time.Second; at <= e.sc.window; at += 2 * time.Second {
+				e.sleepUntil(at)
+				killWorker(e)
+			}
+		}}))
+	})
+
+	t.Run("a0_worker_sigkill_default_timings", func(t *testing.T) {
+		runScenario(t, &scenario{name: "a0. one SIGKILL, default timings (5s/10s)", jobs: max(n/5, 1000),
+			window: 4 * time.Second, longFrac: 0.02, settle: 15 * time.Second, faults: func(e *env) {
+				e.sleepUntil(2 * time.Second)
+				killWorker(e)
+			}})
+	})
+
+	for _, fsync := range []string{"always", "everysec"} {
+		fsync := fsync
+		t.Run("b_redis_sigkill_"+fsync, func(t *testing.T) {
+			runScenario(t, fast(&scenario{name: "b. SIGKILL redis-server, appendfsync " + fsync, fsync: fsync,
+				faults: func(e *env) {
+					for _, at := range []time.Duration{e.sc.window / 3, 2 * e.sc.window / 3} {
+						e.sleepUntil(at)
+						killRedis(e, 0)
+					}
+				}}))
+		})
+	}
+
+	t.Run("b_redis_power_loss_everysec", func(t *testing.T) {
+		runScenario(t, fast(&scenario{name: "b'. SIGKILL redis, everysec, last 1s of AOF lost", fsync: "everysec",
+			faults: func(e *env) {
+				e.sleepUntil(e.sc.window / 2)
+				killRedis(e, time.Second)
+			}}))
+	})
+
+	t.Run("c_rolling_sigterm", func(t *testing.T) {
+		runScenario(t, fast(&scenario{name: "c. rolling SIGTERM (StopContext 500ms)", longFrac: 0.01,
+			faults: func(e *env) {
+				for at := 2 * time.Second; at <= e.sc.window; at += 2500 * time.Millisecond {
+					e.sleepUntil(at)
+					restartWorker(e)
+				}
+			}}))
+	})
+
+	t.Run("c2_sigterm_cancels_running_jobs", func(t *testing.T) {
+		runScenario(t, fast(&scenario{name: "c'. SIGTERM every 1s, 25 long jobs each (200ms)", jobs: max(n/30, 200),
+			window: 3 * time.Second, longFrac: 1, concurrency: 25, stopTimeout: 200 * time.Millisecond,
+			faults: func(e *env) {
+				for at := time.Second; at <= 8*time.Second; at += time.Second {
+					e.sleepUntil(at)
+					restartWorker(e)
+				}
+			}}))
+	})
+
+	frozen := func(e *env, tl *tally) {
+		if tl.dups != 0 {
+			e.t.Errorf("%d duplicate runs after a freeze: a live pool was reaped", tl.dups)
+		}
+		if lines := e.fl.logLines("reaped dead pool"); len(lines) > 0 {
+			e.t.Errorf("pools were reaped while Redis was merely frozen:\n%s", strings.Join(lines, "\n"))
+		}
+		for _, p := range e.fl.all() {
+			if p.killed || p.n >= e.sc.workers {
+				e.t.Errorf("worker %d was restarted", p.pid)
+			}
+		}
+	}
+	t.Run("d_redis_frozen", func(t *testing.T) {
+		runScenario(t, fast(&scenario{name: "d. redis SIGSTOP 8s (> DeadPoolTimeout)", enqConc: 16,
+			faults: func(e *env) {
+				e.sleepUntil(3 * time.Second)
+				freezeRedis(e, 8*time.Second)
+			},
+			check: frozen}))
+	})
+
+	t.Run("d2_redis_frozen_read_timeout", func(t *testing.T) {
+		runScenario(t, fast(&scenario{name: "d'. as d, workers with a 2s read timeout", enqConc: 16,
+			readTimeout: 2 * time.Second,
+			faults: func(e *env) {
+				e.sleepUntil(3 * time.Second)
+				freezeRedis(e, 8*time.Second)
+			},
+			check: func(e *env, tl *tally) {
+				frozen(e, tl)
+				if lines := e.fl.logLines("wake-up subscription lost"); len(lines) > 0 {
+					e.note("%d 'wake-up subscription lost' warnings in the worker logs", len(lines))
+				}
+			}}))
+	})
+
+	t.Run("e_redis_restart_under_enqueue", func(t *testing.T) {
+		runScenario(t, fast(&scenario{name: "e. redis restarted (SIGTERM) while enqueuing", enqConc: 8,
+			faults: func(e *env) {
+				for _, at := range []time.Duration{e.sc.window / 3, 2 * e.sc.window / 3} {
+					e.sleepUntil(at)
+					restartRedis(e)
+				}
+			},
+			check: func(e *env, tl *tally) {
+				if tl.enqErrs == 0 {
+					e.t.Logf("no Enqueue call failed across the restarts (the restarts fell between calls)")
+				}
+			}}))
+	})
+
+	t.Run("f_fetch_reply_lost", func(t *testing.T) {
+		runScenario(t, fast(&scenario{name: "f. fetch ran, its reply lost (connection cut)", dropFetch: true,
+			faults: func(e *env) {
+				for at := 2 * time.Second; at <= e.sc.window; at += 2 * time.Second {
+					e.sleepUntil(at)
+					dropFetchReply(e)
+				}
+			}}))
+	})
+}
+
+// killWorker SIGKILLs a random worker and starts a replacement.
+func killWorker(e *env) {
+	p := e.fl.random()
+	if p == nil {
+		return
+	}
+	id := e.in.poolOfPid(p.pid)
+	e.fl.sigkill(p)
+	held := e.in.heldBy(id)
+	e.fault(held, "SIGKILL worker pid %d (pool %s)", p.pid, id)
+	e.spawnWorker()
+}
+
+// restartWorker sends SIGTERM to the oldest live worker, waits for it to exit and starts another.
+func restartWorker(e *env) {
+	live := e.fl.live()
+	if len(live) == 0 {
+		return
+	}
+	p := live[0]
+	id := e.in.poolOfPid(p.pid)
+	held := e.in.heldBy(id)
+	took := e.fl.sigterm(p, 10*time.Second)
+	e.fault(held, "SIGTERM worker pid %d (pool %s), exited after %v", p.pid, id, took.Round(time.Millisecond))
+	e.spawnWorker()
+}
+
+// killRedis SIGKILLs redis-server and restarts it from its append-only file. With lose > 0 the AOF
+// is first cut back to its size lose before the kill: the acknowledged writes of that last stretch
+// vanish, as they may on a power loss with appendfsync everysec.
+func killRedis(e *env, lose time.Duration) {
+	type sample struct {
+		at   time.Time
+		size int64
+	}
+	var samples []sample
+	var stop chan struct{}
+	var sampled sync.WaitGroup
+	if lose > 0 {
+		path, err := e.srv.incrAOF()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		stop = make(chan struct{})
+		sampled.Add(1)
+		go func() {
+			defer sampled.Done()
+			tk := time.NewTicker(10 * time.Millisecond)
+			defer tk.Stop()
+			for {
+				if fi, err := os.Stat(path); err == nil {
+					samples = append(samples, sample{time.Now(), fi.Size()})
+				}
+				select {
+				case <-stop:
+					return
+				case <-tk.C:
+				}
+			}
+		}()
+		time.Sleep(lose + 200*time.Millisecond)
+	}
+	held := e.in.heldTotal()
+	killedAt := time.Now()
+	e.srv.kill(syscall.SIGKILL)
+	if lose > 0 {
+		close(stop)
+		sampled.Wait()
+		path, _ := e.srv.incrAOF()
+		fi, err := os.Stat(path)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		cutAt := killedAt.Add(-lose)
+		var keep sample
+		for _, s := range samples {
+			if !s.at.After(cutAt) {
+				keep = s
+			}
+		}
+		if err := os.Truncate(path, keep.size); err != nil {
+			e.t.Fatal(err)
+		}
+		windowStart := keep.at
+		e.note("AOF cut from %d to %d bytes: writes acknowledged after %.2fs are gone", fi.Size(), keep.size,
+			windowStart.Sub(e.start).Seconds())
+		windowEnd := killedAt.Add(50 * time.Millisecond) // a reply read just before the kill
+		e.excused = func(i int) bool {
+			at := e.load.results[i].ackAt
+			return !at.Before(windowStart) && at.Before(windowEnd)
+		}
+	}
+	down := time.Now()
+	time.Sleep(time.Second)
+	e.srv.start()
+	e.fault(held, "SIGKILL redis-server, restarted from its AOF after %v", time.Since(down).Round(time.Millisecond))
+}
+
+// restartRedis stops redis-server with SIGTERM (it flushes its AOF) and starts it again.
+func restartRedis(e *env) {
+	held := e.in.heldTotal()
+	e.srv.kill(syscall.SIGTERM)
+	down := time.Now()
+	time.Sleep(500 * time.Millisecond)
+	e.srv.start()
+	e.fault(held, "redis-server restarted (SIGTERM), down %v", time.Since(down).Round(time.Millisecond))
+}
+
+// freezeRedis stops redis-server with SIGSTOP for d, then lets it go on.
+func freezeRedis(e *env, d time.Duration) {
+	held := e.in.heldTotal()
+	e.srv.signal(syscall.SIGSTOP)
+	time.Sleep(d)
+	e.srv.signal(syscall.SIGCONT)
+	e.fault(held, "redis-server frozen (SIGSTOP) for %v", d)
+}
+
+// dropFetchReply makes the proxy drop the reply of the next fetch that took effect.
+func dropFetchReply(e *env) {
+	before := e.proxy.dropped.Load()
+	held := e.in.heldTotal()
+	e.proxy.armed.Add(1)
+	deadline := time.Now().Add(3 * time.Second)
+	for e.proxy.dropped.Load() == before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if e.proxy.dropped.Load() == before {
+		e.proxy.armed.Store(0)
+		e.note("no fetch went through the proxy to drop")
+		return
+	}
+	e.fault(held, "a fetch ran in Redis, its reply was lost (connection cut)")
+}
+
+// printTable logs the summary of every scenario that ran.
+func printTable(t *testing.T) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	if len(results) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-48s %8s %6s %8s %5s %5s %5s %5s %5s %9s %9s\n", "scenario", "enqueued", "enqErr",
+		"complete", "dead", "LOST", "STUCK", "HELD", "dups", "inflight", "recovery")
+	for _, r := range results {
+		fmt.Fprintf(&b, "%-48s %8d %6d %8d %5d %5d %5d %5d %5d %9d %9s\n", r.name, r.enqueued, r.enqErrs,
+			r.completed, r.dead, r.lost, r.stuck, len(r.held), r.dups, r.inFlight, fmtRecovery(r.recovery))
+	}
+	fmt.Fprintf(&b, "enqErr: jobs whose Enqueue call returned an error; LOST: accepted and nowhere; STUCK: in an\n"+
+		"in-progress list after every worker stopped; HELD: unfinished at the deadline, sitting in the in-progress\n"+
+		"list of a live pool that does not run them; inflight: jobs in the in-progress lists of the victims at\n"+
+		"the faults; recovery: last fault to every job done (fast timings: heartbeat 1s, dead-pool timeout 3s;\n"+
+		"with the defaults 5s/10s a crash recovery takes up to 7s longer, see a0).\n")
+	var keys []string
+	for _, r := range results {
+		if len(r.residue) > 0 {
+			keys = append(keys, fmt.Sprintf("%s: residue %v", r.name, first(r.residue, 5)))
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(k + "\n")
+	}
+	t.Log(b.String())
+}

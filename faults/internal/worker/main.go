@@ -1,0 +1,144 @@
+// Command worker is the worker process of the fault tests: one work.WorkerPool serving the test job
+// names, whose handler records every run and every completion in Redis, so that the test can account
+// for every job after it has killed, stopped or frozen things.
+//
+// Bookkeeping, under the -ledger prefix (outside the pool's namespace):
+//
+//	<ledger>:runs  hash  "<key>|<run token>" -> 1   one field per handler run that started
+//	<ledger>:done  set   <key>                      jobs whose handler completed successfully
+//
+// Both writes are idempotent (a run token is random per run), so a write retried after a lost reply
+// does not count twice.
+//
+// A job's args: "k" its tracking key, "ms" how long the handler works (milliseconds), "fail"
+// "first" (fail the first attempt) or "always" (fail every attempt, so it ends in the dead set).
+//
+// On SIGTERM or SIGINT the pool is stopped with StopContext and a deadline of -stop-timeout; jobs
+// still running then go back to their queue. SIGKILL just kills it.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work"
+)
+
+type ctx struct{}
+
+func main() {
+	addr := flag.String("redis", "127.0.0.1:6379", "redis address")
+	ns := flag.String("ns", "faults", "namespace")
+	ledger := flag.String("ledger", "ledger", "key prefix of the bookkeeping")
+	names := flag.String("names", "fa,fb,fc", "job names, comma-separated")
+	concurrency := flag.Uint("concurrency", 8, "workers")
+	heartbeat := flag.Duration("heartbeat", 0, "HeartbeatInterval (0: library default)")
+	deadPool := flag.Duration("dead-pool", 0, "DeadPoolTimeout (0: library default)")
+	stopTimeout := flag.Duration("stop-timeout", 500*time.Millisecond, "StopContext deadline on SIGTERM")
+	readTimeout := flag.Duration("read-timeout", 0, "redigo read timeout (0: none)")
+	maxFails := flag.Uint("max-fails", 3, "JobOptions.MaxFails")
+	backoff := flag.Int64("backoff", 1, "retry backoff, seconds")
+	logLevel := flag.String("log", "warn", "log level: debug, info, warn, error")
+	flag.Parse()
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		level = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	dialOpts := []redis.DialOption{redis.DialConnectTimeout(time.Second)}
+	if *readTimeout > 0 {
+		dialOpts = append(dialOpts, redis.DialReadTimeout(*readTimeout), redis.DialWriteTimeout(*readTimeout))
+	}
+	pool := &redis.Pool{
+		MaxIdle:     int(*concurrency) + 8,
+		IdleTimeout: time.Minute,
+		Dial:        func() (redis.Conn, error) { return redis.Dial("tcp", *addr, dialOpts...) },
+	}
+
+	wp := work.NewWorkerPoolWithOptions(ctx{}, *concurrency, *ns, pool, work.WorkerPoolOptions{
+		Logger:            logger,
+		HeartbeatInterval: *heartbeat,
+		DeadPoolTimeout:   *deadPool,
+	})
+	runsKey, doneKey := *ledger+":runs", *ledger+":done"
+	handler := func(c context.Context, job *work.Job) error {
+		k := job.ArgString("k")
+		if err := job.ArgError(); err != nil {
+			return err
+		}
+		if err := record(c, pool, "HSET", runsKey, k+"|"+token(), 1); err != nil {
+			return err
+		}
+		if ms, ok := job.Args["ms"].(float64); ok && ms > 0 {
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-c.Done():
+				return c.Err()
+			}
+		}
+		switch job.Args["fail"] {
+		case "always":
+			return errors.New("fails every attempt")
+		case "first":
+			if job.Fails == 0 {
+				return errors.New("fails its first attempt")
+			}
+		}
+		return record(c, pool, "SADD", doneKey, k)
+	}
+	opts := work.JobOptions{MaxFails: *maxFails, Backoff: func(*work.Job) int64 { return *backoff }}
+	for _, name := range strings.Split(*names, ",") {
+		wp.JobWithOptions(name, opts, handler)
+	}
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	wp.Start()
+	fmt.Println("started", os.Getpid())
+	<-sig
+	stopCtx, cancel := context.WithTimeout(context.Background(), *stopTimeout)
+	err := wp.StopContext(stopCtx)
+	cancel()
+	fmt.Println("stopped", os.Getpid(), err)
+}
+
+// record runs an idempotent bookkeeping write, retrying while Redis is unreachable (a handler's side
+// effect is not given up because of an outage), until the job's context ends.
+func record(c context.Context, pool *redis.Pool, cmd string, args ...interface{}) error {
+	wait := 20 * time.Millisecond
+	for {
+		conn, err := pool.GetContext(c)
+		if err == nil {
+			_, err = conn.Do(cmd, args...)
+			conn.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-c.Done():
+			return fmt.Errorf("recording %s: %w (last error: %v)", cmd, c.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+func token() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
