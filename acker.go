@@ -69,37 +69,29 @@ func (a *acker) loop() {
 	for {
 		select {
 		case op := <-a.in:
-			batch = append(batch[:0], op)
+			batch = a.fill(append(batch[:0], op))
 		case <-a.closed:
-			// Drain what was submitted before close.
-			for {
-				batch = batch[:0]
-				for len(batch) < maxAckBatch {
-					select {
-					case op := <-a.in:
-						batch = append(batch, op)
-						continue
-					default:
-					}
-					break
-				}
-				if len(batch) == 0 {
-					return
-				}
+			// Write what was submitted before close.
+			for batch = a.fill(batch[:0]); len(batch) > 0; batch = a.fill(batch[:0]) {
 				a.write(batch, true)
 			}
-		}
-		for len(batch) < maxAckBatch {
-			select {
-			case op := <-a.in:
-				batch = append(batch, op)
-				continue
-			default:
-			}
-			break
+			return
 		}
 		a.write(batch, false)
 	}
+}
+
+// fill adds to batch, without waiting, whatever outcomes are already submitted, up to maxAckBatch.
+func (a *acker) fill(batch []finishOp) []finishOp {
+	for len(batch) < maxAckBatch {
+		select {
+		case op := <-a.in:
+			batch = append(batch, op)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // write applies a batch, retrying while Redis is unreachable. While closing it gives up after a few

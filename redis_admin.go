@@ -179,14 +179,19 @@ func (s *store) zsetByScore(ctx context.Context, key string, min, max interface{
 	return out, err
 }
 
+// memberArgs are the script arguments of a member deletion: the key, the unique lock when there is one,
+// then the member.
+func memberArgs(key string, member []byte, lockKey string) []interface{} {
+	if lockKey != "" {
+		return []interface{}{2, key, lockKey, member}
+	}
+	return []interface{}{1, key, member}
+}
+
 // deleteMember removes one member of a sorted set, and with it the unique lock lockKey unless that is
 // "" (see deleteMemberScript). It reports whether the member was removed.
 func (s *store) deleteMember(ctx context.Context, key string, member []byte, lockKey string) (bool, error) {
-	args := []interface{}{1, key}
-	if lockKey != "" {
-		args = []interface{}{2, key, lockKey}
-	}
-	args = append(args, member)
+	args := memberArgs(key, member, lockKey)
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
@@ -424,11 +429,7 @@ func (s *store) poolIDs(ctx context.Context) ([]string, error) {
 // deleteListMember removes every copy of member from a list, and with it the unique lock lockKey
 // unless that is "" (see deleteListMemberScript). It returns the number of copies removed.
 func (s *store) deleteListMember(ctx context.Context, key string, member []byte, lockKey string) (int64, error) {
-	args := []interface{}{1, key}
-	if lockKey != "" {
-		args = []interface{}{2, key, lockKey}
-	}
-	args = append(args, member)
+	args := memberArgs(key, member, lockKey)
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
