@@ -405,8 +405,7 @@ func TestConnSecPassword(t *testing.T) {
 			return redis.Dial("tcp", addr, redis.DialPassword(pw), redis.DialConnectTimeout(2*time.Second))
 		}
 	}
-	var addr string
-	addr = connsecServer(t, func(a string) error { return connsecPing(dialWith(a, password)) }, nil,
+	addr := connsecServer(t, func(a string) error { return connsecPing(dialWith(a, password)) }, nil,
 		"--port", "PORT", "--requirepass", password)
 	pool := connsecPool(dialWith(addr, password))
 	defer pool.Close()

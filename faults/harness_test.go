@@ -569,9 +569,6 @@ const (
 	kindByKeyIn
 )
 
-var kindNames = []string{"Enqueue", "EnqueueBatch", "EnqueueIn", "EnqueueUnique", "EnqueueUniqueIn",
-	"EnqueueUniqueByKey", "EnqueueUniqueInByKey"}
-
 // jobSpec is one job of a scenario: its tracking key (args "k", unique across the run), its name,
 // how it is enqueued, how long it works and whether it fails.
 type jobSpec struct {

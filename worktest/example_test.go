@@ -42,6 +42,7 @@ func ExampleRun() {
 func ExampleRun_panic() {
 	err := worktest.Run(func(job *work.Job) error {
 		var m map[string]int
+		//lint:ignore SA5000 the handler panics on purpose: that is what the example shows
 		m["x"]++
 		return nil
 	}, nil)
