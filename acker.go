@@ -102,6 +102,7 @@ func (a *acker) write(batch []finishOp, closing bool) {
 	for attempt := 1; ; attempt++ {
 		done, err := a.r.wp.store.finish(context.Background(), a.r.poolID, batch)
 		if err == nil {
+			a.scheduleRequeues(batch)
 			for i, d := range done {
 				if d == 0 && i < len(batch) {
 					logger.Info("work: job was no longer held by this pool (put back already)",
@@ -128,5 +129,16 @@ func (a *acker) write(batch []finishOp, closing bool) {
 	a.pending.Add(-int64(len(batch)))
 	if a.pending.Load() == 0 {
 		a.r.fetcher.poke()
+	}
+}
+
+// scheduleRequeues tells the requeuer when the retries and snoozes just written are due: no look at
+// Redis would tell it sooner.
+func (a *acker) scheduleRequeues(batch []finishOp) {
+	ks := a.r.wp.store.ks
+	for i := range batch {
+		if o := &batch[i]; o.op == "zadd" && (o.dest == ks.retry() || o.dest == ks.scheduled()) {
+			a.r.requeuer.at(time.Unix(o.score, 0))
+		}
 	}
 }

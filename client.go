@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1086,4 +1087,70 @@ func NewClientWithBackend(namespace string, b Backend) *Client {
 		panic("work: NewClientWithBackend needs a non-nil Backend")
 	}
 	return &Client{store: newStore(namespace, b)}
+}
+
+// PeriodicJob is a periodic job that a live worker pool enqueues (see WorkerPool.PeriodicallyEnqueue),
+// as the pool's heartbeat describes it.
+type PeriodicJob struct {
+	JobName       string   `json:"job_name"`
+	Spec          string   `json:"spec"`
+	NextRunAt     int64    `json:"next_run_at"`     // epoch seconds of the next tick; 0 when the spec cannot be read
+	WorkerPoolIDs []string `json:"worker_pool_ids"` // the pools that declare it, sorted
+}
+
+// PeriodicJobs returns the periodic jobs declared by the registered worker pools, one per job name
+// and spec, sorted by next run, then job name and spec. The next run is computed from the caller's
+// clock. Pools of gocraft/work do not describe theirs, so they are not listed.
+func (c *Client) PeriodicJobs() ([]*PeriodicJob, error) {
+	ids, hashes, err := c.store.poolHashes(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	byKey := map[[2]string]*PeriodicJob{}
+	out := []*PeriodicJob{}
+	for i, id := range ids {
+		raw := hashes[i]["periodic_jobs"]
+		if raw == "" {
+			continue
+		}
+		var list []struct {
+			JobName string `json:"job_name"`
+			Spec    string `json:"spec"`
+		}
+		if json.Unmarshal([]byte(raw), &list) != nil {
+			continue // written by hand: nothing to show
+		}
+		for _, e := range list {
+			k := [2]string{e.JobName, e.Spec}
+			pj := byKey[k]
+			if pj == nil {
+				pj = &PeriodicJob{JobName: e.JobName, Spec: e.Spec, WorkerPoolIDs: []string{}}
+				if sched, err := parseCronSpec(e.Spec); err == nil {
+					if next := alignSchedule(sched).Next(now); !next.IsZero() {
+						pj.NextRunAt = next.Unix()
+					}
+				}
+				byKey[k] = pj
+				out = append(out, pj)
+			}
+			if !slices.Contains(pj.WorkerPoolIDs, id) {
+				pj.WorkerPoolIDs = append(pj.WorkerPoolIDs, id)
+			}
+		}
+	}
+	for _, pj := range out {
+		sort.Strings(pj.WorkerPoolIDs)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.NextRunAt != b.NextRunAt {
+			return a.NextRunAt != 0 && (b.NextRunAt == 0 || a.NextRunAt < b.NextRunAt) // unknown last
+		}
+		if a.JobName != b.JobName {
+			return a.JobName < b.JobName
+		}
+		return a.Spec < b.Spec
+	})
+	return out, nil
 }

@@ -1161,3 +1161,56 @@ func TestClientDeletesOnlyUniqueLocksNeverTheKeyAPayloadNames(t *testing.T) {
 		t.Errorf("deleting jobs whose unique_key names another key deleted it")
 	}
 }
+
+func TestClientPeriodicJobsListsWhatLivePoolsDeclare(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	start := func() *WorkerPool {
+		return bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).
+			Job("report", func(*Job) error { return nil }).
+			Job("sweep", func(*Job) error { return nil }).
+			PeriodicallyEnqueue("0 0 * * * *", "report").
+			PeriodicallyEnqueue("@every 1m", "sweep"))
+	}
+	a, b := start(), start()
+	// A hash written by hand is skipped, not an error.
+	rdo(t, pool, "SADD", bhvKey(ns, "worker_pools"), "junk")
+	rdo(t, pool, "HSET", bhvKey(ns, "worker_pools", "junk"), "heartbeat_at", time.Now().Unix(), "periodic_jobs", "{not json")
+
+	before := time.Now()
+	got, err := NewClient(ns, pool).PeriodicJobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %d periodic jobs, want 2: %+v", len(got), got)
+	}
+	ids := []string{a.workerPoolID, b.workerPoolID}
+	sort.Strings(ids)
+	// @every 1m is due before the top of the hour unless the hour starts within the minute.
+	for _, pj := range got {
+		if !reflect.DeepEqual(pj.WorkerPoolIDs, ids) {
+			t.Errorf("%s: pools %v, want %v", pj.JobName, pj.WorkerPoolIDs, ids)
+		}
+		next := time.Unix(pj.NextRunAt, 0)
+		if !next.After(before.Add(-time.Second)) {
+			t.Errorf("%s: next run %v is not after now", pj.JobName, next)
+		}
+		switch pj.JobName {
+		case "report":
+			if pj.Spec != "0 0 * * * *" || next.Minute() != 0 || next.Second() != 0 || next.Sub(before) > time.Hour {
+				t.Errorf("report: %+v (next %v)", pj, next)
+			}
+		case "sweep":
+			if pj.Spec != "@every 1m" || next.Unix()%60 != 0 || next.Sub(before) > time.Minute {
+				t.Errorf("sweep: %+v (next %v)", pj, next)
+			}
+		default:
+			t.Errorf("unexpected %+v", pj)
+		}
+	}
+	if got[0].NextRunAt > got[1].NextRunAt {
+		t.Errorf("not sorted by next run: %+v, %+v", got[0], got[1])
+	}
+}

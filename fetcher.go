@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,10 +15,14 @@ import (
 // It keeps a view of which of the pool's queues may hold runnable jobs ("ready"), so a fetch only
 // names those, whatever the number of registered job names. A queue becomes ready when a wake-up
 // message names it (an Enqueuer published it when the queue went from empty to non-empty, a stop or
-// reaper put jobs back, a concurrency slot or a pause was released) or when a periodic look at the
-// queue lengths finds it non-empty (which catches jobs pushed by other programs). It stops being
-// ready when a fetch finds it empty, paused, at its MaxConcurrency or past its rate limit (then the
-// next poll, within a second, looks again).
+// reaper put jobs back, a concurrency slot or a pause was released) or when a look at the queues
+// finds it non-empty (which catches jobs pushed by other programs). It stops being ready when a
+// fetch finds it empty, paused, at its MaxConcurrency or past its rate limit (then the next look
+// finds it again).
+//
+// Looks follow SleepBackoffs: once a second while looks find work, then further apart while they find
+// none, up to the last SleepBackoff. The heartbeat looks too, so an idle pool whose last SleepBackoff
+// is as long as its HeartbeatInterval sends nothing but its heartbeat.
 //
 // Capacity is counted in tokens: a job holds one from fetch until its worker finishes it, so the pool
 // holds at most concurrency running jobs plus as many fetched ahead.
@@ -28,19 +33,21 @@ type fetcher struct {
 	capacity int
 	minBatch int
 
-	mu      sync.Mutex
-	ready   map[string]bool
-	gen     map[string]uint64 // bumped by each wake-up, so a stale "empty" cannot hide a new job
-	warned  map[string]time.Time
-	drains  []drainWaiter
-	scans   uint64 // scans started
-	scanned uint64 // the number of the last scan completed
-	busyAt  uint64 // scans started when a job last finished: a Drain needs a scan after that
-	rescan  bool   // a scan is wanted at once (Drain)
-	wake    chan struct{}
-	stopped chan struct{}
-	done    chan struct{}
-	sampler prioritySampler
+	mu       sync.Mutex
+	idle     int       // consecutive looks that found no queue holding jobs
+	lastLook time.Time // the last look by a scan or a heartbeat; zero: look now
+	ready    map[string]bool
+	gen      map[string]uint64 // bumped by each wake-up, so a stale "empty" cannot hide a new job
+	warned   map[string]time.Time
+	drains   []drainWaiter
+	scans    uint64 // scans started
+	scanned  uint64 // the number of the last scan completed
+	busyAt   uint64 // scans started when a job last finished: a Drain needs a scan after that
+	rescan   bool   // a scan is wanted at once (Drain)
+	wake     chan struct{}
+	stopped  chan struct{}
+	done     chan struct{}
+	sampler  prioritySampler
 
 	outstanding int64 // jobs fetched and not yet finished (guarded by mu)
 
@@ -48,7 +55,12 @@ type fetcher struct {
 	// that puts back in-progress entries the pool does not hold.
 	hmu       sync.Mutex
 	held      map[string]map[string]int
+	touched   map[string]bool // names fetched from or finished since the heartbeat last squared them
 	lastSweep time.Time
+	active    bool   // fetched since the last sweep
+	sweptErrs uint64 // the store's error count at the last sweep
+
+	subscribed atomic.Bool // wake-up messages are arriving
 }
 
 // drainWaiter is a Drain call waiting for a scan that started after it.
@@ -68,6 +80,7 @@ func newFetcher(r *poolRun, capacity int) *fetcher {
 		gen:      make(map[string]uint64),
 		warned:   make(map[string]time.Time),
 		held:     make(map[string]map[string]int),
+		touched:  make(map[string]bool),
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -175,22 +188,80 @@ func (f *fetcher) backoff(i int) time.Duration {
 	return time.Duration(b[i]) * time.Millisecond
 }
 
-// rescanEvery is how often the pool looks at Redis whatever else it does: it bounds how long a job
-// pushed by another program (without a wake-up) waits, and how late a due scheduled or retry job
-// moves to its queue. It is the last SleepBackoff, at most a second.
-func (f *fetcher) rescanEvery() time.Duration {
-	d := f.backoff(len(f.r.wp.opts.SleepBackoffs) - 1)
-	if d <= 0 || d > time.Second {
-		d = time.Second
+// scanWait is how long after a look the next one is due, given the looks in a row that found nothing.
+// It is SleepBackoffs[idle], but at least the last SleepBackoff capped at a second (wake-ups make
+// quicker looks pointless), and at most a second while wake-ups are not arriving. When the heartbeat
+// will look before then, the scan waits a HeartbeatInterval longer, in case it does not.
+func (f *fetcher) scanWait(idle int) time.Duration {
+	floor := f.backoff(len(f.r.wp.opts.SleepBackoffs) - 1)
+	if floor <= 0 || floor > time.Second {
+		floor = time.Second
+	}
+	d := max(f.backoff(idle), floor)
+	if !f.subscribed.Load() {
+		d = min(d, time.Second)
+	}
+	if hb := f.r.wp.opts.HeartbeatInterval; d >= hb {
+		d += hb
 	}
 	return d
+}
+
+// nextScan is when the fetch loop looks next.
+func (f *fetcher) nextScan() time.Time {
+	f.mu.Lock()
+	last, idle := f.lastLook, f.idle
+	f.mu.Unlock()
+	if last.IsZero() {
+		return last
+	}
+	return last.Add(f.scanWait(idle))
+}
+
+// looked takes in what a look found: the queues holding jobs become ready, and the requeuer learns
+// when the next scheduled or retry job is due.
+func (f *fetcher) looked(res scanResult) {
+	if res.dueIn >= 0 {
+		f.r.requeuer.in(time.Duration(res.dueIn) * time.Second)
+	}
+	f.mu.Lock()
+	for _, name := range res.nonEmpty {
+		f.ready[name] = true
+	}
+	if len(res.nonEmpty) > 0 {
+		f.idle = 0
+	} else {
+		f.idle++
+	}
+	f.lastLook = time.Now()
+	f.mu.Unlock()
+	if len(res.nonEmpty) > 0 {
+		f.poke()
+	}
+}
+
+// takeTouched returns the names fetched from or finished since the last call, for the heartbeat to
+// square their counters.
+func (f *fetcher) takeTouched() map[string]bool {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	t := f.touched
+	f.touched = make(map[string]bool)
+	return t
+}
+
+// touch marks names to square at the next heartbeat (again, after a heartbeat that failed).
+func (f *fetcher) touch(names map[string]bool) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	for name := range names {
+		f.touched[name] = true
+	}
 }
 
 func (f *fetcher) loop() {
 	defer close(f.done)
 	logger := f.r.wp.logger
-	idle := 0              // consecutive looks that found nothing
-	var nextScan time.Time // zero: scan now
 	errWait := 10 * time.Millisecond
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -198,10 +269,10 @@ func (f *fetcher) loop() {
 		if f.isStopped() {
 			return
 		}
-		if time.Since(f.lastSweep) >= f.sweepEvery() {
+		if f.sweepDue() {
 			f.sweep()
 		}
-		if !time.Now().Before(nextScan) || f.takeRescan() {
+		if !time.Now().Before(f.nextScan()) || f.takeRescan() {
 			if err := f.scan(); err != nil {
 				logger.Error("work: looking for jobs", "err", err)
 				if !f.sleep(timer, errWait) {
@@ -210,20 +281,14 @@ func (f *fetcher) loop() {
 				errWait = min(2*errWait, 5*time.Second)
 				continue
 			}
-			nextScan = time.Now().Add(f.rescanEvery())
 		}
 		cands, gens := f.candidates()
 		if len(cands) == 0 {
 			if f.checkDrained() {
 				continue
 			}
-			wait := f.backoff(idle)
-			idle++
-			if until := time.Until(nextScan); wait > until {
-				wait = until
-			}
+			wait := time.Until(f.nextScan())
 			if wait <= 0 {
-				nextScan = time.Time{}
 				continue
 			}
 			timer.Reset(wait)
@@ -232,7 +297,6 @@ func (f *fetcher) loop() {
 				return
 			case <-f.wake:
 			case <-timer.C:
-				nextScan = time.Time{}
 			}
 			if !timer.Stop() {
 				select {
@@ -246,8 +310,7 @@ func (f *fetcher) loop() {
 		if n == 0 {
 			return
 		}
-		got, err := f.fetch(cands, gens, n)
-		if err != nil {
+		if _, err := f.fetch(cands, gens, n); err != nil {
 			logger.Error("work: fetching jobs", "err", err)
 			if !f.sleep(timer, errWait) {
 				return
@@ -256,9 +319,6 @@ func (f *fetcher) loop() {
 			continue
 		}
 		errWait = 10 * time.Millisecond
-		if got > 0 {
-			idle = 0
-		}
 	}
 }
 
@@ -317,24 +377,18 @@ func (f *fetcher) checkDrained() bool {
 	return f.rescan
 }
 
-// scan marks ready every queue of the pool that holds jobs, and wakes the requeuer when a scheduled
-// or retry job is due: one round trip, any number of names.
+// scan looks for waiting jobs (see looked): one round trip, any number of names.
 func (f *fetcher) scan() error {
 	f.mu.Lock()
 	f.scans++
 	seq := f.scans
 	f.mu.Unlock()
-	due, nonEmpty, err := f.r.wp.store.poll(f.r.ctx, f.r.names)
+	res, err := f.r.wp.store.poll(f.r.ctx, f.r.names)
 	if err != nil {
 		return err
 	}
-	if due {
-		f.r.requeuer.poke()
-	}
+	f.looked(res)
 	f.mu.Lock()
-	for _, name := range nonEmpty {
-		f.ready[name] = true
-	}
 	f.scanned = seq
 	f.mu.Unlock()
 	return nil
@@ -451,8 +505,13 @@ func (f *fetcher) fetch(cands []string, gens []uint64, n int) (int, error) {
 func (f *fetcher) hold(cands []string, res fetchResult) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
+	f.active = f.active || len(res.jobs) > 0
 	k := 0
 	for i, name := range cands {
+		// The heartbeat squares the queues jobs came from, and those with a key of the wrong type.
+		if res.counts[i] > 0 || res.status[i] == -5 {
+			f.touched[name] = true
+		}
 		for c := int64(0); c < res.counts[i]; c++ {
 			m := f.held[name]
 			if m == nil {
@@ -470,6 +529,7 @@ func (f *fetcher) unhold(ops []finishOp) {
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
 	for i := range ops {
+		f.touched[ops[i].name] = true
 		m := f.held[ops[i].name]
 		key := string(ops[i].raw)
 		if m[key] > 1 {
@@ -480,15 +540,32 @@ func (f *fetcher) unhold(ops []finishOp) {
 	}
 }
 
-// sweepEvery is how often the pool looks for in-progress entries it does not hold.
+// sweepEvery is how often the pool looks for in-progress entries it does not hold, when it fetched
+// jobs or a Redis call failed since the last look: those are what leave such entries (a fetch or an
+// acknowledgement applied whose reply was lost, a failover). Otherwise it looks every slowSweepEvery.
 func (f *fetcher) sweepEvery() time.Duration { return 2 * f.r.wp.opts.HeartbeatInterval }
+
+const slowSweepEvery = 5 * time.Minute
+
+func (f *fetcher) sweepDue() bool {
+	since := time.Since(f.lastSweep)
+	if since < f.sweepEvery() {
+		return false
+	}
+	f.hmu.Lock()
+	active := f.active
+	f.hmu.Unlock()
+	return active || f.r.wp.store.errs.Load() != f.sweptErrs || since >= slowSweepEvery
+}
 
 // sweep puts back the in-progress entries the pool does not hold. It runs on the fetch loop, so no
 // fetch is under way; payloads stay held until their outcome is written, so a pending acknowledgement
 // is not mistaken for a lost one.
 func (f *fetcher) sweep() {
 	f.lastSweep = time.Now()
+	f.sweptErrs = f.r.wp.store.errs.Load()
 	f.hmu.Lock()
+	f.active = false
 	held := make(map[string][][]byte, len(f.held))
 	for name, m := range f.held {
 		for p, c := range m {
@@ -577,10 +654,15 @@ func (f *fetcher) subscribeOnce() (bool, error) {
 		cancel()
 	}()
 	ks := f.r.wp.store.ks
-	cancelCh := ks.cancelChannel()
-	err := f.r.wp.store.backend.Subscribe(ctx, []string{ks.wakeChannel(), cancelCh},
+	cancelCh, dueCh := ks.cancelChannel(), ks.dueChannel()
+	defer func() {
+		f.subscribed.Store(false)
+		f.poke() // the fetch loop may be waiting longer than it should without wake-ups
+	}()
+	err := f.r.wp.store.backend.Subscribe(ctx, []string{ks.wakeChannel(), cancelCh, dueCh},
 		func() {
 			subscribed.Store(true)
+			f.subscribed.Store(true)
 			// Subscribed: anything pushed before now may have been missed.
 			f.mu.Lock()
 			for _, name := range f.r.names {
@@ -591,9 +673,15 @@ func (f *fetcher) subscribeOnce() (bool, error) {
 			f.poke()
 		},
 		func(channel string, data []byte) {
-			if channel == cancelCh {
+			switch channel {
+			case cancelCh:
 				f.r.cancelJob(string(data))
-			} else {
+			case dueCh:
+				// An Enqueuer scheduled a job: its run-at, in epoch seconds.
+				if at, err := strconv.ParseInt(string(data), 10, 64); err == nil {
+					f.r.requeuer.at(time.Unix(at, 0))
+				}
+			default:
 				f.notify(string(data))
 			}
 		})

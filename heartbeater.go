@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -10,7 +11,8 @@ import (
 
 // heartbeater tells Redis, every HeartbeatInterval, that the pool is alive (in the server's clock, so
 // clocks of other machines do not matter), squares the pool's concurrency counters with the jobs it
-// actually holds, and hands the pools whose heartbeat stopped to the reaper.
+// actually holds, hands the pools whose heartbeat stopped to the reaper, and looks for waiting jobs
+// on the fetcher's behalf (so an idle pool sends one command per heartbeat).
 type heartbeater struct {
 	r     *poolRun
 	hb    poolHeartbeat
@@ -20,9 +22,10 @@ type heartbeater struct {
 }
 
 // fullReconcileEvery is how many heartbeats apart every lock counter is recomputed from lock_info,
-// which heals a counter someone else changed; in between only the counters of job names whose
-// count in this pool changed are rewritten.
-const fullReconcileEvery = 12
+// which heals a counter someone else changed on a queue this pool did not touch (and finds lock_info
+// entries of pools that are gone); in between a heartbeat squares only the queues this pool fetched
+// from or finished jobs of, and the queues with a MaxConcurrency, whose counters gate fetches.
+const fullReconcileEvery = 60
 
 func newHeartbeater(r *poolRun) *heartbeater {
 	h := &heartbeater{r: r, reap: newReaper(r)}
@@ -41,6 +44,18 @@ func newHeartbeater(r *poolRun) *heartbeater {
 		workerIDs:   r.workerIDs(),
 		host:        hostname(),
 		pid:         os.Getpid(),
+	}
+	if len(r.wp.periodicJobs) > 0 {
+		type entry struct {
+			JobName string `json:"job_name"`
+			Spec    string `json:"spec"`
+		}
+		list := make([]entry, len(r.wp.periodicJobs))
+		for i, pj := range r.wp.periodicJobs {
+			list[i] = entry{JobName: pj.jobName, Spec: pj.spec}
+		}
+		b, _ := json.Marshal(list) // strings only: cannot fail
+		h.hb.periodicJobs = string(b)
 	}
 	return h
 }
@@ -79,14 +94,23 @@ func (h *heartbeater) beat() time.Duration {
 	lateAfter := int64(opts.HeartbeatInterval/time.Second) + 1
 	full := h.beats%fullReconcileEvery == 0
 	h.beats++
-	res, err := h.r.wp.store.heartbeat(ctx, &h.hb, deadAfter, lateAfter, full)
+	touched := h.r.fetcher.takeTouched()
+	var reconcile []int
+	for i, name := range h.hb.jobNames {
+		if full || touched[name] || h.hb.maxConcurrency[i] > 0 {
+			reconcile = append(reconcile, i)
+		}
+	}
+	res, err := h.r.wp.store.heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, full)
 	if err != nil {
 		if h.r.ctx.Err() == nil {
 			h.r.wp.logger.Error("work: heartbeat", "err", err)
 		}
+		h.r.fetcher.touch(touched)
 		h.reap.unhealthy()
 		return 0
 	}
+	h.r.fetcher.looked(res.scan)
 	h.reap.observe(ctx, res.now, res.stale)
 	if res.lateAt == 0 {
 		return 0

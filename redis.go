@@ -60,6 +60,7 @@ func (k keyspace) worker(workerID string) string   { return k.p + "worker:" + wo
 func (k keyspace) lastPeriodicEnqueue() string     { return k.p + "last_periodic_enqueue" }
 func (k keyspace) wakeChannel() string             { return k.p + "wake" }
 func (k keyspace) cancelChannel() string           { return k.p + "cancel" }
+func (k keyspace) dueChannel() string              { return k.p + "due" }
 func (k keyspace) uniquePrefix(name string) string { return k.p + "unique:" + name + ":" }
 
 // stats is the hash of a job name's processed and failed counts on one UTC day (days since the
@@ -249,36 +250,52 @@ return out
 `)
 
 // heartbeatScript records that this pool is alive (in Redis server time), squares the pool's
-// concurrency counters with what it actually holds, and reports the other pools whose heartbeat is
-// older than ARGV[8] seconds or missing, and the earliest heartbeat among the others that are late
-// (older than ARGV[10] seconds), so the caller can look again when that one would be dead. It reads other pools' heartbeat hashes by name (ARGV[9] is
-// their key prefix); with a hash-tagged namespace they share the slot of KEYS[1].
+// concurrency counters with what it actually holds for the job names given, reports the other pools
+// whose heartbeat is older than ARGV[8] seconds or missing, and the earliest heartbeat among the
+// others that are late (older than ARGV[10] seconds), so the caller can look again when that one
+// would be dead, and looks for waiting jobs (luaScan), so an idle pool needs no other command. It
+// reads other pools' heartbeat hashes by name (ARGV[9] is their key prefix); with a hash-tagged
+// namespace they share the slot of KEYS[1].
 //
 //	KEYS[1] worker_pools set; KEYS[2] this pool's heartbeat hash
-//	KEYS[4i-1..4i+2], one group per job name of this pool: in-progress list, lock counter, lock_info
+//	KEYS[3..e] (e = ARGV[13]) scheduled set, retry set, this pool's queues (see luaScan)
+//	KEYS[e+4i-3..e+4i], one group per job name to square: in-progress list, lock counter, lock_info
 //	hash, max_concurrency
 //	ARGV[1] pool ID; ARGV[2] started_at; ARGV[3] job_names; ARGV[4] concurrency; ARGV[5] worker_ids;
 //	ARGV[6] host; ARGV[7] pid; ARGV[8] dead-after seconds; ARGV[9] heartbeat key prefix;
-//	ARGV[10] late-after seconds; ARGV[11] "1" to recompute every lock from its lock_info (else only
-//	the locks of limited queues and those whose lock_info entry of this pool changed);
-//	ARGV[12] the jobs-key prefix (to name the job of a lock_info key); ARGV[12+i] the MaxConcurrency
-//	of job name i (also written back if its key was overwritten)
+//	ARGV[10] late-after seconds; ARGV[11] "1" to recompute every lock of the groups from its
+//	lock_info (else only the locks of limited queues and those whose lock_info entry of this pool
+//	changed); ARGV[12] the jobs-key prefix (to name the job of a lock_info key); ARGV[13] e;
+//	ARGV[14] periodic_jobs ("" when none); ARGV[14+i] the MaxConcurrency of group i (also written back
+//	if its key was overwritten)
 //
-// Returns {now, earliest late heartbeat (0: none), stale pool ID 1, its job_names (or ""), ...}; a pool
-// with a lock_info entry but no registration is reported as stale with that one job name.
-var heartbeatScript = redis.NewScript(-1, luaKeyChecks+`
+// Returns {now, earliest late heartbeat (0: none), scan reply, stale pool ID 1, its job_names (or
+// ""), ...}; a pool with a lock_info entry but no registration is reported as stale with that one job
+// name.
+var heartbeatScript = redis.NewScript(-1, luaKeyChecks+luaScan+`
 local pool = ARGV[1]
 local now = tonumber(redis.call('time')[1])
 local unregistered = {}
-redis.call('hset', KEYS[2], 'heartbeat_at', now, 'started_at', ARGV[2], 'job_names', ARGV[3],
-  'concurrency', ARGV[4], 'worker_ids', ARGV[5], 'host', ARGV[6], 'pid', ARGV[7])
-redis.call('sadd', KEYS[1], pool)
-for k = 3, #KEYS, 4 do
+local fields = {'heartbeat_at', now, 'started_at', ARGV[2], 'job_names', ARGV[3], 'concurrency', ARGV[4],
+  'worker_ids', ARGV[5], 'host', ARGV[6], 'pid', ARGV[7]}
+if ARGV[14] ~= '' then
+  fields[#fields + 1] = 'periodic_jobs'
+  fields[#fields + 1] = ARGV[14]
+end
+redis.call('hset', KEYS[2], unpack(fields))
+local pools, registered = redis.call('smembers', KEYS[1]), {}
+for _, id in ipairs(pools) do registered[id] = true end
+if not registered[pool] then
+  redis.call('sadd', KEYS[1], pool)
+  registered[pool] = true
+end
+local e = tonumber(ARGV[13])
+for k = e + 1, #KEYS, 4 do
   -- Derived counters of the wrong type are repaired: other pools re-add their lock_info entries
   -- with their own heartbeats.
   local repaired = false
   -- Only strings are ever rewritten: a key of another type may be the queue of a colliding job name.
-  local max = tonumber(ARGV[12 + (k - 3) / 4 + 1])
+  local max = tonumber(ARGV[14 + (k - e - 1) / 4 + 1])
   local infoType = redis.call('type', KEYS[k+2]).ok
   if infoType == 'string' then redis.call('del', KEYS[k+2]); repaired = true end
   local lockType = redis.call('type', KEYS[k+1]).ok
@@ -302,7 +319,7 @@ for k = 3, #KEYS, 4 do
       local entries = redis.call('hgetall', KEYS[k+2])
       for j = 1, #entries, 2 do
         sum = sum + (tonumber(entries[j+1]) or 0)
-        if redis.call('sismember', KEYS[1], entries[j]) == 0 then
+        if not registered[entries[j]] then
           unregistered[#unregistered + 1] = entries[j]
           unregistered[#unregistered + 1] = string.sub(KEYS[k+2], #ARGV[12] + 1, -11)
         end
@@ -311,10 +328,10 @@ for k = 3, #KEYS, 4 do
     end
   end
 end
-local out = {now, 0}
+local out = {now, 0, scan(3, e, now)}
 for j = 1, #unregistered do out[#out + 1] = unregistered[j] end
 local deadAfter, lateAfter = tonumber(ARGV[8]), tonumber(ARGV[10])
-for _, id in ipairs(redis.call('smembers', KEYS[1])) do
+for _, id in ipairs(pools) do
   if id ~= pool then
     local hb = redis.pcall('hmget', ARGV[9] .. id, 'heartbeat_at', 'job_names')
     if hb.err then hb = {false, false} end
@@ -376,20 +393,31 @@ redis.call('srem', KEYS[1], ARGV[1])
 return moved
 `)
 
-// dueScript lists members of sorted sets whose score is at or before the server's clock.
+// dueScript lists members of sorted sets whose score is at or before the server's clock, and when
+// the next one after those is due.
 //
 //	KEYS[1..n] sorted sets (scheduled, retry)
 //	ARGV[1] at most this many members of each set
 //
-// Returns {now, {members of KEYS[1]}, {members of KEYS[2]}, ...}.
+// Returns {now, {members of KEYS[1]}, {members of KEYS[2]}, ..., seconds until the earliest member
+// not yet due is due, rounded up (-1: none; at most 3600)}.
 var dueScript = redis.NewScript(-1, `
 local now = redis.call('time')[1]
 local out = {tonumber(now)}
+local nextIn = -1
 for i = 1, #KEYS do
   local m = redis.pcall('zrangebyscore', KEYS[i], '-inf', now, 'LIMIT', 0, ARGV[1])
   if m.err then m = {} end
   out[i + 1] = m
+  local n = redis.pcall('zrangebyscore', KEYS[i], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local at = type(n) == 'table' and tonumber(n[2])
+  if at then
+    local d = math.ceil(at - tonumber(now))
+    if d ~= d or d < 1 then d = 1 elseif d > 3600 then d = 3600 end
+    if nextIn < 0 or d < nextIn then nextIn = d end
+  end
 end
+out[#KEYS + 2] = nextIn
 return out
 `)
 
@@ -434,7 +462,7 @@ return 0
 //
 //	KEYS[1] jobs list or scheduled set; KEYS[2] unique lock; KEYS[3] known_jobs set
 //	ARGV[1] job payload; ARGV[2] lock value ("1", or the job payload for ByKey); ARGV[3] run-at score
-//	or ""; ARGV[4] job name; ARGV[5] wake-up channel; ARGV[6] lock TTL in seconds
+//	or ""; ARGV[4] job name; ARGV[5] wake-up channel; ARGV[6] lock TTL in seconds; ARGV[7] due channel
 //
 // Returns "ok" when enqueued, "dup" otherwise.
 var enqueueUniqueScript = redis.NewScript(3, `
@@ -442,6 +470,7 @@ redis.call('sadd', KEYS[3], ARGV[4])
 if redis.call('set', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[6]) then
   if ARGV[3] ~= '' then
     redis.call('zadd', KEYS[1], ARGV[3], ARGV[1])
+    redis.call('publish', ARGV[7], ARGV[3])
   elseif redis.call('lpush', KEYS[1], ARGV[1]) == 1 then
     redis.call('publish', ARGV[5], ARGV[4])
   end
@@ -563,25 +592,52 @@ redis.call('set', KEYS[2], now)
 return added
 `)
 
-// pollScript answers "what is ready to run?" in one command, however many queues: whether the
-// scheduled or retry set has a due job, and which queues hold jobs.
+// luaScan defines scan(s, e, now), which answers "what is waiting?" for KEYS[s] and KEYS[s+1] (the
+// scheduled and retry sets) and the queues KEYS[s+2..e]. An idle namespace costs one EXISTS (an
+// empty set or list does not exist), whatever the number of queues; TIME is read only when needed.
 //
-//	KEYS[1] scheduled set; KEYS[2] retry set; KEYS[3..n] jobs lists
-//
-// Returns {1 if a job is due else 0, then the indexes (1-based, from KEYS[3]) of the non-empty queues}.
-var pollScript = redis.NewScript(-1, `
-local now = redis.call('time')[1]
-local due = 0
-for i = 1, 2 do
-  local m = redis.pcall('zrangebyscore', KEYS[i], '-inf', now, 'LIMIT', 0, 1)
-  if m[1] then due = 1 end
+// It returns {due, i...}: due is -1 when both sets are empty, else the seconds until their earliest
+// member is due (0: due now; at most 3600, a look comes sooner anyway); each i (1-based from
+// KEYS[s+2]) is a queue that holds jobs.
+const luaScan = `
+local function scan(s, e, now)
+  local out = {-1}
+  local total = 0
+  for i = s, e, 1000 do total = total + redis.call('exists', unpack(KEYS, i, math.min(i + 999, e))) end
+  if total == 0 then return out end
+  local sets = redis.call('exists', KEYS[s], KEYS[s + 1])
+  if sets > 0 then
+    now = now or tonumber(redis.call('time')[1])
+    for i = s, s + 1 do
+      local m = redis.pcall('zrange', KEYS[i], 0, 0, 'WITHSCORES')
+      local at = type(m) == 'table' and tonumber(m[2])
+      if at then
+        local d = at - now
+        -- Scores are anyone's to write: NaN, negative and huge ones are clamped.
+        if d ~= d or d < 0 then d = 0 elseif d > 3600 then d = 3600 end
+        d = math.floor(d)
+        if out[1] < 0 or d < out[1] then out[1] = d end
+      end
+    end
+  end
+  local lists = total - sets
+  for i = s + 2, e do
+    if lists <= 0 then break end
+    local n = redis.pcall('llen', KEYS[i])
+    if type(n) ~= 'number' then
+      lists = lists - 1 -- a key of another type exists too: counted off, not reported
+    elseif n > 0 then
+      out[#out + 1] = i - s - 1
+      lists = lists - 1
+    end
+  end
+  return out
 end
-local out = {due}
-for i = 3, #KEYS do
-  local n = redis.pcall('llen', KEYS[i])
-  if type(n) == 'number' and n > 0 then out[#out + 1] = i - 2 end
-end
-return out
+`
+
+// pollScript runs scan over KEYS: the scheduled set, the retry set, then the pool's queues.
+var pollScript = redis.NewScript(-1, luaScan+`
+return scan(1, #KEYS)
 `)
 
 // trimDeadScript removes the oldest members of the dead set beyond a size and older than an age, at
@@ -705,9 +761,14 @@ func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscrib
 				return ctx.Err()
 			}
 			var ne net.Error
-			if errors.As(v, &ne) && ne.Timeout() && b.pingEvery.Load() == 0 {
-				quiet := time.Since(quietSince)
-				b.pingEvery.Store(int64(max(quiet/2, 50*time.Millisecond)))
+			if errors.As(v, &ne) && ne.Timeout() {
+				// An idle subscription met the connection's read timeout (or, pinging already, a
+				// pong came late on a busy machine): subscribe again, pinging often enough from now
+				// on. A server that is really gone fails the new subscription with its own error.
+				every := int64(max(time.Since(quietSince)/3, 50*time.Millisecond))
+				if cur := b.pingEvery.Load(); cur == 0 || every < cur {
+					b.pingEvery.Store(every)
+				}
 				return errSubscriptionTimedOut
 			}
 			return v
@@ -717,13 +778,14 @@ func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscrib
 
 // errSubscriptionTimedOut reports that an idle subscription hit the connection's read timeout; the
 // next one pings often enough to stay alive.
-var errSubscriptionTimedOut = errors.New("work: the idle wake-up subscription hit the connection's read timeout; pinging from now on")
+var errSubscriptionTimedOut = errors.New("work: the idle wake-up subscription hit the connection's read timeout; subscribing again, pinging more often")
 
 // store is the package's Redis layer: one method per state transition or read, each one round trip
 // unless it says otherwise.
 type store struct {
 	backend Backend
 	ks      keyspace
+	errs    atomic.Uint64 // failed calls: one may have been applied with its reply lost
 }
 
 func newStore(namespace string, b Backend) *store {
@@ -768,7 +830,11 @@ func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 		return err
 	}
 	defer c.Close()
-	return fn(c)
+	err = fn(c)
+	if err != nil {
+		s.errs.Add(1)
+	}
+	return err
 }
 
 // enqueue pushes a payload onto its queue (registering the job name when addKnown is set) and wakes
@@ -826,14 +892,25 @@ func (s *store) enqueueBatch(ctx context.Context, w replicaWait, names []string,
 	})
 }
 
-// schedule adds a payload to the scheduled set.
+// schedule adds a payload to the scheduled set, and tells idle pools when it is due (they would
+// otherwise learn it at their next look, seconds later).
 func (s *store) schedule(ctx context.Context, w replicaWait, name string, runAt int64, payload []byte, addKnown bool) error {
 	return s.doWrite(ctx, w, func(c redis.Conn) error {
 		if addKnown {
 			c.Send("SADD", s.ks.knownJobs(), name)
 		}
-		_, err := c.Do("ZADD", s.ks.scheduled(), runAt, payload)
-		return err
+		c.Send("ZADD", s.ks.scheduled(), runAt, payload)
+		c.Send("PUBLISH", s.ks.dueChannel(), runAt)
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		for _, v := range r {
+			if e, ok := v.(redis.Error); ok {
+				return e
+			}
+		}
+		return nil
 	})
 }
 
@@ -847,7 +924,7 @@ func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, uniqueKe
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		var err error
 		res, err = redis.String(enqueueUniqueScript.Do(c, dest, uniqueKey, s.ks.knownJobs(),
-			payload, lockValue, score, name, s.ks.wakeChannel(), ttl))
+			payload, lockValue, score, name, s.ks.wakeChannel(), ttl, s.ks.dueChannel()))
 		return err
 	})
 	return res == "ok", err
@@ -999,6 +1076,7 @@ type poolHeartbeat struct {
 	workerIDs      []string // sorted
 	host           string
 	pid            int
+	periodicJobs   string // JSON list of {job_name, spec}; "" when none
 }
 
 // stalePool is a pool whose heartbeat is older than the dead-after limit.
@@ -1007,25 +1085,31 @@ type stalePool struct {
 	jobNames []string // nil when its heartbeat hash is gone
 }
 
-// heartbeatResult is what a heartbeat learnt about the namespace's pools.
+// heartbeatResult is what a heartbeat learnt about the namespace's pools and waiting jobs.
 type heartbeatResult struct {
 	now    int64       // the server's clock, epoch seconds
 	lateAt int64       // the earliest heartbeat of a late (not yet dead) pool; 0: none
 	stale  []stalePool // pools past the dead-after limit
+	scan   scanResult
 }
 
-// heartbeat writes this pool's heartbeat and reports on the other pools.
-func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
-	args := make([]interface{}, 0, 3+5*len(hb.jobNames)+11)
-	args = append(args, 2+4*len(hb.jobNames), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
-	for _, name := range hb.jobNames {
+// heartbeat writes this pool's heartbeat, squares the concurrency counters of the job names at the
+// given indexes of hb.jobNames (every lock recomputed with fullReconcile), reports on the other
+// pools and looks for waiting jobs.
+func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
+	scanEnd := 2 + 2 + len(hb.jobNames)
+	args := make([]interface{}, 0, 1+scanEnd+4*len(reconcile)+14+len(reconcile))
+	args = append(args, scanEnd+4*len(reconcile), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
+	args = s.scanArgs(args, hb.jobNames)
+	for _, i := range reconcile {
+		name := hb.jobNames[i]
 		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name))
 	}
 	args = append(args, hb.poolID, hb.startedAt, strings.Join(hb.jobNames, ","), hb.concurrency,
 		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""), lateAfterSeconds, fullReconcile,
-		s.ks.jobsPrefix())
-	for _, m := range hb.maxConcurrency {
-		args = append(args, m)
+		s.ks.jobsPrefix(), scanEnd, hb.periodicJobs)
+	for _, i := range reconcile {
+		args = append(args, hb.maxConcurrency[i])
 	}
 	var res heartbeatResult
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -1033,7 +1117,7 @@ func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSecon
 		if err != nil {
 			return err
 		}
-		if len(r) < 2 || len(r)%2 != 0 {
+		if len(r) < 3 || len(r)%2 != 1 {
 			return fmt.Errorf("work: heartbeat: unexpected reply of %d elements", len(r))
 		}
 		if res.now, err = redis.Int64(r[0], nil); err != nil {
@@ -1042,7 +1126,10 @@ func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, deadAfterSecon
 		if res.lateAt, err = redis.Int64(r[1], nil); err != nil {
 			return err
 		}
-		for i := 2; i+1 < len(r); i += 2 {
+		if res.scan, err = parseScan(r[2], hb.jobNames); err != nil {
+			return err
+		}
+		for i := 3; i+1 < len(r); i += 2 {
 			id, _ := redis.String(r[i], nil)
 			names, _ := redis.String(r[i+1], nil)
 			sp := stalePool{id: id}
@@ -1088,28 +1175,32 @@ func (s *store) knownJobNames(ctx context.Context) ([]string, error) {
 	return names, err
 }
 
-// due lists up to limit due members of each of the given sets, with the server's clock.
-func (s *store) due(ctx context.Context, sets []string, limit int) (int64, [][][]byte, error) {
+// due lists up to limit due members of each of the given sets, with the server's clock, and the
+// seconds until the next member after those is due (-1: none).
+func (s *store) due(ctx context.Context, sets []string, limit int) (int64, [][][]byte, int64, error) {
 	args := make([]interface{}, 0, 2+len(sets))
 	args = append(args, len(sets))
 	for _, k := range sets {
 		args = append(args, k)
 	}
 	args = append(args, limit)
-	var now int64
+	var now, nextIn int64
 	var members [][][]byte
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Values(dueScript.Do(c, args...))
 		if err != nil {
 			return err
 		}
-		if len(r) != len(sets)+1 {
+		if len(r) != len(sets)+2 {
 			return fmt.Errorf("work: due: unexpected reply of %d elements", len(r))
 		}
 		if now, err = redis.Int64(r[0], nil); err != nil {
 			return err
 		}
-		for _, v := range r[1:] {
+		if nextIn, err = redis.Int64(r[len(r)-1], nil); err != nil {
+			return err
+		}
+		for _, v := range r[1 : len(r)-1] {
 			m, err := redis.ByteSlices(v, nil)
 			if err != nil {
 				return err
@@ -1118,7 +1209,7 @@ func (s *store) due(ctx context.Context, sets []string, limit int) (int64, [][][
 		}
 		return nil
 	})
-	return now, members, err
+	return now, members, nextIn, err
 }
 
 // enqueueDue moves set members onto the queues of the given names (see enqueueDueScript).
@@ -1180,32 +1271,51 @@ func (s *store) registerPool(ctx context.Context, names []string, maxConcurrency
 	})
 }
 
-// poll reports whether a scheduled or retry job is due and which of the named queues hold jobs.
-func (s *store) poll(ctx context.Context, names []string) (bool, []string, error) {
-	args := make([]interface{}, 0, 3+len(names))
-	args = append(args, 2+len(names), s.ks.scheduled(), s.ks.retry())
+// scanResult is what a look at the namespace found (see luaScan).
+type scanResult struct {
+	dueIn    int64    // seconds until the earliest scheduled or retry job is due; -1: none
+	nonEmpty []string // the queues, of those looked at, that hold jobs
+}
+
+// scanArgs appends the keys luaScan reads for the given queues.
+func (s *store) scanArgs(args []interface{}, names []string) []interface{} {
+	args = append(args, s.ks.scheduled(), s.ks.retry())
 	for _, name := range names {
 		args = append(args, s.ks.jobs(name))
 	}
-	var due bool
-	var out []string
+	return args
+}
+
+func parseScan(v interface{}, names []string) (scanResult, error) {
+	r, err := redis.Int64s(v, nil)
+	if err != nil {
+		return scanResult{}, err
+	}
+	if len(r) == 0 {
+		return scanResult{}, fmt.Errorf("work: scan: empty reply")
+	}
+	res := scanResult{dueIn: r[0]}
+	for _, i := range r[1:] {
+		if i >= 1 && i <= int64(len(names)) {
+			res.nonEmpty = append(res.nonEmpty, names[i-1])
+		}
+	}
+	return res, nil
+}
+
+// poll looks for waiting jobs: due scheduled or retry jobs and which of the named queues hold jobs.
+func (s *store) poll(ctx context.Context, names []string) (scanResult, error) {
+	args := s.scanArgs(append(make([]interface{}, 0, 3+len(names)), 2+len(names)), names)
+	var res scanResult
 	err := s.do(ctx, func(c redis.Conn) error {
-		r, err := redis.Ints(pollScript.Do(c, args...))
+		r, err := pollScript.Do(c, args...)
 		if err != nil {
 			return err
 		}
-		if len(r) == 0 {
-			return fmt.Errorf("work: poll: empty reply")
-		}
-		due = r[0] == 1
-		for _, i := range r[1:] {
-			if i >= 1 && i <= len(names) {
-				out = append(out, names[i-1])
-			}
-		}
-		return nil
+		res, err = parseScan(r, names)
+		return err
 	})
-	return due, out, err
+	return res, err
 }
 
 // observation is the worker:<id> hash of a busy worker.

@@ -2,56 +2,111 @@ package work
 
 import (
 	"sync"
+	"time"
 )
 
-// requeuer moves due jobs from the scheduled and retry sets to the back of their own queues. The
-// fetcher's once-a-second poll tells it when a job is due, so an idle pool sends one command a second
-// for both. A job goes to the queue its payload names whether or not this pool handles that name, so
-// pools with different job sets share a namespace. A member that cannot be decoded goes to the dead
-// set with the reason and its bytes instead of blocking the set.
+// requeuer moves due jobs from the scheduled and retry sets to the back of their own queues. It runs
+// when a job is due, not on a clock: every look at Redis (a fetcher scan, a heartbeat) says when the
+// earliest job is due, an Enqueuer's scheduled job and this pool's own retries say when they are due,
+// and each pass reports the next. So an idle pool sends no command for it. A job goes to the queue
+// its payload names whether or not this pool handles that name, so pools with different job sets
+// share a namespace. A member that cannot be decoded goes to the dead set with the reason and its
+// bytes instead of blocking the set.
 type requeuer struct {
 	r    *poolRun
 	wake chan struct{}
+
+	mu   sync.Mutex
+	next time.Time // when a pass is wanted; zero: none
 }
 
 const requeueBatch = 1000
 
 func newRequeuer(r *poolRun) *requeuer { return &requeuer{r: r, wake: make(chan struct{}, 1)} }
 
-// poke tells the requeuer that a job is due.
-func (q *requeuer) poke() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
+// at asks for a pass at t, unless one is wanted sooner.
+func (q *requeuer) at(t time.Time) {
+	q.mu.Lock()
+	sooner := q.next.IsZero() || t.Before(q.next)
+	if sooner {
+		q.next = t
+	}
+	q.mu.Unlock()
+	if sooner {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
 	}
 }
+
+// in asks for a pass in d.
+func (q *requeuer) in(d time.Duration) { q.at(time.Now().Add(d)) }
 
 func (q *requeuer) start(wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		timer := time.NewTimer(time.Hour)
+		defer timer.Stop()
 		for {
+			q.mu.Lock()
+			next := q.next
+			wait := time.Duration(-1)
+			if !next.IsZero() {
+				if wait = time.Until(next); wait <= 0 {
+					q.next = time.Time{}
+				}
+			}
+			q.mu.Unlock()
+			if !next.IsZero() && wait <= 0 {
+				q.pass()
+				continue
+			}
+			if wait > 0 {
+				timer.Reset(wait)
+			}
 			select {
 			case <-q.r.ctx.Done():
 				return
 			case <-q.wake:
-				for q.r.ctx.Err() == nil && q.once() {
+			case <-timer.C:
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
 				}
 			}
 		}
 	}()
 }
 
-// once moves one batch of due jobs from each set; it reports whether a set had more due.
-func (q *requeuer) once() bool {
+// pass moves every due job, then asks for a pass when the next one is due.
+func (q *requeuer) pass() {
+	for q.r.ctx.Err() == nil {
+		more, nextIn := q.once()
+		if !more {
+			if nextIn >= 0 {
+				q.in(time.Duration(nextIn) * time.Second)
+			}
+			return
+		}
+	}
+}
+
+// once moves one batch of due jobs from each set; it reports whether a set had more due, and the
+// seconds until the next job is due (-1: none, or not known after an error).
+func (q *requeuer) once() (bool, int64) {
 	st := q.r.wp.store
 	sets := []string{st.ks.scheduled(), st.ks.retry()}
-	now, due, err := st.due(q.r.ctx, sets, requeueBatch)
+	now, due, nextIn, err := st.due(q.r.ctx, sets, requeueBatch)
 	if err != nil {
 		if q.r.ctx.Err() == nil {
 			q.r.wp.logger.Error("work: looking for due jobs", "err", err)
+			q.in(time.Second) // the next look would find them too; do not wait for it
 		}
-		return false
+		return false, -1
 	}
 	more := false
 	for i, members := range due {
@@ -83,9 +138,10 @@ func (q *requeuer) once() bool {
 		if _, err := st.enqueueDue(q.r.ctx, sets[i], good, names); err != nil {
 			if q.r.ctx.Err() == nil {
 				q.r.wp.logger.Error("work: moving due jobs to their queues", "err", err)
+				q.in(time.Second)
 			}
-			return false
+			return false, -1
 		}
 	}
-	return more
+	return more, nextIn
 }

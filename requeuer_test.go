@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 func TestRequeuerMovesAScheduledJobOfAnUnregisteredNameToItsQueueForAnotherPool(t *testing.T) {
@@ -229,4 +231,67 @@ func testMalformedDueMembers(t *testing.T, set string) {
 	if len(want) != 0 {
 		t.Errorf("malformed members missing from the dead set: %v", want)
 	}
+}
+
+// dueHintPool starts a pool whose own looks at Redis are minutes apart, so a scheduled or retry job
+// can only run promptly if the requeuer is told when it is due.
+func dueHintPool(t *testing.T, pool *redis.Pool, ns string, handler func(*Job) error, opts JobOptions) {
+	t.Helper()
+	bhvStart(t, NewWorkerPoolWithOptions(bhvCtx{}, 2, ns, pool, WorkerPoolOptions{
+		HeartbeatInterval: 2 * time.Minute, SleepBackoffs: []int64{300000},
+	}).JobWithOptions("a", opts, handler))
+	eventually(t, 10*time.Second, "the pool to listen for due jobs", func() bool {
+		r, err := redis.Values(rdo(t, pool, "PUBSUB", "NUMSUB", ns+":due"), nil)
+		if err != nil || len(r) != 2 {
+			return false
+		}
+		n, _ := redis.Int64(r[1], nil)
+		return n >= 1
+	})
+}
+
+func TestScheduledJobsRunWhenDueWithoutPolling(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	ran := make(chan string, 3)
+	dueHintPool(t, pool, ns, func(j *Job) error { ran <- j.ID; return nil }, JobOptions{})
+	// Two jobs written by another program (no hint) and one by an Enqueuer: the pass for the
+	// Enqueuer's job learns when the others are due.
+	now := time.Now().Unix()
+	rdo(t, pool, "ZADD", bhvKey(ns, "scheduled"), now+2, `{"name":"a","id":"raw2","t":1,"args":null}`)
+	rdo(t, pool, "ZADD", bhvKey(ns, "scheduled"), now+3, `{"name":"a","id":"raw3","t":1,"args":null}`)
+	sj, err := NewEnqueuer(ns, pool).EnqueueIn("a", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{sj.ID: true, "raw2": true, "raw3": true}
+	for range want {
+		select {
+		case id := <-ran:
+			if !want[id] {
+				t.Fatalf("ran %q", id)
+			}
+			delete(want, id)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("jobs %v did not run", want)
+		}
+	}
+}
+
+func TestRetriesRunWhenDueWithoutPolling(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var attempts atomic.Int64
+	dueHintPool(t, pool, ns, func(*Job) error {
+		if attempts.Add(1) == 1 {
+			return fmt.Errorf("first attempt fails")
+		}
+		return nil
+	}, JobOptions{MaxFails: 3, Backoff: func(*Job) int64 { return 1 }})
+	if _, err := NewEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the retry to run", func() bool { return attempts.Load() == 2 })
 }

@@ -185,6 +185,7 @@ func TestLivePoolPutsBackInProgressEntriesItDoesNotHold(t *testing.T) {
 	orphan := `{"name":"x","id":"000000000000000000000002","t":1,"args":null}`
 	rdo(t, pool, "EVAL", `redis.call('lpush', KEYS[1], ARGV[1]) redis.call('hincrby', KEYS[2], ARGV[2], 1) redis.call('incr', KEYS[3])`,
 		3, ns+":jobs:x:"+wp.workerPoolID+":inprogress", ns+":jobs:x:lock_info", ns+":jobs:x:lock", orphan, wp.workerPoolID)
+	wp.store.errs.Add(1) // the pool saw that call fail
 	eventually(t, 15*time.Second, "the orphaned entry to be put back and run", func() bool { return ran.Load() == 1 })
 	wp.Drain()
 	if n := rInt(t, pool, "LLEN", ns+":jobs:x:"+wp.workerPoolID+":inprogress"); n != 0 {

@@ -62,11 +62,12 @@ type RateLimit struct {
 // WorkerPoolOptions can be passed to NewWorkerPoolWithOptions.
 type WorkerPoolOptions struct {
 	// SleepBackoffs are the waits, in milliseconds, between looks at Redis while the pool finds no
-	// job; the last one repeats. Jobs enqueued through an Enqueuer wake an idle pool at once whatever
-	// these say; the backoffs bound how long a job pushed onto a queue by another program waits.
-	// A pool looks at least once a second, busy or idle, which is also when due scheduled and retry
-	// jobs move to their queues, so waits above 1000 count as 1000. Default: 1000 (a look a second;
-	// shorter waits only help jobs pushed by other programs, at the cost of more looks).
+	// job; the last one repeats. Jobs enqueued through an Enqueuer wake an idle pool at once, and due
+	// scheduled and retry jobs move to their queues when due, whatever these say: the backoffs only
+	// bound how long a job pushed onto a queue by another program waits. Waits shorter than the last
+	// one, or than a second, do not apply (wake-ups make them pointless); while looks find work the
+	// pool looks once a second. Each heartbeat is a look too, so with the default an idle pool sends
+	// one command every HeartbeatInterval. Default: gocraft/work's 0, 10, 100, 1000, 5000.
 	SleepBackoffs []int64
 
 	// Logger receives the pool's log records. Default: slog.Default().
@@ -108,7 +109,7 @@ type WorkerPoolOptions struct {
 // a failed job. job.Fails, job.LastErr and job.FailedAt are already set.
 type BackoffCalculator func(job *Job) int64
 
-var defaultSleepBackoffs = []int64{1000}
+var defaultSleepBackoffs = []int64{0, 10, 100, 1000, 5000}
 
 const (
 	defaultHeartbeatInterval = 5 * time.Second
@@ -255,7 +256,14 @@ func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPo
 // silently change existing schedules.
 var cronParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.DowOptional | cron.Descriptor)
 
-func parseCronSpec(spec string) (cron.Schedule, error) {
+func parseCronSpec(spec string) (sched cron.Schedule, err error) {
+	// robfig/cron v3.0.1 slices out of range on a "TZ=" prefix with nothing after it: an error,
+	// like any other spec it cannot read.
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("cannot parse %q", spec)
+		}
+	}()
 	s, err := cronParser.Parse(spec)
 	if err != nil {
 		return nil, err
