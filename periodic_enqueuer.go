@@ -3,6 +3,7 @@ package work
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,8 +59,7 @@ func (p *periodicEnqueuer) enqueue(now time.Time) {
 	var scores []int64
 	var payloads [][]byte
 	for _, pj := range p.jobs {
-		for t := pj.schedule.Next(now); !t.After(now.Add(periodicHorizon)); t = pj.schedule.Next(t) {
-			epoch := t.Unix()
+		for _, epoch := range periodicTicks(pj.schedule, now) {
 			job := &Job{Name: pj.jobName, ID: periodicJobID(pj.jobName, pj.spec, epoch), EnqueuedAt: epoch}
 			raw, err := job.serialize()
 			if err != nil {
@@ -72,9 +72,25 @@ func (p *periodicEnqueuer) enqueue(now time.Time) {
 	if len(scores) == 0 {
 		return
 	}
-	if _, err := p.r.wp.store.schedulePeriodic(p.r.ctx, scores, payloads); err != nil && p.r.ctx.Err() == nil {
-		p.r.wp.logger.Error("work: scheduling periodic jobs", "err", err)
+	if _, err := p.r.wp.store.schedulePeriodic(p.r.ctx, scores, payloads); err != nil {
+		if p.r.ctx.Err() == nil {
+			p.r.wp.logger.Error("work: scheduling periodic jobs", "err", err)
+		}
+		return
 	}
+	p.r.requeuer.at(time.Unix(slices.Min(scores), 0))
+}
+
+// periodicTicks returns the epochs of a schedule's runs after now, up to now+horizon. A spec that
+// parses may never fire ("0 0 0 30 2 *": February 30th), and cron's Next then answers the zero time,
+// again and again: only a strictly later time continues the list, so that it always ends.
+func periodicTicks(s cron.Schedule, now time.Time) []int64 {
+	var epochs []int64
+	end := now.Add(periodicHorizon)
+	for prev, t := now, s.Next(now); t.After(prev) && !t.After(end); prev, t = t, s.Next(t) {
+		epochs = append(epochs, t.Unix())
+	}
+	return epochs
 }
 
 // alignedEvery is an "@every" schedule whose ticks fall on multiples of its interval since the epoch,
@@ -89,11 +105,23 @@ func (a alignedEvery) Next(t time.Time) time.Time {
 	return time.Unix((t.Unix()/d+1)*d, 0)
 }
 
+// neverSchedule is a cron expression that can never fire. It says so at once, where cron's Next
+// would search five years for a match, second by second: seconds of CPU at every scheduling round.
+type neverSchedule struct{}
+
+func (neverSchedule) Next(time.Time) time.Time { return time.Time{} }
+
 // alignSchedule replaces an "@every" schedule by its aligned form; cron expressions are aligned
-// already.
+// already. A cron expression with a time field that matches nothing (", * * * * *" parses: the
+// empty list of seconds) becomes a neverSchedule.
 func alignSchedule(s cron.Schedule) cron.Schedule {
-	if c, ok := s.(cron.ConstantDelaySchedule); ok {
+	switch c := s.(type) {
+	case cron.ConstantDelaySchedule:
 		return alignedEvery{every: c.Delay}
+	case *cron.SpecSchedule:
+		if c.Second == 0 || c.Minute == 0 || c.Hour == 0 || c.Month == 0 {
+			return neverSchedule{}
+		}
 	}
 	return s
 }

@@ -56,11 +56,14 @@ go test -race -count=1 -timeout 12m "$@" ./...
 if [ $# -eq 0 ]; then
   # The nested modules (their own go.mod files) are not part of ./...
   scripts/test-modules.sh
-  # Each fuzz target also runs on 100,000 fresh inputs (a count, not a duration: a time-bounded run
-  # can end in a spurious "context deadline exceeded" on a loaded machine; the checked-in corpus
-  # already ran above as plain tests).
-  for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' ./*_test.go | sed 's/^func //'); do
-    out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-100000x}" . 2>&1) || { echo "$out"; exit 1; }
-    echo "fuzz $target: ok (${FUZZTIME:-100000x})" >&2
+  # Each fuzz target of each package also runs on 100,000 fresh inputs (a count, not a duration: a
+  # time-bounded run can end in a spurious "context deadline exceeded" on a loaded machine; the
+  # checked-in corpus already ran above as plain tests). go test -fuzz takes one target at a time.
+  for dir in $(go list -f '{{.Dir}}' ./...); do
+    pkg=".${dir#"$PWD"}"
+    for target in $(cat "$dir"/*_test.go 2>/dev/null | grep -o '^func Fuzz[A-Za-z0-9_]*' | sed 's/^func //'); do
+      out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-100000x}" "$pkg" 2>&1) || { echo "$out"; exit 1; }
+      echo "fuzz $pkg $target: ok (${FUZZTIME:-100000x})" >&2
+    done
   done
 fi

@@ -3,9 +3,10 @@
 //	workenqueue -redis 127.0.0.1:6379 -ns my_app -job send_email -args '{"address":"a@example.com"}'
 //
 // -redis accepts host:port or a redis:// or rediss:// URL (default $WORK_REDIS, else
-// 127.0.0.1:6379), -ns defaults to $WORK_NS, else "work". -payload is accepted for -args, as older
-// versions named it. It prints the job's ID, and exits with 1 when the job cannot be enqueued and 2 on
-// bad flags. The work command (`work enqueue`) does the same and more.
+// 127.0.0.1:6379); -tls-ca, -tls-cert and -tls-key secure a rediss:// one as in the work command.
+// -ns defaults to $WORK_NS, else "work". -payload is accepted for -args, as older versions named it.
+// It prints the job's ID, and exits with 1 when the job cannot be enqueued and 2 on bad flags. The
+// work command (`work enqueue`) does the same and more.
 package main
 
 import (
@@ -26,6 +27,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("workenqueue", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	redisAddr := fs.String("redis", cli.Env(cli.EnvRedis, cli.DefaultRedis), "Redis address: host:port, or a redis:// or rediss:// URL")
+	var tlsFiles cli.TLSFlags
+	tlsFiles.AddFlags(fs)
 	database := fs.Int("database", -1, "Redis database, overriding the URL's (default: the URL's, else 0)")
 	ns := fs.String("ns", cli.Env(cli.EnvNamespace, cli.DefaultNamespace), "namespace")
 	job := fs.String("job", "", "job name")
@@ -49,6 +52,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	target, err := cli.ParseRedis(*redisAddr, *database)
+	if err == nil {
+		err = target.UseTLSFiles(tlsFiles)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "workenqueue: %v\n", err)
 		return 2

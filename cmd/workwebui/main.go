@@ -6,6 +6,10 @@
 //
 //	-redis     Redis address: host:port, or a redis:// or rediss:// URL with user, password and
 //	           database (default $WORK_REDIS, else 127.0.0.1:6379)
+//	-tls-ca    PEM file of the CA certificates to trust for a rediss:// address, instead of the
+//	           system's (default $WORK_REDIS_TLS_CA)
+//	-tls-cert, -tls-key  a client certificate to present to a rediss:// address, for a server that
+//	           asks for one (default $WORK_REDIS_TLS_CERT, $WORK_REDIS_TLS_KEY)
 //	-database  Redis database, overriding the URL's (default: the URL's, else 0)
 //	-ns        namespace (default $WORK_NS, else "work")
 //	-listen    address to serve on (default 127.0.0.1:5040: this host only)
@@ -43,6 +47,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("workwebui", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	redisAddr := fs.String("redis", cli.Env(cli.EnvRedis, cli.DefaultRedis), "Redis address: host:port, or a redis:// or rediss:// URL with user, password and database ($"+cli.EnvRedis+")")
+	var tlsFiles cli.TLSFlags
+	tlsFiles.AddFlags(fs)
 	database := fs.Int("database", 0, "Redis database, overriding the URL's (default: the URL's, else 0)")
 	ns := fs.String("ns", cli.Env(cli.EnvNamespace, cli.DefaultNamespace), "namespace ($"+cli.EnvNamespace+")")
 	ui := &cli.UIFlags{}
@@ -68,6 +74,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 	})
 	target, err := cli.ParseRedis(*redisAddr, db)
+	if err == nil {
+		err = target.UseTLSFiles(tlsFiles)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "workwebui: %v\n", err)
 		return 2
