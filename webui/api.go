@@ -28,6 +28,14 @@ func badRequestf(format string, args ...interface{}) error {
 	return badRequest{fmt.Sprintf(format, args...)}
 }
 
+// notRunning is a job asked to be cancelled that no worker runs: a cancel request would change
+// nothing, so the caller is told instead.
+type notRunning struct{ id, state string }
+
+func (e notRunning) Error() string {
+	return fmt.Sprintf("job %s is %s, not running: nothing to cancel", e.id, e.state)
+}
+
 // route dispatches a request. Paths are relative to wherever the handler is mounted.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
@@ -101,6 +109,8 @@ func (s *Server) getEndpoint(name string) (http.HandlerFunc, bool) {
 		return s.apiStats, true
 	case "job":
 		return s.apiJob, true
+	case "periodic_jobs":
+		return s.apiPeriodicJobs, true
 	}
 	return nil, false
 }
@@ -124,6 +134,8 @@ func (s *Server) postEndpoint(name string) (postHandler, bool) {
 		return s.apiPauseQueue, true
 	case "unpause_queue":
 		return s.apiUnpauseQueue, true
+	case "cancel_job":
+		return s.apiCancelJob, true
 	}
 	return nil, false
 }
@@ -144,12 +156,15 @@ func render(w http.ResponseWriter, v interface{}, err error) {
 }
 
 // renderError maps an error to its status: the caller's mistakes are 4xx, a job that is not there
-// 404, anything else (Redis failing) 500.
+// 404, a job to cancel that is not running 409, anything else (Redis failing) 500.
 func renderError(w http.ResponseWriter, err error) {
 	var br badRequest
+	var nr notRunning
 	switch {
 	case errors.As(err, &br):
 		writeError(w, http.StatusBadRequest, br.msg)
+	case errors.As(err, &nr):
+		writeError(w, http.StatusConflict, nr.Error())
 	case errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried), errors.Is(err, work.ErrJobNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	default:
@@ -290,6 +305,55 @@ func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
 	}
 	loc, err := s.client.FindJob(id)
 	render(w, loc, err)
+}
+
+// apiPeriodicJobs answers the periodic jobs the live worker pools declare, sorted by next run.
+func (s *Server) apiPeriodicJobs(w http.ResponseWriter, r *http.Request) {
+	pjs, err := s.client.PeriodicJobs()
+	render(w, pjs, err)
+}
+
+// cancelAnswer is the answer of POST /cancel_job/<job id>.
+type cancelAnswer struct {
+	Status string `json:"status"`
+	JobID  string `json:"job_id"`
+	// Pools is how many worker pools heard the request; 0 means none could act on it (the job runs
+	// in a pool of gocraft/work, which does not listen, or its pool is gone).
+	Pools int64 `json:"pools"`
+}
+
+// apiCancelJob cancels a running job; the ID is the rest of the path, slashes included.
+func (s *Server) apiCancelJob(w http.ResponseWriter, r *http.Request, rest string) {
+	if rest == "" {
+		renderError(w, badRequestf("want /<job id>"))
+		return
+	}
+	n, err := s.cancelJob(rest)
+	render(w, cancelAnswer{Status: "ok", JobID: rest, Pools: n}, err)
+}
+
+// cancelJob asks the pools to cancel a job once it is known to be running: ErrJobNotFound when no
+// job has the ID, notRunning when it is elsewhere.
+func (s *Server) cancelJob(id string) (int64, error) {
+	obs, err := s.client.WorkerObservations()
+	if err != nil {
+		return 0, err
+	}
+	for _, ob := range obs {
+		if ob.IsBusy && ob.JobID == id {
+			return s.client.CancelJob(id)
+		}
+	}
+	// Workers publish what they run up to a second late; FindJob sees a job as soon as a pool has
+	// fetched it (and reads every job in the worst case, so it comes second).
+	loc, err := s.client.FindJob(id)
+	if err != nil {
+		return 0, err
+	}
+	if loc.State != work.JobStateInProgress {
+		return 0, notRunning{id: id, state: loc.State}
+	}
+	return s.client.CancelJob(id)
 }
 
 // scoreAndID splits "<score>/<job id>"; the ID is the rest of the path, slashes included (periodic

@@ -327,6 +327,33 @@ func TestBrowserShowsCountsAndRetriesADeadJob(t *testing.T) {
 		t.Errorf("job args show as %q", got)
 	}
 	shot("job.png")
+
+	// The periodic page lists what a live pool declares.
+	periodic := work.NewWorkerPool(struct{}{}, 1, ns, pool)
+	periodic.Job("nightly_digest", func(*work.Job) error { return nil })
+	periodic.PeriodicallyEnqueue("0 30 2 * * *", "nightly_digest")
+	periodic.Start()
+	defer periodic.Stop()
+	if err := chromedp.Run(ctx,
+		chromedp.Click(`#nav a[href="periodic"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#periodic", chromedp.ByID),
+	); err != nil {
+		t.Fatal(err)
+	}
+	row := `#periodic tr[data-job="nightly_digest"]`
+	if got := text(row + " td:nth-child(2)"); got != "0 30 2 * * *" {
+		t.Errorf("the periodic job's spec shows as %q", got)
+	}
+	pjs, err := client.PeriodicJobs()
+	if err != nil || len(pjs) != 1 {
+		t.Fatalf("periodic jobs %+v, %v", pjs, err)
+	}
+	next := time.Unix(pjs[0].NextRunAt, 0).UTC().Format("2006-01-02 15:04:05 UTC")
+	if got := text(row + " td:nth-child(3)"); !strings.HasPrefix(got, next+" (in ") {
+		t.Errorf("the periodic job's next run shows as %q, want %s and how far ahead", got, next)
+	}
+	t.Logf("periodic page row: %q", text(row))
+	shot("periodic.png")
 	if n := dialogs.Load(); n != 0 {
 		t.Errorf("%d JavaScript dialogs opened: job data ran as script", n)
 	}

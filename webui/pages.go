@@ -24,7 +24,7 @@ import (
 var assets embed.FS
 
 // pageNames are the pages under ui/ ("" is the overview).
-var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "notfound"}
+var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "notfound"}
 
 // pageSet holds one template per page, each the layout with the page's content.
 type pageSet struct{ t map[string]*template.Template }
@@ -180,6 +180,9 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 	case "workers":
 		tmpl, title = "workers", "Workers"
 		content, err = s.workers()
+	case "periodic":
+		tmpl, title = "periodic", "Periodic jobs"
+		content, err = s.periodic()
 	case "scheduled", "retry", "dead":
 		tmpl, title = "jobs", map[string]string{"scheduled": "Scheduled jobs", "retry": "Retry jobs", "dead": "Dead jobs"}[name]
 		content, err = s.jobList(r, name)
@@ -273,12 +276,18 @@ var flashMessages = map[string]string{
 	"deleted_name": "Deleted %d dead %s.",
 	"paused":       "The queue is paused.",
 	"resumed":      "The queue is resumed.",
+	"cancel_sent":  "Cancel requested: %d worker %s heard it; the pool running the job cancels its context.",
+	"cancel_none":  "No worker pool heard the cancel request: the job runs in a pool that does not listen for it (gocraft/work), or its pool is gone.",
 }
 
+// flashNouns are the words counted by a message's %d, when they are not jobs.
+var flashNouns = map[string][2]string{"cancel_sent": {"pool", "pools"}}
+
 var failureMessages = map[string]string{
-	"gone":  "Nothing done: the job is no longer there.",
-	"bad":   "Nothing done: the request was incomplete.",
-	"error": "The action failed; the server log says why.",
+	"gone":        "Nothing done: the job is no longer there.",
+	"not_running": "Nothing done: the job is not running, and only a running job can be cancelled.",
+	"bad":         "Nothing done: the request was incomplete.",
+	"error":       "The action failed; the server log says why.",
 }
 
 // flashOf reads an action's outcome from a page's query.
@@ -286,7 +295,15 @@ func flashOf(q url.Values) (flash, failure string) {
 	if msg, ok := flashMessages[q.Get("done")]; ok {
 		if strings.Contains(msg, "%d") {
 			n, _ := strconv.ParseInt(q.Get("n"), 10, 64)
-			msg = fmt.Sprintf(msg, n, map[bool]string{true: "job", false: "jobs"}[n == 1])
+			noun, ok := flashNouns[q.Get("done")]
+			if !ok {
+				noun = [2]string{"job", "jobs"}
+			}
+			if n == 1 {
+				msg = fmt.Sprintf(msg, n, noun[0])
+			} else {
+				msg = fmt.Sprintf(msg, n, noun[1])
+			}
 		}
 		flash = msg
 	}
@@ -333,6 +350,19 @@ func (s *Server) overview() (*overviewData, error) {
 		}
 	}
 	return d, nil
+}
+
+// periodicData is the periodic page's content (a struct, so that an empty list still renders).
+type periodicData struct {
+	Jobs []*work.PeriodicJob
+}
+
+func (s *Server) periodic() (*periodicData, error) {
+	pjs, err := s.client.PeriodicJobs()
+	if err != nil {
+		return nil, err
+	}
+	return &periodicData{Jobs: pjs}, nil
 }
 
 // workersData is the workers page's content.
@@ -551,7 +581,10 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			done, err = "run", s.client.RunScheduledJobNow(score, id)
 		}
 	case "delete_queued":
-		if err = needName(); err == nil {
+		if err = needName(); err == nil && id == "" {
+			err = badRequestf("missing id") // else the client's own error reads as a failure of Redis
+		}
+		if err == nil {
 			done, err = "deleted", s.client.DeleteQueuedJob(name, id)
 		}
 	case "retry_all_dead":
@@ -576,17 +609,28 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		if err = needName(); err == nil {
 			done, err = "resumed", s.client.UnpauseQueue(name)
 		}
+	case "cancel":
+		if id == "" {
+			err = badRequestf("missing id")
+		} else if n, err = s.cancelJob(id); err == nil && n == 0 {
+			done, n = "cancel_none", -1
+		} else {
+			done = "cancel_sent"
+		}
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q", op))
 		return
 	}
 	v := url.Values{}
 	var br badRequest
+	var nr notRunning
 	switch {
 	case errors.As(err, &br):
 		v.Set("fail", "bad")
-	case errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried):
+	case errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried), errors.Is(err, work.ErrJobNotFound):
 		v.Set("fail", "gone")
+	case errors.As(err, &nr):
+		v.Set("fail", "not_running")
 	case err != nil:
 		slog.Error("webui: action failed", "op", op, "err", err)
 		v.Set("fail", "error")

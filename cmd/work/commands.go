@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -578,6 +579,121 @@ run often.`,
 				t.row("ARGS", compactJSON(j.Args))
 			}
 			t.row("STORED AS", loc.Payload)
+			return t.flush()
+		},
+	}
+}
+
+// cancelResult is what `work cancel --json` prints.
+type cancelResult struct {
+	JobID string `json:"job_id"`
+	Pools int64  `json:"pools"` // how many worker pools heard the request
+}
+
+func (a *app) cancelCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a running job",
+		Long: `Cancel the job with the given ID while a worker runs it: every worker pool of the namespace
+hears the request, and the one running the job cancels the handler's context. A handler that then
+returns an error sends its job to the dead set with the error "cancelled", without retries; one that
+finishes anyway counts as done.
+
+It exits 0 once the request is sent and says how many pools heard it. None heard it when the job
+runs in a pool of gocraft/work, which does not listen, or in a pool that is gone (its jobs are
+requeued once it is reaped): the command says so and still exits 0. It exits 3 when no job has the
+ID, or when the job is not running (queued, scheduled, retry or dead), which a cancel would not
+change. Finding a job that was not seen running reads, in the worst case, every job of the
+namespace, as "work job" does.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			id := pos[0]
+			if id == "" {
+				return usagef("the job ID is empty")
+			}
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			if err := checkRunning(c, id); err != nil {
+				return err
+			}
+			n, err := c.CancelJob(id)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(a.stdout, cancelResult{JobID: id, Pools: n})
+			}
+			if n == 0 {
+				fmt.Fprintf(a.stdout, "sent the cancel of job %s, but no worker pool heard it: the job runs in a pool that does not listen (gocraft/work), or its pool is gone\n", id)
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "sent the cancel of job %s: %d worker %s heard it\n", id, n, plural(n, "pool", "pools"))
+			return nil
+		},
+	}
+}
+
+// checkRunning returns nil when the job with the given ID is running, else a not-found error that
+// says where it is.
+func checkRunning(c *work.Client, id string) error {
+	obs, err := c.WorkerObservations()
+	if err != nil {
+		return err
+	}
+	for _, ob := range obs {
+		if ob.IsBusy && ob.JobID == id {
+			return nil
+		}
+	}
+	// Workers publish what they run up to a second late; FindJob sees a job as soon as a pool has
+	// fetched it (and reads every job in the worst case, so it comes second).
+	loc, err := c.FindJob(id)
+	if err == work.ErrJobNotFound {
+		return notFoundf("no job %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	if loc.State != work.JobStateInProgress {
+		return notFoundf("job %s is %s, not running: nothing to cancel", id, loc.State)
+	}
+	return nil
+}
+
+func (a *app) periodicCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "periodic",
+		Short: "List the periodic jobs of the live worker pools, by next run",
+		Long: `List the periodic jobs that the live worker pools declare in their heartbeats: job name, cron
+spec, next run (computed from this machine's clock) and the pools that enqueue it. Pools of
+gocraft/work do not publish theirs, so they are not listed.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			pjs, err := c.PeriodicJobs()
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(a.stdout, pjs)
+			}
+			if len(pjs) == 0 {
+				_, err := fmt.Fprintln(a.stdout, "no periodic jobs: no live worker pool declares one (pools of gocraft/work do not publish theirs)")
+				return err
+			}
+			t := newTable(a.stdout, "JOB", "SPEC", "NEXT RUN (UTC)", "WHEN", "POOLS")
+			for _, pj := range pjs {
+				next, in := "unknown", "-"
+				if pj.NextRunAt != 0 {
+					next, in = when(pj.NextRunAt), ago(pj.NextRunAt)
+				}
+				t.row(pj.JobName, pj.Spec, next, in, strings.Join(pj.WorkerPoolIDs, ","))
+			}
 			return t.flush()
 		},
 	}

@@ -1,6 +1,6 @@
 // Command work inspects and manages the jobs of a namespace from a terminal: queue and throughput
-// statistics, enqueueing, the scheduled, retry and dead sets, pausing queues, finding a job by ID, a
-// live view, and the web UI.
+// statistics, enqueueing, the scheduled, retry and dead sets, pausing queues, finding a job by ID,
+// cancelling a running job, the periodic jobs, a live view, and the web UI.
 //
 //	work stats                                  totals and the last hour's throughput
 //	work queues                                 every queue: size, latency, in flight, paused
@@ -12,14 +12,19 @@
 //	work scheduled retry [RUN_AT] ID            run a scheduled job now; scheduled delete
 //	work pause NAME / work resume NAME
 //	work job ID                                 where a job is, and all about it
+//	work cancel ID                              cancel a running job
+//	work periodic                               the periodic jobs of the live pools, by next run
 //	work watch [--interval 2s] [--count N]      a live view, refreshed until Ctrl-C
 //	work ui [--listen 127.0.0.1:5040]           serve the web UI
 //
 // Every command takes --redis (host:port, or a redis:// or rediss:// URL with user, password and
 // database; default $WORK_REDIS, else 127.0.0.1:6379), --database, --ns (default $WORK_NS, else
-// "work") and --json (machine-readable output). Output goes to standard output, errors to standard
-// error. Exit status: 0 success, 1 error (Redis unreachable, say), 2 bad usage, 3 not found (no such
-// job, or nothing to retry or delete).
+// "work") and --json (machine-readable output). A rediss:// address also takes --tls-ca (the PEM CA
+// certificates to trust instead of the system's), and --tls-cert with --tls-key (a client
+// certificate), by default $WORK_REDIS_TLS_CA, $WORK_REDIS_TLS_CERT and $WORK_REDIS_TLS_KEY. Output
+// goes to standard output, errors to standard error. Exit status: 0 success, 1 error (Redis
+// unreachable, say), 2 bad usage (unusable TLS files among it), 3 not found (no such job, or nothing
+// to retry, delete or cancel).
 package main
 
 import (
@@ -108,6 +113,7 @@ type app struct {
 	stdout, stderr io.Writer
 
 	redisAddr string
+	tls       cli.TLSFlags
 	database  int
 	ns        string
 	json      bool
@@ -124,6 +130,9 @@ func (a *app) connect() (*work.Client, error) {
 	}
 	t, err := cli.ParseRedis(a.redisAddr, a.database)
 	if err != nil {
+		return nil, usageError{err}
+	}
+	if err := t.UseTLSFiles(a.tls); err != nil {
 		return nil, usageError{err}
 	}
 	pool := t.Pool(8)
@@ -168,7 +177,8 @@ func (a *app) rootCommand() *cobra.Command {
 Exit status: 0 success, 1 error, 2 bad usage, 3 not found.
 
 Environment: WORK_REDIS and WORK_NS set the defaults of --redis and --ns;
-WORK_WEBUI_USER, WORK_WEBUI_PASSWORD and WORK_WEBUI_TOKEN those of "work ui".`,
+WORK_REDIS_TLS_CA, WORK_REDIS_TLS_CERT and WORK_REDIS_TLS_KEY those of --tls-ca,
+--tls-cert and --tls-key; WORK_WEBUI_USER, WORK_WEBUI_PASSWORD and WORK_WEBUI_TOKEN those of "work ui".`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -180,6 +190,7 @@ WORK_WEBUI_USER, WORK_WEBUI_PASSWORD and WORK_WEBUI_TOKEN those of "work ui".`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.redisAddr, "redis", cli.Env(cli.EnvRedis, cli.DefaultRedis), "Redis address: host:port, or a redis:// or rediss:// URL with user, password and database ($WORK_REDIS)")
+	a.tls.AddFlags(pf)
 	pf.IntVar(&a.database, "database", -1, "Redis database, overriding the URL's (-1: the URL's, else 0)")
 	pf.StringVar(&a.ns, "ns", cli.Env(cli.EnvNamespace, cli.DefaultNamespace), "namespace ($WORK_NS)")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of tables")
@@ -194,6 +205,8 @@ WORK_WEBUI_USER, WORK_WEBUI_PASSWORD and WORK_WEBUI_TOKEN those of "work ui".`,
 		a.pauseCommand(true),
 		a.pauseCommand(false),
 		a.jobCommand(),
+		a.cancelCommand(),
+		a.periodicCommand(),
 		a.watchCommand(),
 		a.uiCommand(),
 	)

@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -179,6 +182,10 @@ func TestUsageErrorsExitWith2(t *testing.T) {
 		{"watch", "--interval", "1ms"},
 		{"stats", "--since", "0s"},
 		{"job"},
+		{"cancel"},
+		{"cancel", ""},
+		{"cancel", "a", "b"},
+		{"periodic", "extra"},
 		{"pause"},
 		{"dead", "list", "--page", "x"},
 		{"ui", "--user", "admin"},
@@ -492,5 +499,176 @@ func TestUIServesUntilSIGTERM(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("work ui did not stop on SIGTERM")
+	}
+}
+
+// workerPool starts a worker pool of the test's namespace, on a Redis pool of its own (a pool holds
+// several connections at once). Handlers blocked on their context are released when the test ends.
+func (e *env) workerPool(setup func(wp *work.WorkerPool, release <-chan struct{})) {
+	e.t.Helper()
+	addr := testRedisAddr()
+	rp := &redis.Pool{MaxActive: 20, MaxIdle: 5, Wait: true, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
+	// The expected failures of cancelled jobs are not worth a log line.
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	wp := work.NewWorkerPoolWithOptions(struct{}{}, 2, e.ns, rp, work.WorkerPoolOptions{Logger: quiet})
+	release := make(chan struct{})
+	setup(wp, release)
+	wp.Start()
+	e.t.Cleanup(func() {
+		close(release)
+		wp.Stop()
+		rp.Close()
+	})
+}
+
+func TestCancelStopsARunningJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	started := make(chan string, 2)
+	e.workerPool(func(wp *work.WorkerPool, release <-chan struct{}) {
+		wp.JobWithOptions("export", work.JobOptions{MaxFails: 5}, func(ctx context.Context, j *work.Job) error {
+			started <- j.ID
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-release:
+				return errors.New("never cancelled")
+			}
+		})
+	})
+	enq := work.NewEnqueuer(e.ns, e.pool)
+	first, err := enq.Enqueue("export", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := enq.Enqueue("export", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	<-started
+	dead := func(id string) bool {
+		for _, m := range e.strings("ZRANGE", e.key("dead"), 0, -1) {
+			if strings.Contains(m, id) && strings.Contains(m, `"err":"cancelled"`) {
+				return true
+			}
+		}
+		return false
+	}
+
+	// The pool subscribes when it starts: until then no pool hears the request, which the command
+	// says while succeeding.
+	var r result
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		r = e.run(nil, "cancel", first.ID)
+		r.want(t, 0, "sent the cancel of job "+first.ID)
+		if strings.Contains(r.stdout, "1 worker pool heard it") {
+			break
+		}
+		if !strings.Contains(r.stdout, "no worker pool heard it") || time.Now().After(deadline) {
+			t.Fatalf("work cancel: %q", r.stdout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !dead(first.ID); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled job is not dead with \"cancelled\": %q", e.strings("ZRANGE", e.key("dead"), 0, -1))
+		}
+	}
+	// A job that is no longer running, or that does not exist: exit 3.
+	r = e.run(nil, "cancel", first.ID)
+	r.want(t, 3)
+	if !strings.Contains(r.stderr, "is dead, not running: nothing to cancel") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	r = e.run(nil, "cancel", "nope")
+	r.want(t, 3)
+	if !strings.Contains(r.stderr, "no job nope") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+
+	r = e.run(nil, "cancel", second.ID, "--json")
+	r.want(t, 0)
+	var res struct {
+		JobID string `json:"job_id"`
+		Pools int64  `json:"pools"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.JobID != second.ID || res.Pools != 1 {
+		t.Errorf("cancel --json: %s (%v)", r.stdout, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !dead(second.ID); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job cancelled with --json is not dead")
+		}
+	}
+
+}
+
+func TestCancelThatNoPoolHearsSucceedsWithANote(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// A job held by a pool that does not listen (written by hand, as a pool of gocraft/work would),
+	// in a namespace where no pool of this library runs: sent, nobody heard, exit 0.
+	e.do("SADD", e.key("worker_pools"), "oldpool")
+	e.do("HSET", e.key("worker_pools:oldpool"), "heartbeat_at", time.Now().Unix(), "job_names", "legacy", "worker_ids", "w9")
+	e.do("SADD", e.key("known_jobs"), "legacy")
+	e.do("LPUSH", e.key("jobs:legacy:oldpool:inprogress"), `{"name":"legacy","id":"old1","t":1}`)
+	e.run(nil, "cancel", "old1").want(t, 0, "sent the cancel of job old1, but no worker pool heard it")
+	r := e.run(nil, "cancel", "old1", "--json")
+	r.want(t, 0)
+	var res struct {
+		JobID string `json:"job_id"`
+		Pools *int64 `json:"pools"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.JobID != "old1" || res.Pools == nil || *res.Pools != 0 {
+		t.Errorf("cancel --json: %s (%v)", r.stdout, err)
+	}
+	// Queued, not running: exit 3.
+	e.do("LPUSH", e.key("jobs:legacy"), `{"name":"legacy","id":"q1","t":1}`)
+	r = e.run(nil, "cancel", "q1")
+	r.want(t, 3)
+	if !strings.Contains(r.stderr, "job q1 is queued, not running: nothing to cancel") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+func TestPeriodicListsThePoolsPeriodicJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run(nil, "periodic").want(t, 0, "no periodic jobs", "gocraft/work")
+	r := e.run(nil, "periodic", "--json")
+	r.want(t, 0)
+	if strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("periodic --json without pools: %q", r.stdout)
+	}
+
+	e.workerPool(func(wp *work.WorkerPool, _ <-chan struct{}) {
+		wp.Job("hourly_report", func(*work.Job) error { return nil })
+		wp.PeriodicallyEnqueue("0 0 * * * *", "hourly_report")
+	})
+	var poolID string
+	for deadline := time.Now().Add(10 * time.Second); poolID == ""; time.Sleep(20 * time.Millisecond) {
+		if ids := e.strings("SMEMBERS", e.key("worker_pools")); len(ids) == 1 {
+			poolID = ids[0]
+		} else if time.Now().After(deadline) {
+			t.Fatal("the pool did not register")
+		}
+	}
+	r = e.run(nil, "periodic")
+	r.want(t, 0, "JOB", "SPEC", "NEXT RUN (UTC)", "WHEN", "POOLS")
+	row := regexp.MustCompile(`(?m)^hourly_report\s+0 0 \* \* \* \*\s+\d{4}-\d\d-\d\d \d\d:\d\d:00\s+in \S+\s+` + poolID + `$`)
+	if !row.MatchString(r.stdout) {
+		t.Errorf("periodic table:\n%s", r.stdout)
+	}
+	r = e.run(nil, "periodic", "--json")
+	r.want(t, 0)
+	var pjs []work.PeriodicJob
+	if err := json.Unmarshal([]byte(r.stdout), &pjs); err != nil || len(pjs) != 1 {
+		t.Fatalf("periodic --json: %s (%v)", r.stdout, err)
+	}
+	now := time.Now().Unix()
+	if pj := pjs[0]; pj.JobName != "hourly_report" || pj.Spec != "0 0 * * * *" || len(pj.WorkerPoolIDs) != 1 || pj.WorkerPoolIDs[0] != poolID ||
+		pj.NextRunAt < now-5 || pj.NextRunAt > now+3600 || time.Unix(pj.NextRunAt, 0).Minute() != 0 {
+		t.Errorf("periodic --json: %+v", pj)
 	}
 }

@@ -126,3 +126,11 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// plural picks the word for n things.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
