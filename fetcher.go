@@ -81,9 +81,11 @@ func newFetcher(r *poolRun, capacity int) *fetcher {
 		warned:   make(map[string]time.Time),
 		held:     make(map[string]map[string]int),
 		touched:  make(map[string]bool),
-		wake:     make(chan struct{}, 1),
-		stopped:  make(chan struct{}),
-		done:     make(chan struct{}),
+		// A pool starts idle: the steps of SleepBackoffs serve a pool that has just run out of work.
+		idle:    len(r.wp.opts.SleepBackoffs) - 1,
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	for i := 0; i < capacity; i++ {
 		f.tokens <- struct{}{}
