@@ -25,13 +25,18 @@ import (
 // is as long as its HeartbeatInterval sends nothing but its heartbeat.
 //
 // Capacity is counted in tokens: a job holds one from fetch until its worker finishes it, so the pool
-// holds at most concurrency running jobs plus as many fetched ahead.
+// holds at most concurrency running jobs plus as many fetched ahead, and quickAhead more while its jobs
+// are quick (they then wait for a worker a few milliseconds at most, and the larger batches save round
+// trips); a pool of slow jobs never holds them from other pools.
 type fetcher struct {
 	r        *poolRun
 	jobs     chan *Job
 	tokens   chan struct{}
-	capacity int
+	capacity int // tokens: base + quickAhead
+	base     int // the most outstanding jobs while jobs are not quick
 	minBatch int
+	meanRun  atomic.Int64  // moving mean of handler run times, ns
+	freed    chan struct{} // poked when jobs finish
 
 	mu       sync.Mutex
 	idle     int       // consecutive looks that found no queue holding jobs
@@ -69,13 +74,22 @@ type drainWaiter struct {
 	after uint64
 }
 
-func newFetcher(r *poolRun, capacity int) *fetcher {
+// quickAhead is how many more jobs a pool fetches ahead while its jobs run in under quickRun.
+const (
+	quickAhead = 16
+	quickRun   = time.Millisecond
+)
+
+func newFetcher(r *poolRun, base int) *fetcher {
+	capacity := base + quickAhead
 	f := &fetcher{
 		r:        r,
 		jobs:     make(chan *Job, capacity),
 		tokens:   make(chan struct{}, capacity),
 		capacity: capacity,
-		minBatch: max(1, capacity/4),
+		base:     base,
+		minBatch: max(1, base/4),
+		freed:    make(chan struct{}, 1),
 		ready:    make(map[string]bool),
 		gen:      make(map[string]uint64),
 		warned:   make(map[string]time.Time),
@@ -90,6 +104,7 @@ func newFetcher(r *poolRun, capacity int) *fetcher {
 	for i := 0; i < capacity; i++ {
 		f.tokens <- struct{}{}
 	}
+	f.meanRun.Store(int64(time.Second)) // not quick until jobs have shown it
 	prio := make(map[string]uint, len(r.jobTypes))
 	for name, jt := range r.jobTypes {
 		prio[name] = jt.Priority
@@ -134,6 +149,10 @@ func (f *fetcher) release(n int) {
 	f.mu.Unlock()
 	for i := 0; i < n; i++ {
 		f.tokens <- struct{}{}
+	}
+	select {
+	case f.freed <- struct{}{}:
+	default:
 	}
 	if n > 0 && f.drainPending() {
 		f.poke()
@@ -412,19 +431,49 @@ func (f *fetcher) candidates() ([]string, []uint64) {
 	return cands, gens
 }
 
+// ran records a handler's run time in the moving mean that decides whether jobs are quick.
+func (f *fetcher) ran(d time.Duration) {
+	m := f.meanRun.Load()
+	f.meanRun.Store(m + (int64(d)-m)/8) // racing workers may drop a sample: it is only a mean
+}
+
+// room is how many more jobs the pool may hold now.
+func (f *fetcher) room() int {
+	limit := f.base
+	if f.meanRun.Load() < int64(quickRun) {
+		limit = f.capacity
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return limit - int(f.outstanding)
+}
+
 // acquire takes at least one token, and more while fetched jobs are still waiting for a worker (so
-// fetches are batched under load, and immediate when the workers are starved). It returns 0 when the
-// fetcher stops.
+// fetches are batched under load, and immediate when the workers are starved), within the room the
+// pool has. It returns 0 when the fetcher stops.
 func (f *fetcher) acquire() int {
 	n := 0
-	select {
-	case <-f.tokens:
-		n = 1
-	case <-f.stopped:
-		return 0
+	for n == 0 {
+		select {
+		case <-f.tokens:
+			n = 1
+		case <-f.stopped:
+			return 0
+		}
+		if f.room() < 1 {
+			// Jobs turned slow while the pool held quick ones ahead: wait until it holds fewer.
+			f.tokens <- struct{}{}
+			n = 0
+			select {
+			case <-f.freed:
+			case <-f.stopped:
+				return 0
+			}
+		}
 	}
+	room := f.room()
 	for {
-		for n < f.capacity {
+		for n < room {
 			select {
 			case <-f.tokens:
 				n++
@@ -433,7 +482,7 @@ func (f *fetcher) acquire() int {
 			}
 			break
 		}
-		if n >= f.minBatch || len(f.jobs) == 0 {
+		if n >= f.minBatch || n >= room || len(f.jobs) == 0 {
 			return n
 		}
 		select {

@@ -80,3 +80,56 @@ func TestHeartbeatFindsAJobPushedWithoutWakeUp(t *testing.T) {
 	rdo(t, pool, "LPUSH", bhvKey(ns, "jobs", "a"), `{"name":"a","id":"pushed1","t":1,"args":null}`)
 	eventually(t, 20*time.Second, "the pushed job to run", func() bool { return ran.Load() == 2 })
 }
+
+// A pool whose jobs are slow holds no more than twice its concurrency (the jobs it runs and as many
+// fetched ahead), so other pools can take the rest; quick jobs may be fetched further ahead.
+func TestPoolOfSlowJobsFetchesAheadAtMostItsConcurrency(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	var quick atomic.Int64
+	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).
+		Job("quick", func(*Job) error { quick.Add(1); return nil }).
+		Job("slow", func(*Job) error { time.Sleep(20 * time.Millisecond); return nil }))
+	// Quick jobs first, so the pool has fetched further ahead before jobs turn slow.
+	for i := 0; i < 200; i++ {
+		if _, err := e.Enqueue("quick", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 20*time.Second, "the quick jobs to run", func() bool { return quick.Load() == 200 })
+	for i := 0; i < 40; i++ {
+		if _, err := e.Enqueue("slow", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inProgress := bhvKey(ns, "jobs", "slow", wp.workerPoolID, "inprogress")
+	most := int64(0)
+	eventually(t, 30*time.Second, "the slow jobs to run", func() bool {
+		if n := rInt(t, pool, "LLEN", inProgress); n > most {
+			most = n
+		}
+		return rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "slow")) == 0 && rInt(t, pool, "LLEN", inProgress) == 0
+	})
+	// The first slow fetches may still be made while the mean says quick: a handful, no more.
+	if most > 2*2+quickAhead {
+		t.Errorf("the pool held %d slow jobs at once, want at most %d", most, 2*2+quickAhead)
+	}
+	// Once the mean has turned slow, the pool holds at most 4.
+	for i := 0; i < 20; i++ {
+		if _, err := e.Enqueue("slow", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	most = 0
+	eventually(t, 30*time.Second, "the second slow batch to run", func() bool {
+		if n := rInt(t, pool, "LLEN", inProgress); n > most {
+			most = n
+		}
+		return rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "slow")) == 0 && rInt(t, pool, "LLEN", inProgress) == 0
+	})
+	if most > 4 {
+		t.Errorf("a pool of 2 workers running slow jobs held %d at once, want at most 4", most)
+	}
+}

@@ -43,6 +43,7 @@ func (w *worker) process(job *Job) {
 	w.state.start(job, cancel)
 	start := time.Now()
 	res := w.runJob(ctx, jt, job)
+	r.fetcher.ran(time.Since(start))
 	res.cancelled = res.err != nil && isCancelled(ctx)
 	cancel(nil)
 	w.state.done()
