@@ -24,21 +24,12 @@ package work
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -49,6 +40,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/redistest"
 )
 
 // connsecCommands is the tightest command set the library needs (see the file comment).
@@ -510,70 +502,15 @@ func TestConnSecACLUser(t *testing.T) {
 	})
 }
 
-// connsecCerts writes a CA, a server certificate for 127.0.0.1/localhost and a client certificate to
-// dir, and returns their paths and the client's TLS material.
-func connsecCerts(t *testing.T, dir string) (caFile, certFile, keyFile string, roots *x509.CertPool, client tls.Certificate) {
-	t.Helper()
-	now := time.Now()
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	writePEM := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	caKey := newKey()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "work test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	caFile = writePEM("ca.crt", "CERTIFICATE", caDER)
-	roots = x509.NewCertPool()
-	roots.AddCert(caCert)
-
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
-		k := newKey()
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der, k
-	}
-	srvDER, srvKey := leaf(2, "localhost", x509.ExtKeyUsageServerAuth)
-	certFile = writePEM("server.crt", "CERTIFICATE", srvDER)
-	srvKeyDER, _ := x509.MarshalPKCS8PrivateKey(srvKey)
-	keyFile = writePEM("server.key", "PRIVATE KEY", srvKeyDER)
-	cliDER, cliKey := leaf(3, "work client", x509.ExtKeyUsageClientAuth)
-	client = tls.Certificate{Certificate: [][]byte{cliDER}, PrivateKey: cliKey}
-	return caFile, certFile, keyFile, roots, client
-}
-
 func TestConnSecTLS(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a redis-server")
 	}
-	dir := t.TempDir()
-	caFile, certFile, keyFile, roots, clientCert := connsecCerts(t, dir)
+	certs := redistest.NewCerts(t)
+	caFile, certFile, keyFile := certs.CA, certs.ServerCert, certs.ServerKey
+	good := certs.ClientTLS()
+	roots, clientCert := good.RootCAs, good.Certificates[0]
 	const adminPW = "admin-pw"
 	dialTLS := func(addr string, cfg *tls.Config, user, pw string) func() (redis.Conn, error) {
 		return func() (redis.Conn, error) {
@@ -588,7 +525,6 @@ func TestConnSecTLS(t *testing.T) {
 			return redis.Dial("tcp", addr, opts...)
 		}
 	}
-	good := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12}
 	addr := connsecServer(t, func(a string) error { return connsecPing(dialTLS(a, good, "default", adminPW)) },
 		func(out string) {
 			if strings.Contains(strings.ToLower(out), "tls") {
