@@ -1,144 +1,155 @@
 package work
 
 import (
-	"context"
+	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// acker records the outcome of finished jobs in Redis: done, retry, dead, or back to the queue. It
-// batches whatever outcomes arrive while a write is under way into the next single write (group
-// commit), so under load many jobs are acknowledged per round trip and at low load none waits.
+// acker gathers the outcomes of finished jobs (done, retry, dead, back to the queue) for the pool's
+// loop, which records them in its next round trip to Redis, together with the fetch it makes anyway:
+// under load many outcomes share one round trip, and at low load none waits, since the loop writes
+// an outcome at once when it has nothing else to send. A finished job's outcome is therefore sent
+// at most one round trip after it finished (the one under way, if any), unless Redis cannot be
+// reached. The acker also sums the per-minute stats, which are written at most once a second.
 type acker struct {
 	r        *poolRun
 	in       chan finishOp
-	pending  atomic.Int64 // submitted and not yet written
 	closed   chan struct{}
-	done     chan struct{}
 	mu       sync.Mutex // guards submit against close
 	isClosed bool
+
+	// Used by the loop only.
+	pending   []finishOp // received, not yet written
+	counts    map[statKey]int64
+	lastStats time.Time
+	failures  int // round trips that failed in a row
 }
 
-// maxAckBatch bounds one write.
+// statKey names a per-minute stats count: a queue, a minute and 'p' (processed) or 'f' (failed).
+type statKey struct {
+	q       *queueArgs
+	minute  int64
+	outcome byte
+}
+
+// maxAckBatch bounds the outcomes of one round trip.
 const maxAckBatch = 512
 
+// statsEvery is how often summed stats are written.
+const statsEvery = time.Second
+
 func newAcker(r *poolRun) *acker {
-	return &acker{r: r, in: make(chan finishOp, 4096), closed: make(chan struct{}), done: make(chan struct{})}
+	return &acker{r: r, in: make(chan finishOp, 4096), closed: make(chan struct{}), counts: make(map[statKey]int64)}
 }
 
-func (a *acker) start(wg *sync.WaitGroup) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.loop()
-	}()
-}
-
-// submit queues an outcome. After close it drops it: the job is still in the in-progress list (or
-// was put back already), so it is not lost.
+// submit hands an outcome to the loop. After close it drops it: the job is still in the in-progress
+// list (or was put back already), so it is not lost.
 func (a *acker) submit(op finishOp) {
 	a.mu.Lock()
 	if a.isClosed {
 		a.mu.Unlock()
 		return
 	}
-	a.pending.Add(1)
 	a.mu.Unlock()
 	select {
 	case a.in <- op:
 	case <-a.closed:
-		a.pending.Add(-1)
 	}
 }
 
-// close writes everything submitted so far and ends the loop.
+// close stops taking outcomes; the loop writes those already submitted, then ends.
 func (a *acker) close() {
 	a.mu.Lock()
 	a.isClosed = true
 	a.mu.Unlock()
 	close(a.closed)
-	<-a.done
 }
 
-func (a *acker) idle() bool { return a.pending.Load() == 0 }
-
-func (a *acker) loop() {
-	defer close(a.done)
-	batch := make([]finishOp, 0, maxAckBatch)
-	for {
-		select {
-		case op := <-a.in:
-			batch = a.fill(append(batch[:0], op))
-		case <-a.closed:
-			// Write what was submitted before close.
-			for batch = a.fill(batch[:0]); len(batch) > 0; batch = a.fill(batch[:0]) {
-				a.write(batch, true)
-			}
-			return
-		}
-		a.write(batch, false)
+func (a *acker) isClosing() bool {
+	select {
+	case <-a.closed:
+		return true
+	default:
+		return false
 	}
 }
 
-// fill adds to batch, without waiting, whatever outcomes are already submitted, up to maxAckBatch.
-func (a *acker) fill(batch []finishOp) []finishOp {
-	for len(batch) < maxAckBatch {
+// receive moves the submitted outcomes to pending, without waiting, and returns how many it moved.
+func (a *acker) receive() int {
+	n := 0
+	for len(a.pending) < maxAckBatch {
 		select {
 		case op := <-a.in:
-			batch = append(batch, op)
+			a.pending = append(a.pending, op)
+			n++
+			continue
 		default:
-			return batch
 		}
+		break
 	}
-	return batch
+	return n
 }
 
-// write applies a batch, retrying while Redis is unreachable. While closing it gives up after a few
-// tries: the jobs stay in the in-progress list, and the pool's heartbeat is left for a reaper.
-func (a *acker) write(batch []finishOp, closing bool) {
-	logger := a.r.wp.logger
-	wait := 10 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		done, err := a.r.wp.store.finish(context.Background(), a.r.poolID, batch)
-		if err == nil {
-			a.scheduleRequeues(batch)
-			for i, d := range done {
-				if d == 0 && i < len(batch) {
-					logger.Info("work: job was no longer held by this pool (put back already)",
-						"job_name", batch[i].name, "op", batch[i].op)
-				}
-			}
-			break
-		}
-		logger.Error("work: recording job outcomes", "jobs", len(batch), "attempt", attempt, "err", err)
-		if closing && attempt >= 3 {
-			a.r.heartbeater.keepRegistered()
-			break
-		}
-		select {
-		case <-time.After(wait):
-		case <-a.closed:
-			if !closing {
-				closing = true
-			}
-		}
-		wait = min(2*wait, 2*time.Second)
-	}
-	a.r.fetcher.unhold(batch)
-	a.pending.Add(-int64(len(batch)))
-	if a.pending.Load() == 0 {
-		a.r.fetcher.poke()
-	}
+// idle reports whether every submitted outcome is written.
+func (a *acker) idle() bool { return len(a.pending) == 0 && len(a.in) == 0 }
+
+// statsDue reports whether summed stats should ride on the next round trip.
+func (a *acker) statsDue(now time.Time) bool {
+	return len(a.counts) > 0 && (now.Sub(a.lastStats) >= statsEvery || a.isClosing())
 }
 
-// scheduleRequeues tells the requeuer when the retries and snoozes just written are due: no look at
-// Redis would tell it sooner.
-func (a *acker) scheduleRequeues(batch []finishOp) {
+// addStats puts the summed stats into x and clears them.
+func (a *acker) addStats(x *exchange, now time.Time) {
 	ks := a.r.wp.store.ks
-	for i := range batch {
-		if o := &batch[i]; o.op == "zadd" && (o.dest == ks.retry() || o.dest == ks.scheduled()) {
-			a.r.requeuer.at(time.Unix(o.score, 0))
+	for k, c := range a.counts {
+		day := k.minute / (24 * 60)
+		if k.q.statsKey == "" || k.q.statsDay != day {
+			k.q.statsDay, k.q.statsKey = day, ks.stats(k.q.name, day)
 		}
+		x.stats = append(x.stats, statsAdd{key: k.q.statsKey, field: string(k.outcome) + ":" + strconv.FormatInt(k.minute, 10), count: c})
+	}
+	clear(a.counts)
+	a.lastStats = now
+}
+
+// giveUp counts a failed round trip while closing and reports whether to stop trying: the jobs stay
+// in the in-progress list, and the pool's heartbeat is left for a reaper to put them back.
+func (a *acker) giveUp() bool {
+	a.failures++
+	return a.failures >= 3
+}
+
+// written takes in the reply to the outcomes x carried: what was recorded is counted in the stats
+// and no longer held; the requeuer learns when retries and snoozes are due.
+func (a *acker) written(x *exchange, now time.Time) {
+	minute := now.Unix() / 60
+	logger := a.r.wp.logger
+	a.failures = 0
+	for i := range x.ops {
+		o := &x.ops[i]
+		a.r.fetcher.sweeper.unhold(o.job)
+		c := byte('1')
+		if i < len(x.done) {
+			c = x.done[i]
+		}
+		switch c {
+		case '1':
+			switch o.kind {
+			case opAck:
+				a.counts[statKey{o.q, minute, 'p'}]++
+			case opDrop, opRetry, opDead:
+				a.counts[statKey{o.q, minute, 'f'}]++
+			}
+			if o.kind == opRetry || o.kind == opSnooze {
+				a.r.requeuer.at(time.Unix(o.score, 0))
+			}
+		case '0':
+			logger.Info("work: job was no longer held by this pool (put back already)", "job_name", o.q.name, "job_id", o.job.ID)
+		default:
+			logger.Error("work: a destination key holds the wrong type; the job stays in progress until it is put back",
+				"job_name", o.q.name, "job_id", o.job.ID)
+		}
+		o.job = nil
 	}
 }

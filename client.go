@@ -930,7 +930,8 @@ type QueueStat struct {
 	Latency int64 `json:"latency"`
 	// Paused is set while the queue is paused (see PauseQueue).
 	Paused bool `json:"paused"`
-	// InFlight is the number of jobs of this name running, over all pools (the layout's lock key).
+	// InFlight is the number of jobs of this name fetched and not yet finished, over all pools: the
+	// layout's lock key for a queue with a MaxConcurrency, the pools' in-progress lists otherwise.
 	InFlight int64 `json:"in_flight"`
 	// MaxConcurrency is the JobOptions.MaxConcurrency that pools registered for the name; 0: no limit.
 	MaxConcurrency int64 `json:"max_concurrency"`

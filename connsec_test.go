@@ -11,7 +11,7 @@ package work
 //	ACL SETUSER worker on >password resetkeys ~app:* resetchannels &app:* -@all
 //	    +time +evalsha +eval +publish +subscribe +unsubscribe +punsubscribe +echo +ping +wait
 //	    +get +set +del +unlink +exists +expire +type +incrby +decr +decrby
-//	    +lpush +rpush +lpop +rpoplpush +lrem +llen +lindex +lrange
+//	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange
 //	    +sadd +srem +smembers +sismember
 //	    +hset +hget +hmget +hdel +hgetall +hincrby
 //	    +zadd +zrem +zrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
@@ -47,7 +47,7 @@ import (
 var connsecCommands = []string{
 	"time", "evalsha", "eval", "publish", "subscribe", "unsubscribe", "punsubscribe", "echo", "ping", "wait",
 	"get", "set", "del", "unlink", "exists", "expire", "type", "incrby", "decr", "decrby",
-	"lpush", "rpush", "lpop", "rpoplpush", "lrem", "llen", "lindex", "lrange",
+	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange",
 	"sadd", "srem", "smembers", "sismember",
 	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby",
 	"zadd", "zrem", "zrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",

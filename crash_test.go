@@ -74,8 +74,8 @@ func TestCrashedPoolJobsAreRequeuedWithinSecondsWithoutBurningARetry(t *testing.
 		t.Fatalf("worker pools: %v", childPools)
 	}
 	childID := childPools[0]
-	if got := rInt(t, pool, "GET", ns+":jobs:slow:lock"); got != n {
-		t.Fatalf("lock while the child runs: %d, want %d", got, n)
+	if got := rInt(t, pool, "LLEN", ns+":jobs:slow:"+childID+":inprogress"); got != n {
+		t.Fatalf("in progress while the child runs: %d, want %d", got, n)
 	}
 
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {

@@ -3,6 +3,7 @@ package work
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -380,6 +381,54 @@ func FuzzUniqueKey(f *testing.F) {
 			if err != nil || u1 != u2 {
 				t.Fatalf("unique key changed across the wire: %q then %q (%v)", u1, u2, err)
 			}
+		}
+	})
+}
+
+// FuzzDecodeFetchedAgreesWithDecodeJob holds the workers' decoder, with its path for payloads of the
+// usual shape, to the full decoder: the same job, or an error, for every input.
+func FuzzDecodeFetchedAgreesWithDecodeJob(f *testing.F) {
+	for _, s := range []string{
+		gocraftPayload,
+		`{"name":"x","id":"a","t":1,"args":null}`,
+		`{"name":"x","id":"5f0c","t":1700000000,"args":{"n":1,"s":"é\n","l":[1,{"a":null}]},"unique":true,"unique_key":"k","fails":2,"err":"boom","failed_at":9}`,
+		` { "name" : "x" , "t" : -0 , "args" : { } } `,
+		`{"name":"x","name":"y"}`,
+		`{"Name":"x"}`,
+		`{"name":"x","t":1.0}`,
+		`{"name":"x","t":012}`,
+		`{"name":"x","t":12345678901234567890}`,
+		`{"name":"x","id":"\u0041"}`,
+		`{"name":"x","args":[1]}`,
+		`{"name":"x","args":{"a":1},"args":{"b":2}}`,
+		`{"name":"x","raw_payload":"e30="}`,
+		`{"name":"x"} trailing`,
+		`{"name":"x","unique":null}`,
+		`{"name":"y","id":"a"}`,
+		`{}`,
+		``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > maxFuzzInput {
+			t.Skip("input too large")
+		}
+		want, wantErr := decodeJob(append([]byte(nil), data...))
+		if wantErr == nil && want.Name != "x" {
+			wantErr = errors.New("other queue")
+		}
+		got := &Job{raw: data, q: &queue{name: "x"}}
+		gotErr := decodeFetched(got, "x")
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q: decodeFetched error %v, decodeJob error %v", data, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		got.raw, got.rawArg, got.q, want.raw = nil, nil, nil, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\ndecodeFetched %#v\ndecodeJob     %#v", data, got, want)
 		}
 	})
 }

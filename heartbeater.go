@@ -22,9 +22,9 @@ type heartbeater struct {
 }
 
 // fullReconcileEvery is how many heartbeats apart every lock counter is recomputed from lock_info,
-// which heals a counter someone else changed on a queue this pool did not touch (and finds lock_info
-// entries of pools that are gone); in between a heartbeat squares only the queues this pool fetched
-// from or finished jobs of, and the queues with a MaxConcurrency, whose counters gate fetches.
+// which heals a counter someone else changed on a queue without a MaxConcurrency in this pool (and
+// finds lock_info entries of pools that are gone); in between a heartbeat squares the queues with a
+// MaxConcurrency, whose counters gate fetches (only their jobs are counted).
 const fullReconcileEvery = 60
 
 func newHeartbeater(r *poolRun) *heartbeater {
@@ -94,10 +94,9 @@ func (h *heartbeater) beat() time.Duration {
 	lateAfter := int64(opts.HeartbeatInterval/time.Second) + 1
 	full := h.beats%fullReconcileEvery == 0
 	h.beats++
-	touched := h.r.fetcher.takeTouched()
 	var reconcile []int
-	for i, name := range h.hb.jobNames {
-		if full || touched[name] || h.hb.maxConcurrency[i] > 0 {
+	for i := range h.hb.jobNames {
+		if full || h.hb.maxConcurrency[i] > 0 {
 			reconcile = append(reconcile, i)
 		}
 	}
@@ -106,11 +105,10 @@ func (h *heartbeater) beat() time.Duration {
 		if h.r.ctx.Err() == nil {
 			h.r.wp.logger.Error("work: heartbeat", "err", err)
 		}
-		h.r.fetcher.touch(touched)
 		h.reap.unhealthy()
 		return 0
 	}
-	h.r.fetcher.looked(res.scan)
+	h.r.fetcher.ready.looked(res.scan)
 	h.reap.observe(ctx, res.now, res.stale)
 	if res.lateAt == 0 {
 		return 0

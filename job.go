@@ -39,7 +39,9 @@ type Job struct {
 	// the original payload bytes, verbatim. It is empty for every decodable job.
 	Raw []byte `json:"raw_payload,omitempty"`
 
-	raw      []byte // the bytes as fetched from Redis (the in-progress member)
+	raw      []byte      // the bytes as fetched from Redis (the in-progress member)
+	rawArg   interface{} // raw as the fetch reply held it, ready to pass back as a script argument
+	q        *queue      // the queue it was fetched from
 	argError error
 	observer *workerState // set while a worker runs the job, for Checkin
 }

@@ -129,6 +129,20 @@ func bindMiddleware(ctxType reflect.Type, fn interface{}) (boundMiddleware, bool
 	panic(fmt.Sprintf("work: middleware has type %T; valid forms are %s", fn, fmt.Sprintf(middlewareForms, ctxType.Name())))
 }
 
+// receivesContext reports whether fn, a handler or middleware, has a context.Context parameter.
+func receivesContext(fn interface{}) bool {
+	t := reflect.TypeOf(fn)
+	if t == nil || t.Kind() != reflect.Func {
+		return false
+	}
+	for i := 0; i < t.NumIn(); i++ {
+		if t.In(i) == typeContext {
+			return true
+		}
+	}
+	return false
+}
+
 // funcOf returns fn's value and type when fn is a non-nil function.
 func funcOf(fn interface{}) (reflect.Value, reflect.Type, bool) {
 	if fn == nil {

@@ -14,7 +14,8 @@ type workerState struct {
 
 	mu         sync.Mutex
 	job        *Job
-	cancel     context.CancelCauseFunc
+	cancel     context.CancelCauseFunc // nil when the job has no context of its own
+	cancelled  bool                    // Client.CancelJob asked to cancel the running job
 	startedAt  int64
 	checkinMsg string
 	checkinAt  int64
@@ -23,18 +24,21 @@ type workerState struct {
 
 func (s *workerState) start(job *Job, cancel context.CancelCauseFunc) {
 	s.mu.Lock()
-	s.cancel = cancel
+	s.cancel, s.cancelled = cancel, false
 	s.job, s.startedAt, s.checkinMsg, s.checkinAt = job, nowEpochSeconds(), "", 0
 	s.version++
 	s.mu.Unlock()
 }
 
-func (s *workerState) done() {
+// done records that the job ended and reports whether it was cancelled meanwhile.
+func (s *workerState) done() bool {
 	s.mu.Lock()
-	s.cancel = nil
+	cancelled := s.cancelled
+	s.cancel, s.cancelled = nil, false
 	s.job, s.checkinMsg, s.checkinAt = nil, "", 0
 	s.version++
 	s.mu.Unlock()
+	return cancelled
 }
 
 func (s *workerState) checkin(msg string) {
@@ -48,10 +52,13 @@ func (s *workerState) checkin(msg string) {
 func (s *workerState) cancelIfRunning(jobID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.job == nil || s.job.ID != jobID || s.cancel == nil {
+	if s.job == nil || s.job.ID != jobID {
 		return false
 	}
-	s.cancel(ErrJobCancelled)
+	s.cancelled = true
+	if s.cancel != nil {
+		s.cancel(ErrJobCancelled)
+	}
 	return true
 }
 

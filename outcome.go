@@ -97,15 +97,15 @@ type JobOutcome struct {
 }
 
 // resultOf tells where a finishOp sends its job.
-func resultOf(ks keyspace, op finishOp) Result {
-	switch {
-	case op.op == "ack" && op.outcome == 'p':
+func resultOf(op finishOp) Result {
+	switch op.kind {
+	case opAck:
 		return ResultDone
-	case op.op == "ack":
+	case opDrop:
 		return ResultDropped
-	case op.dest == ks.dead():
+	case opDead:
 		return ResultDead
-	case op.dest == ks.scheduled():
+	case opSnooze:
 		return ResultSnoozed
 	}
 	return ResultRetry
@@ -119,16 +119,16 @@ type runResult struct {
 }
 
 // outcomeOp decides where a finished job goes and returns the finishOp that records it.
-func outcomeOp(ks keyspace, jt *jobType, policy PanicPolicy, job *Job, res runResult) finishOp {
+func outcomeOp(jt *jobType, policy PanicPolicy, job *Job, res runResult) finishOp {
 	if res.err == nil {
-		return finishOp{op: "ack", outcome: 'p', name: job.Name, raw: job.raw}
+		return finishOp{kind: opAck, q: job.q.args, job: job}
 	}
 	now := nowEpochSeconds()
 	var snooze *SnoozeError
 	if !res.panicked && errors.As(res.err, &snooze) {
 		// Scores are whole seconds: round up, so the job never runs before its delay is over.
 		at := time.Now().Add(max(snooze.Delay, 0)).UnixNano()
-		return zaddOp(job, ks.scheduled(), (at+int64(time.Second)-1)/int64(time.Second), 0)
+		return zaddOp(job, opSnooze, (at+int64(time.Second)-1)/int64(time.Second))
 	}
 	final := false
 	var failNow *FailNowError
@@ -143,16 +143,16 @@ func outcomeOp(ks keyspace, jt *jobType, policy PanicPolicy, job *Job, res runRe
 	job.LastErr = errorText(res.err)
 	job.FailedAt = now
 	if res.panicked && policy == PanicRetries {
-		return zaddOp(job, ks.retry(), now+backoffOf(jt)(job), 'f')
+		return zaddOp(job, opRetry, now+backoffOf(jt)(job))
 	}
 	job.Fails++
 	if final || job.Fails >= int64(jt.MaxFails) {
 		if jt.SkipDead {
-			return finishOp{op: "ack", outcome: 'f', name: job.Name, raw: job.raw}
+			return finishOp{kind: opDrop, q: job.q.args, job: job}
 		}
-		return zaddOp(job, ks.dead(), now, 'f')
+		return zaddOp(job, opDead, now)
 	}
-	return zaddOp(job, ks.retry(), now+backoffOf(jt)(job), 'f')
+	return zaddOp(job, opRetry, now+backoffOf(jt)(job))
 }
 
 func backoffOf(jt *jobType) BackoffCalculator {
@@ -162,25 +162,32 @@ func backoffOf(jt *jobType) BackoffCalculator {
 	return defaultBackoffCalculator
 }
 
-// zaddOp moves a fetched job to a sorted set under its re-encoded payload.
-func zaddOp(job *Job, set string, score int64, outcome byte) finishOp {
+// zaddOp moves a fetched job to the retry, dead or scheduled set under its re-encoded payload.
+func zaddOp(job *Job, kind opKind, score int64) finishOp {
 	payload, err := job.serialize()
 	if err != nil {
 		// Args that cannot be encoded came from a decoded payload, so this cannot happen; keep the
 		// original bytes rather than lose the job.
 		payload = job.raw
 	}
-	return finishOp{op: "zadd", outcome: outcome, name: job.Name, raw: job.raw, dest: set, score: score, payload: payload}
+	return finishOp{kind: kind, q: job.q.args, job: job, score: score, payload: payload}
 }
 
-// deadLetterOp sends a payload that cannot be run to the dead set, with the reason and the original
-// bytes (in Raw), under the name of the queue it came from.
-func deadLetterOp(ks keyspace, queue string, raw []byte, reason error) finishOp {
+// deadLetterOp sends a fetched payload that cannot be run to the dead set, with the reason and the
+// original bytes (in Raw), under the name of the queue it came from.
+func deadLetterOp(job *Job, reason error) finishOp {
 	now := nowEpochSeconds()
+	return finishOp{kind: opDead, q: job.q.args, job: job, score: now, payload: deadLetterRecord(job.q.name, job.raw, reason, now)}
+}
+
+// deadLetterRecord is the dead-set member that stands for a payload that cannot be run: a job record
+// under the name of the queue it came from (empty when not known), with the reason and the original
+// bytes.
+func deadLetterRecord(queue string, raw []byte, reason error, now int64) []byte {
 	rec := &Job{Name: queue, ID: makeIdentifier(), EnqueuedAt: now, Fails: 1, LastErr: reason.Error(),
 		FailedAt: now, Raw: raw}
 	payload, _ := rec.serialize()
-	return finishOp{op: "zadd", outcome: 'f', name: queue, raw: raw, dest: ks.dead(), score: now, payload: payload}
+	return payload
 }
 
 // defaultBackoffCalculator is gocraft's: fails^4 + 15 + rand(30)*(fails+1) seconds.

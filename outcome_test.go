@@ -206,7 +206,7 @@ func TestStrictSamplerOrdersByPriorityAndShufflesTies(t *testing.T) {
 	ready := map[string]bool{"a": true, "b": true, "c": true, "d": true}
 	firstB := 0
 	for i := 0; i < 200; i++ {
-		o := s.order(ready)
+		o := s.order(ready, nil)
 		if o[0] != "d" || o[3] != "a" {
 			t.Fatalf("strict order %v", o)
 		}

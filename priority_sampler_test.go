@@ -22,7 +22,7 @@ func TestPrioritySamplerPutsEachQueueFirstInProportionToItsPriority(t *testing.T
 	const draws = 20000
 	first := map[string]int{}
 	for i := 0; i < draws; i++ {
-		order := s.order(ready)
+		order := s.order(ready, nil)
 		if len(order) != 2 || order[0] == order[1] {
 			t.Fatalf("order %v: want both ready queues once", order)
 		}
@@ -45,7 +45,7 @@ func TestPrioritySamplerWithThreeQueues(t *testing.T) {
 	const draws = 20000
 	first := map[string]int{}
 	for i := 0; i < draws; i++ {
-		first[s.order(ready)[0]]++
+		first[s.order(ready, nil)[0]]++
 	}
 	for name, p := range prio {
 		want := float64(p) / 10
@@ -59,16 +59,16 @@ func TestPrioritySamplerOrdersOnlyReadyQueues(t *testing.T) {
 	t.Parallel()
 	s := newPrioritySampler(map[string]uint{"a": 5, "b": 5, "c": 5}, false)
 	for i := 0; i < 100; i++ {
-		order := s.order(bhvReady("a", "c"))
+		order := s.order(bhvReady("a", "c"), nil)
 		if len(order) != 2 || order[0] == "b" || order[1] == "b" || order[0] == order[1] {
 			t.Fatalf("order %v of ready a and c", order)
 		}
 	}
-	if order := s.order(map[string]bool{}); len(order) != 0 {
+	if order := s.order(map[string]bool{}, nil); len(order) != 0 {
 		t.Errorf("no ready queue gave %v", order)
 	}
 	// A name without a priority counts as priority 1.
-	if order := s.order(bhvReady("unknown")); len(order) != 1 || order[0] != "unknown" {
+	if order := s.order(bhvReady("unknown"), nil); len(order) != 1 || order[0] != "unknown" {
 		t.Errorf("order %v", order)
 	}
 }
@@ -88,7 +88,7 @@ func TestPrioritySamplerReturnsAtMostSixteenCandidates(t *testing.T) {
 	s := newPrioritySampler(prio, false)
 	ready := bhvReady(names...)
 	for i := 0; i < 1000; i++ {
-		order := s.order(ready)
+		order := s.order(ready, nil)
 		if len(order) != 16 {
 			t.Fatalf("%d candidates, want 16", len(order))
 		}
@@ -152,4 +152,27 @@ func TestHighPriorityQueueIsMostlyServedFirst(t *testing.T) {
 		t.Errorf("the priority-900 queue had %d of the first %d runs, want most (about 90)", hi, head)
 	}
 	t.Logf("hi had %d of the first %d runs", hi, head)
+}
+
+// A fetch of many jobs splits them by priority, so batching keeps the proportions: priority 900 next
+// to 100 gets about 90% of every batch.
+func TestPrioritySamplerSharesSplitABatchByPriority(t *testing.T) {
+	t.Parallel()
+	s := newPrioritySampler(map[string]uint{"hi": 900, "lo": 100}, false)
+	hi, total := 0, 0
+	for i := 0; i < 200; i++ {
+		shares := s.shares([]string{"lo", "hi"}, 50, nil)
+		if shares[0]+shares[1] != 50 {
+			t.Fatalf("shares %v do not add up to 50", shares)
+		}
+		hi += shares[1]
+		total += 50
+	}
+	if frac := float64(hi) / float64(total); frac < 0.87 || frac > 0.93 {
+		t.Errorf("priority 900 of 1000 got %.3f of the jobs, want about 0.9", frac)
+	}
+	strict := newPrioritySampler(map[string]uint{"hi": 900, "lo": 100}, true)
+	if shares := strict.shares([]string{"hi", "lo"}, 50, nil); shares[0] != 50 || shares[1] != 0 {
+		t.Errorf("strict shares %v, want all to the first", shares)
+	}
 }

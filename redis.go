@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -107,146 +108,223 @@ local function intOf(key)
 end
 `
 
-// fetchScript moves up to ARGV[2] jobs, taken from the candidate queues in the order given, into this
-// pool's in-progress lists, and counts them against each queue's concurrency lock. A paused queue, a
-// queue at its MaxConcurrency and a queue past its rate limit are skipped.
+// exchangeScript is the pool's one round trip on the hot path: it records the outcomes of finished
+// jobs, then moves jobs from the candidate queues into this pool's in-progress lists. Recording first
+// frees concurrency slots the fetch may then use; a call with no outcomes only fetches, a call that
+// asks for no jobs only records.
+//
+// A job's outcome is acted on only while the job is still in the in-progress list, so an outcome
+// written twice (its reply was lost and the pool wrote it again) or after a reaper put the job back
+// changes nothing. The concurrency counters (lock, lock_info) are kept for limited queues only: a
+// queue without a MaxConcurrency is never gated by them.
 //
 // A rate limit of L jobs per P milliseconds is a GCRA over the queue's rate key, which holds the
 // theoretical arrival time in ms (server clock): a burst of L, then one every P/L ms.
 //
-//	KEYS[7i-6..7i], one group per candidate queue i:
-//	  jobs list, in-progress list of this pool, paused flag, lock counter, lock_info hash,
-//	  max_concurrency, rate state
-//	ARGV[1] pool ID
-//	ARGV[2] how many jobs at most, over all candidates
-//	ARGV[2i+1], ARGV[2i+2]: rate limit of queue i, jobs and period in ms (0 0: none)
+//	KEYS[1] retry set; KEYS[2] dead set; KEYS[3] scheduled set
+//	KEYS[7g-3..7g+3], one group per queue g: jobs list, this pool's in-progress list, paused flag,
+//	  lock counter, lock_info hash, max_concurrency, rate state
+//	ARGV[1] pool ID; ARGV[2] wake-up channel; ARGV[3] G, the number of groups
+//	ARGV[5g-1..5g+3], per group: job name, "1" when the pool counts it against a MaxConcurrency,
+//	  share (jobs to fetch from it; -1: not a candidate), rate limit jobs and period in ms (0 0:
+//	  none). Candidates are tried in the order given; what a queue cannot give passes to the next
+//	  ones, so a candidate with a share of 0 may still give jobs.
+//	then outcomes, each an op code and its arguments, to the end of ARGV:
+//	  A g n p1..pn   n jobs of group g done, by their in-progress payloads
+//	  R|D|S g p score member   move job p to the retry, dead or scheduled set as member
+//	  Q g p          put job p back at the fetch end of its queue
+//	  T key ttl n field1 count1 .. fieldn countn   add counts to a per-minute stats hash
 //
-// Returns {status, counts, jobs}: status[i] is queue i's length after the fetch, -1 when paused, -2 at
-// its concurrency limit, -3 when not reached, -4 past its rate limit, -5 when one of its keys holds
-// the wrong type (someone wrote it by hand; the heartbeat repairs the counters); counts[i] the number
-// taken from it; jobs the payloads in fetch order (oldest first within a queue). A queue's keys are
-// checked before anything is moved, so a bad key never strands a job.
-var fetchScript = redis.NewScript(-1, luaKeyChecks+`
-local pool = ARGV[1]
-local want = tonumber(ARGV[2])
-local status, counts, jobs = {}, {}, {}
-local nowMs
-for i = 1, #KEYS / 7 do
-  local b = (i - 1) * 7
-  local got = 0
-  if want <= 0 then
-    status[i] = -3
-  elseif redis.call('exists', KEYS[b+3]) == 1 then
-    status[i] = -1
-  elseif not (isType(KEYS[b+1], 'list') and isType(KEYS[b+2], 'list') and isType(KEYS[b+5], 'hash')
-      and intOf(KEYS[b+4]) and intOf(KEYS[b+6]) and intOf(KEYS[b+7])) then
-    status[i] = -5
-  else
-    local take = want
-    local max = intOf(KEYS[b+6])
-    if max > 0 then
-      local held = intOf(KEYS[b+4])
-      if max - held < take then take = max - held end
-    end
-    local limit, period = tonumber(ARGV[2*i+1]), tonumber(ARGV[2*i+2])
-    local tat, interval
-    if take > 0 and limit > 0 then
-      if not nowMs then
-        local t = redis.call('time')
-        nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      end
-      interval = period / limit
-      tat = intOf(KEYS[b+7])
-      if tat < nowMs then tat = nowMs end
-      local allowed = math.floor((nowMs + period - tat) / interval)
-      if allowed < take then take = allowed end
-      if take <= 0 then take = -4 end
-    end
-    if take == -4 then
-      status[i] = -4
-    elseif take <= 0 then
-      status[i] = -2
-    else
-      for j = 1, take do
-        local v = redis.call('rpoplpush', KEYS[b+1], KEYS[b+2])
-        if not v then break end
-        got = got + 1
-        jobs[#jobs + 1] = v
-      end
-      if got > 0 then
-        redis.call('incrby', KEYS[b+4], got)
-        redis.call('hincrby', KEYS[b+5], pool, got)
-        want = want - got
-        if tat then
-          redis.call('set', KEYS[b+7], tostring(tat + got * interval), 'PX', math.ceil(period * 2))
-        end
-      end
-      status[i] = redis.call('llen', KEYS[b+1])
-    end
-  end
-  counts[i] = got
-end
-return {status, counts, jobs}
-`)
-
-// finishScript ends this pool's hold on fetched jobs, atomically for the whole batch. A job is only
-// acted on if it is still in the in-progress list, so a job that was already put back (by a stop
-// deadline or a reaper) is not counted twice: the counters cannot drift.
-//
-//	KEYS[6i-5..6i], one group per job i:
-//	  in-progress list, lock counter, lock_info hash, max_concurrency, destination (the job's queue
-//	  for 'requeue', the retry or dead set for 'zadd', unused for 'ack'), stats hash
-//	ARGV[1] pool ID
-//	ARGV[2] wake-up channel
-//	ARGV[3] stats TTL seconds
-//	ARGV[4+5(i-1)..]: op ('ack', 'zadd' or 'requeue'), in-progress payload, job name, zadd score,
-//	  stats field to count the outcome under ("" for none), followed by ARGV[4+5n+(i-1)]: zadd
-//	  payload (or "")
-//
-// Returns per job 1 (done), 0 (no longer held) or -1 (a destination key holds the wrong type: the job
-// stays in the in-progress list, from where the pool's stop or a reaper puts it back). Counter
-// updates are best effort (pcall): the heartbeat recomputes the counters.
-var finishScript = redis.NewScript(-1, luaKeyChecks+`
+// Returns {done, status, counts, jobs}: done has a character per job of the A, R, D, S and Q ops,
+// in order: '1' recorded, '0' no longer held, 'e' a destination holds the wrong type (the job stays
+// in the in-progress list, from where the pool's sweep, its stop or a reaper puts it back);
+// status[g] is 1 when group g gave what was asked (it may hold more), 0 when it ran out, -1 paused,
+// -2 at its concurrency limit, -3 not a candidate, -4 past its rate limit, -5 a key of the wrong
+// type; counts[g] the jobs taken from it; jobs the payloads, grouped by group in order (oldest first).
+var exchangeScript = redis.NewScript(-1, luaKeyChecks+`
 local pool, channel = ARGV[1], ARGV[2]
-local n = #KEYS / 6
-local out, counts = {}, {}
-for i = 1, n do
-  local k = (i - 1) * 6
-  local a = 3 + (i - 1) * 5
-  local op, raw, name = ARGV[a+1], ARGV[a+2], ARGV[a+3]
-  local destOK = (op == 'ack') or (op == 'zadd' and isType(KEYS[k+5], 'zset')) or (op == 'requeue' and isType(KEYS[k+5], 'list'))
-  local removed = 0
-  if destOK and isType(KEYS[k+1], 'list') then removed = redis.call('lrem', KEYS[k+1], -1, raw) end
-  if not destOK then
-    out[i] = -1
-  elseif removed == 1 then
-    local held = redis.pcall('decr', KEYS[k+2])
-    if type(held) == 'number' and held < 0 then redis.call('set', KEYS[k+2], 0) end
-    local left = redis.pcall('hincrby', KEYS[k+3], pool, -1)
-    if type(left) == 'number' and left <= 0 then redis.call('hdel', KEYS[k+3], pool) end
-    local max = intOf(KEYS[k+4]) or 0
-    if max > 0 and type(held) == 'number' and held + 1 >= max then redis.call('publish', channel, name) end
-    if op == 'zadd' then
-      redis.call('zadd', KEYS[k+5], ARGV[a+4], ARGV[3 + 5*n + i])
-    elseif op == 'requeue' then
-      if redis.call('rpush', KEYS[k+5], raw) == 1 then redis.call('publish', channel, name) end
-    end
-    local field = ARGV[a+5]
-    if field ~= '' then
-      local byKey = counts[KEYS[k+6]]
-      if not byKey then byKey = {}; counts[KEYS[k+6]] = byKey end
-      byKey[field] = (byKey[field] or 0) + 1
-    end
-    out[i] = 1
+local G = tonumber(ARGV[3])
+local a = 4 + 5 * G
+local done, ended = {}, {}
+
+-- end ends the hold on job p of group g; it returns the LREM reply or nil on a wrong-type key.
+local function endHold(b, p)
+  local r = redis.pcall('lrem', KEYS[b+2], -1, p)
+  if type(r) ~= 'number' then return nil end
+  return r
+end
+
+while a <= #ARGV do
+  local op = ARGV[a]
+  if op == 'T' then
+    local key, ttl, n = ARGV[a+1], ARGV[a+2], tonumber(ARGV[a+3])
+    for i = a + 4, a + 2 + 2 * n, 2 do redis.pcall('hincrby', key, ARGV[i], ARGV[i+1]) end
+    redis.pcall('expire', key, ttl)
+    a = a + 4 + 2 * n
   else
-    out[i] = 0
+    local g = tonumber(ARGV[a+1])
+    local b = 3 + 7 * (g - 1)
+    if op == 'A' then
+      local n = tonumber(ARGV[a+2])
+      for i = a + 3, a + 2 + n do
+        local r = endHold(b, ARGV[i])
+        if not r then done[#done+1] = 'e'
+        elseif r > 0 then done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
+        else done[#done+1] = '0' end
+      end
+      a = a + 3 + n
+    elseif op == 'Q' then
+      local p = ARGV[a+2]
+      local r = endHold(b, p)
+      if r and r > 0 then
+        local n = redis.pcall('rpush', KEYS[b+1], p)
+        if type(n) ~= 'number' then
+          redis.call('lpush', KEYS[b+2], p)
+          done[#done+1] = 'e'
+        else
+          if n == 1 then redis.call('publish', channel, ARGV[5*g-1]) end
+          done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
+        end
+      else
+        done[#done+1] = r and '0' or 'e'
+      end
+      a = a + 3
+    else
+      local p, score, member = ARGV[a+2], ARGV[a+3], ARGV[a+4]
+      local set = KEYS[3]
+      if op == 'R' then set = KEYS[1] elseif op == 'D' then set = KEYS[2] end
+      local r = endHold(b, p)
+      if r and r > 0 then
+        if type(redis.pcall('zadd', set, score, member)) ~= 'number' then
+          redis.call('lpush', KEYS[b+2], p)
+          done[#done+1] = 'e'
+        else
+          done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
+        end
+      else
+        done[#done+1] = r and '0' or 'e'
+      end
+      a = a + 5
+    end
   end
 end
-for key, fields in pairs(counts) do
-  for field, c in pairs(fields) do redis.pcall('hincrby', key, field, c) end
-  redis.pcall('expire', key, ARGV[3])
+
+-- Release the concurrency slots of limited queues, waking pools that waited for one.
+for g, n in pairs(ended) do
+  if ARGV[5*g] == '1' then
+    local b = 3 + 7 * (g - 1)
+    local held = redis.pcall('decrby', KEYS[b+4], n)
+    if type(held) == 'number' and held < 0 then redis.call('set', KEYS[b+4], 0) end
+    local left = redis.pcall('hincrby', KEYS[b+5], pool, -n)
+    if type(left) == 'number' and left <= 0 then redis.call('hdel', KEYS[b+5], pool) end
+    local max = intOf(KEYS[b+6]) or 0
+    if max > 0 and type(held) == 'number' and held + n >= max then redis.call('publish', channel, ARGV[5*g-1]) end
+  end
 end
-return out
+
+local status, counts, jobs = {}, {}, {}
+local pausedKeys = {}
+for g = 1, G do
+  status[g], counts[g] = -3, 0
+  if tonumber(ARGV[5*g+1]) >= 0 then pausedKeys[#pausedKeys+1] = KEYS[7*g-1] end
+end
+if #pausedKeys == 0 then return {table.concat(done), status, counts, jobs} end
+-- One EXISTS over every candidate's paused flag: most fetches find none paused.
+local anyPaused = redis.call('exists', unpack(pausedKeys)) > 0
+local nowMs
+
+-- take moves up to want jobs of group g; it returns the number moved and the group's status.
+local function take(g, want)
+  local b, c = 3 + 7 * (g - 1), 5 * g - 1
+  local n = want
+  if ARGV[c+1] == '1' then
+    local max, held = intOf(KEYS[b+6]), intOf(KEYS[b+4])
+    if not (max and held and isType(KEYS[b+5], 'hash')) then return 0, -5 end
+    if max > 0 and max - held < n then n = max - held end
+    if n <= 0 then return 0, -2 end
+  end
+  local limit, period = tonumber(ARGV[c+3]), tonumber(ARGV[c+4])
+  local tat, interval
+  if limit > 0 then
+    tat = intOf(KEYS[b+7])
+    if not tat then return 0, -5 end
+    if not nowMs then
+      local t = redis.call('time')
+      nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    interval = period / limit
+    if tat < nowMs then tat = nowMs end
+    local allowed = math.floor((nowMs + period - tat) / interval)
+    if allowed < n then n = allowed end
+    if n <= 0 then return 0, -4 end
+  end
+  local vals
+  if n == 1 then
+    local v = redis.pcall('rpoplpush', KEYS[b+1], KEYS[b+2])
+    if type(v) == 'table' then return 0, -5 end
+    vals = {}
+    if v then vals[1] = v end
+  else
+    vals = redis.pcall('rpop', KEYS[b+1], n)
+    if type(vals) == 'table' and vals.err then
+      if string.find(vals.err, 'WRONGTYPE', 1, true) then return 0, -5 end
+      -- A server older than 6.2 has no RPOP count: move them one by one.
+      vals = {}
+      for i = 1, n do
+        local v = redis.pcall('rpoplpush', KEYS[b+1], KEYS[b+2])
+        if type(v) == 'table' then return #vals, -5 end
+        if not v then break end
+        vals[#vals+1] = v
+      end
+    elseif not vals then
+      vals = {}
+    elseif #vals > 0 then
+      local r = redis.pcall('lpush', KEYS[b+2], unpack(vals, 1, math.min(#vals, 1000)))
+      if type(r) == 'table' then
+        -- The in-progress key holds the wrong type: put the jobs back where they were.
+        for i = #vals, 1, -1 do redis.call('rpush', KEYS[b+1], vals[i]) end
+        return 0, -5
+      end
+      for i = 1001, #vals, 1000 do redis.call('lpush', KEYS[b+2], unpack(vals, i, math.min(#vals, i + 999))) end
+    end
+  end
+  local got = #vals
+  if got > 0 then
+    if ARGV[c+1] == '1' then
+      redis.call('incrby', KEYS[b+4], got)
+      redis.call('hincrby', KEYS[b+5], pool, got)
+    end
+    if tat then redis.call('set', KEYS[b+7], tostring(tat + got * interval), 'PX', math.ceil(period * 2)) end
+    for i = 1, got do jobs[#jobs+1] = vals[i] end
+  end
+  if got < n then return got, 0 end
+  return got, 1
+end
+
+-- Candidates keep their order in jobs: a second pass, for what the first could not get, appends
+-- to a group's jobs only when it is the last group that gave any.
+local carry = 0
+local order = {}
+for g = 1, G do
+  local share = tonumber(ARGV[5*g+1])
+  if share >= 0 and share + carry > 0 then
+    if anyPaused and redis.call('exists', KEYS[7*g-1]) == 1 then
+      status[g] = -1
+      carry = carry + share
+    else
+      local got, st = take(g, share + carry)
+      carry = share + carry - got
+      status[g], counts[g] = st, got
+      if got > 0 then order[#order+1] = g end
+    end
+  end
+end
+if carry > 0 and #order > 0 and status[order[#order]] == 1 then
+  local g = order[#order]
+  local got, st = take(g, carry)
+  status[g], counts[g] = st, counts[g] + got
+end
+return {table.concat(done), status, counts, jobs}
 `)
 
 // heartbeatScript records that this pool is alive (in Redis server time), squares the pool's
@@ -307,7 +385,8 @@ for k = e + 1, #KEYS, 4 do
   if infoType ~= 'none' and infoType ~= 'hash' and infoType ~= 'string' then lockOK = false end
   if lockOK then
     local held = redis.pcall('llen', KEYS[k])
-    if type(held) ~= 'number' then held = 0 end
+    -- Only a limited queue's jobs are counted (the exchange counts no others).
+    if type(held) ~= 'number' or max == 0 then held = 0 end
     local had = tonumber(redis.call('hget', KEYS[k+2], pool) or 0) or 0
     if held ~= had then
       if held > 0 then redis.call('hset', KEYS[k+2], pool, held) else redis.call('hdel', KEYS[k+2], pool) end
@@ -786,10 +865,16 @@ type store struct {
 	backend Backend
 	ks      keyspace
 	errs    atomic.Uint64 // failed calls: one may have been applied with its reply lost
+
+	// boxed holds script arguments used on every exchange, converted to interface{} once.
+	boxed struct{ retry, dead, scheduled, wake interface{} }
 }
 
 func newStore(namespace string, b Backend) *store {
-	return &store{backend: b, ks: newKeyspace(namespace)}
+	s := &store{backend: b, ks: newKeyspace(namespace)}
+	s.boxed.retry, s.boxed.dead, s.boxed.scheduled = s.ks.retry(), s.ks.dead(), s.ks.scheduled()
+	s.boxed.wake = s.ks.wakeChannel()
+	return s
 }
 
 // replicaWait asks a write to wait until that many replicas acknowledged it (Redis WAIT); zero: no wait.
@@ -930,100 +1015,211 @@ func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, uniqueKe
 	return res == "ok", err
 }
 
-// fetchResult is what one fetch returned.
-type fetchResult struct {
-	status []int64  // per candidate, see fetchScript
-	counts []int64  // per candidate
-	jobs   [][]byte // payloads, grouped by candidate in order
-}
-
 // rateLimit is a queue's limit on jobs started per period, across all pools.
 type rateLimit struct {
 	jobs     uint
 	periodMs int64
 }
 
-// fetch takes up to want jobs from the candidate queues, in order, for poolID; rates[i] is the rate
-// limit of candidates[i] (zero: none).
-func (s *store) fetch(ctx context.Context, poolID string, candidates []string, rates []rateLimit, want int) (fetchResult, error) {
-	args := make([]interface{}, 0, 1+9*len(candidates)+2)
-	args = append(args, 7*len(candidates))
-	for _, name := range candidates {
-		args = append(args, s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.paused(name),
-			s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name), s.ks.rate(name))
+// queueArgs are one of a pool's queues as exchangeScript takes it: its keys, name and settings,
+// boxed once per pool run so that a round trip allocates nothing per queue.
+type queueArgs struct {
+	name    string
+	keys    [7]interface{} // jobs, in-progress, paused, lock, lock_info, max_concurrency, rate
+	nameArg interface{}
+	limited interface{} // "1" when the pool counts the queue against its MaxConcurrency
+	rate    [2]interface{}
+
+	statsDay int64  // the day statsKey is for
+	statsKey string // the stats hash of statsDay
+}
+
+// newQueueArgs encodes a queue of poolID for exchanges.
+func (s *store) newQueueArgs(name, poolID string, limited bool, rl rateLimit) *queueArgs {
+	q := &queueArgs{name: name, nameArg: name, limited: "0", rate: [2]interface{}{0, 0}}
+	q.keys = [7]interface{}{s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.paused(name),
+		s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name), s.ks.rate(name)}
+	if limited {
+		q.limited = "1"
 	}
-	args = append(args, poolID, want)
-	for _, r := range rates {
-		args = append(args, r.jobs, r.periodMs)
+	if rl.jobs > 0 && rl.periodMs > 0 {
+		q.rate = [2]interface{}{rl.jobs, rl.periodMs}
 	}
-	var res fetchResult
-	err := s.do(ctx, func(c redis.Conn) error {
-		r, err := redis.Values(fetchScript.Do(c, args...))
+	return q
+}
+
+// opKind is what a finishOp does with its job.
+type opKind uint8
+
+const (
+	opAck     opKind = iota // done: removed
+	opDrop                  // failed for good with SkipDead: removed
+	opRetry                 // to the retry set
+	opDead                  // to the dead set
+	opSnooze                // to the scheduled set
+	opRequeue               // back to the fetch end of its queue, nothing counted
+)
+
+// opCodes are exchangeScript's op codes, by opKind.
+var opCodes = [...]interface{}{opAck: "A", opDrop: "A", opRetry: "R", opDead: "D", opSnooze: "S", opRequeue: "Q"}
+
+// finishOp is one job's end of hold.
+type finishOp struct {
+	kind    opKind
+	q       *queueArgs
+	job     *Job   // the fetched job (its in-progress payload is job.rawArg)
+	score   int64  // retry, dead, snooze: the member's score
+	payload []byte // retry, dead, snooze: the member
+}
+
+// statsAdd is a count to add to a per-minute stats field.
+type statsAdd struct {
+	key   string
+	field string
+	count int64
+}
+
+// fetchShare asks an exchange for share jobs from a queue.
+type fetchShare struct {
+	q     *queueArgs
+	share int
+}
+
+// exchange is one exchangeScript call: built by the pool's loop, which reuses it from call to call.
+type exchange struct {
+	fetch []fetchShare // candidates, in the order to try them
+	ops   []finishOp   // reordered by run: acks grouped by queue first, then the others in order
+	stats []statsAdd
+
+	groups []*queueArgs
+	args   []interface{}
+	acks   [][]interface{} // per group: in-progress payloads of its acks
+
+	// The reply.
+	done   string        // per op of ops, see exchangeScript
+	status []interface{} // per group
+	counts []interface{} // per group
+	jobs   []interface{} // payloads ([]byte), grouped by group in order
+}
+
+func (x *exchange) reset() {
+	x.fetch, x.ops, x.stats, x.groups = x.fetch[:0], x.ops[:0], x.stats[:0], x.groups[:0]
+	x.done, x.status, x.counts, x.jobs = "", nil, nil, nil
+}
+
+// group returns q's group index (1-based), adding it (with no share) if it is not in yet.
+func (x *exchange) group(q *queueArgs) int {
+	for i, g := range x.groups {
+		if g == q {
+			return i + 1
+		}
+	}
+	x.groups = append(x.groups, q)
+	return len(x.groups)
+}
+
+// boxedNoShare marks a queue that takes part in an exchange for its outcomes only.
+var boxedNoShare interface{} = -1
+
+// runExchange runs x: it records x.ops and x.stats and fetches what x.fetch asks, filling x's reply.
+func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange) error {
+	for _, f := range x.fetch {
+		x.group(f.q)
+	}
+	cands := len(x.groups)
+	if cap(x.acks) < len(x.groups)+len(x.ops) {
+		x.acks = make([][]interface{}, 0, 2*(len(x.groups)+len(x.ops)))
+	}
+	x.acks = x.acks[:0]
+	// Acks first, grouped by queue; the other ops after them in their order.
+	others := 0
+	for i := range x.ops {
+		o := &x.ops[i]
+		g := x.group(o.q)
+		for len(x.acks) < g {
+			x.acks = append(x.acks, nil)
+		}
+		if o.kind == opAck || o.kind == opDrop {
+			x.acks[g-1] = append(x.acks[g-1], o.job.rawArg)
+		} else {
+			others++
+		}
+	}
+	if others > 0 || len(x.acks) > 1 {
+		slices.SortStableFunc(x.ops, func(a, b finishOp) int {
+			ra, rb := a.kind > opDrop, b.kind > opDrop
+			switch {
+			case ra != rb && ra:
+				return 1
+			case ra != rb:
+				return -1
+			case ra:
+				return 0
+			}
+			return x.group(a.q) - x.group(b.q)
+		})
+	}
+	args := x.args[:0]
+	args = append(args, 3+7*len(x.groups), s.boxed.retry, s.boxed.dead, s.boxed.scheduled)
+	for _, q := range x.groups {
+		args = append(args, q.keys[:]...)
+	}
+	args = append(args, poolID, s.boxed.wake, len(x.groups))
+	for i, q := range x.groups {
+		var share interface{} = boxedNoShare
+		if i < cands {
+			share = x.fetch[i].share
+		}
+		args = append(args, q.nameArg, q.limited, share, q.rate[0], q.rate[1])
+	}
+	for g, acks := range x.acks {
+		if len(acks) > 0 {
+			args = append(args, "A", g+1, len(acks))
+			args = append(args, acks...)
+			x.acks[g] = acks[:0]
+		}
+	}
+	for i := range x.ops {
+		o := &x.ops[i]
+		switch o.kind {
+		case opAck, opDrop:
+		case opRequeue:
+			args = append(args, "Q", x.group(o.q), o.job.rawArg)
+		default:
+			args = append(args, opCodes[o.kind], x.group(o.q), o.job.rawArg, o.score, o.payload)
+		}
+	}
+	for i := 0; i < len(x.stats); {
+		j := i
+		for j < len(x.stats) && x.stats[j].key == x.stats[i].key {
+			j++
+		}
+		args = append(args, "T", x.stats[i].key, statsTTLSeconds, j-i)
+		for _, st := range x.stats[i:j] {
+			args = append(args, st.field, st.count)
+		}
+		i = j
+	}
+	x.args = args[:0]
+	defer clear(args) // let the payloads go
+	return s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(exchangeScript.Do(c, args...))
 		if err != nil {
 			return err
 		}
-		if len(r) != 3 {
-			return fmt.Errorf("work: fetch: unexpected reply of %d elements", len(r))
+		if len(r) != 4 {
+			return fmt.Errorf("work: exchange: unexpected reply of %d elements", len(r))
 		}
-		if res.status, err = redis.Int64s(r[0], nil); err != nil {
-			return err
+		done, _ := r[0].([]byte)
+		x.done = string(done)
+		x.status, _ = r[1].([]interface{})
+		x.counts, _ = r[2].([]interface{})
+		x.jobs, _ = r[3].([]interface{})
+		if len(x.status) != len(x.groups) || len(x.counts) != len(x.groups) {
+			return fmt.Errorf("work: exchange: reply for %d queues, asked %d", len(x.status), len(x.groups))
 		}
-		if res.counts, err = redis.Int64s(r[1], nil); err != nil {
-			return err
-		}
-		res.jobs, err = redis.ByteSlices(r[2], nil)
-		return err
+		return nil
 	})
-	return res, err
-}
-
-// finishOp is one job's end of hold: ack, move to the retry or dead set, or requeue.
-type finishOp struct {
-	op      string // "ack", "zadd" or "requeue"
-	outcome byte   // counted in the stats as 'p' (processed) or 'f' (failed); 0: not counted
-	name    string // job name (its queue)
-	raw     []byte // the payload as it sits in the in-progress list
-	dest    string // zadd: the set key
-	score   int64  // zadd: the score
-	payload []byte // zadd: the member
-}
-
-// finish applies a batch of finishOps atomically and reports which jobs were still held.
-func (s *store) finish(ctx context.Context, poolID string, ops []finishOp) ([]int64, error) {
-	args := make([]interface{}, 0, 1+12*len(ops)+3)
-	args = append(args, 6*len(ops))
-	now := time.Now().Unix()
-	day, minute := now/86400, strconv.FormatInt(now/60, 10)
-	for i := range ops {
-		o := &ops[i]
-		dest := o.dest
-		if o.op == "requeue" {
-			dest = s.ks.jobs(o.name)
-		} else if dest == "" {
-			dest = s.ks.jobs(o.name) // unused by 'ack'; any key of the same namespace will do
-		}
-		args = append(args, s.ks.inProgress(o.name, poolID), s.ks.lock(o.name), s.ks.lockInfo(o.name),
-			s.ks.maxConcurrency(o.name), dest, s.ks.stats(o.name, day))
-	}
-	args = append(args, poolID, s.ks.wakeChannel(), statsTTLSeconds)
-	for i := range ops {
-		o := &ops[i]
-		field := ""
-		if o.outcome != 0 {
-			field = string(o.outcome) + ":" + minute
-		}
-		args = append(args, o.op, o.raw, o.name, o.score, field)
-	}
-	for i := range ops {
-		args = append(args, ops[i].payload)
-	}
-	var done []int64
-	err := s.do(ctx, func(c redis.Conn) error {
-		var err error
-		done, err = redis.Int64s(finishScript.Do(c, args...))
-		return err
-	})
-	return done, err
 }
 
 // sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps each

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -487,14 +488,40 @@ type queueDetail struct {
 	maxConcurrency int64
 }
 
-// queueDetails lists every known job name with the state of its queue: two round trips whatever the
-// number of queues.
+// queueDetails lists every known job name with the state of its queue, in three round trips
+// whatever the number of queues. Jobs in flight are the lock counter of a limited queue (the number
+// its MaxConcurrency gates), and otherwise the length of the in-progress lists of the pools that
+// serve it (pools count only the jobs of limited queues).
 func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
 	var out []queueDetail
 	err := s.do(ctx, func(c redis.Conn) error {
-		names, err := redis.Strings(c.Do("SMEMBERS", s.ks.knownJobs()))
+		c.Send("SMEMBERS", s.ks.knownJobs())
+		c.Send("SMEMBERS", s.ks.workerPools())
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		names, err := redis.Strings(r[0], nil)
 		if err != nil || len(names) == 0 {
 			return err
+		}
+		pools, _ := redis.Strings(r[1], nil)
+		for _, id := range pools {
+			c.Send("HGET", s.ks.heartbeat(id), "job_names")
+		}
+		serving := make(map[string][]string) // job name -> pools that serve it
+		if len(pools) > 0 {
+			hbs, err := redis.Values(c.Do(""))
+			if err != nil {
+				return err
+			}
+			for i, v := range hbs {
+				if list, err := redis.String(v, nil); err == nil && i < len(pools) {
+					for _, name := range strings.Split(list, ",") {
+						serving[name] = append(serving[name], pools[i])
+					}
+				}
+			}
 		}
 		const perName = 5
 		for _, name := range names {
@@ -503,27 +530,39 @@ func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
 			c.Send("EXISTS", s.ks.paused(name))
 			c.Send("GET", s.ks.lock(name))
 			c.Send("GET", s.ks.maxConcurrency(name))
+			for _, id := range serving[name] {
+				c.Send("LLEN", s.ks.inProgress(name, id))
+			}
 		}
-		r, err := redis.Values(c.Do(""))
+		r, err = redis.Values(c.Do(""))
 		if err != nil {
 			return err
 		}
-		if len(r) != perName*len(names) {
-			return fmt.Errorf("work: queue details: unexpected reply of %d elements", len(r))
-		}
 		out = make([]queueDetail, len(names))
+		at := 0
 		for i, name := range names {
+			if len(r) < at+perName+len(serving[name]) {
+				return fmt.Errorf("work: queue details: unexpected reply of %d elements", len(r))
+			}
 			// A key of the wrong type or a garbled counter reads as zero rather than failing every
 			// other queue.
-			v := r[perName*i : perName*(i+1)]
+			v := r[at : at+perName]
 			d := &out[i]
 			d.name = name
 			d.count, _ = redis.Int64(v[0], nil)
 			d.oldest, _ = redis.Bytes(v[1], nil)
 			n, _ := redis.Int64(v[2], nil)
 			d.paused = n > 0
-			d.inFlight = parseInt64Reply(v[3])
 			d.maxConcurrency = parseInt64Reply(v[4])
+			if d.maxConcurrency > 0 {
+				d.inFlight = parseInt64Reply(v[3])
+			} else {
+				for _, l := range r[at+perName : at+perName+len(serving[name])] {
+					n, _ := redis.Int64(l, nil)
+					d.inFlight += n
+				}
+			}
+			at += perName + len(serving[name])
 		}
 		return nil
 	})

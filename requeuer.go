@@ -121,8 +121,8 @@ func (q *requeuer) once() (bool, int64) {
 		for _, m := range members {
 			job, err := decodeJob(m)
 			if err != nil {
-				rec := deadLetterOp(st.ks, "", m, err)
-				if _, merr := st.zsetMove(q.r.ctx, sets[i], st.ks.dead(), m, now, rec.payload); merr != nil {
+				rec := deadLetterRecord("", m, err, now)
+				if _, merr := st.zsetMove(q.r.ctx, sets[i], st.ks.dead(), m, now, rec); merr != nil {
 					q.r.wp.logger.Error("work: moving an undecodable job to the dead set", "err", merr)
 				} else {
 					q.r.wp.logger.Error("work: undecodable job sent to the dead set", "set", sets[i], "err", err)

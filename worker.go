@@ -33,34 +33,43 @@ func (w *worker) current() *Job { return w.state.currentJob() }
 
 func (w *worker) process(job *Job) {
 	r := w.r
-	jt := r.jobTypes[job.Name]
+	if err := decodeFetched(job, job.q.name); err != nil {
+		r.wp.logger.Error("work: payload sent to the dead set", "job_name", job.q.name, "err", err)
+		r.acker.submit(deadLetterOp(job, err))
+		return
+	}
+	jt := job.q.jt
 	if job.Unique && job.Fails == 0 {
 		// Only a first attempt holds the lock: by a retry it may belong to a later identical job.
 		w.claimUnique(job)
 	}
 	job.observer = w.state
-	ctx, cancel := context.WithCancelCause(r.jobCtx)
+	// A context of its own only when a function of the chain receives it or the job has a timeout:
+	// otherwise nothing could see it, and a cancel is recorded in the worker's state instead.
+	ctx, cancel := r.jobCtx, context.CancelCauseFunc(nil)
+	if job.q.contextual {
+		ctx, cancel = context.WithCancelCause(r.jobCtx)
+	}
 	w.state.start(job, cancel)
 	start := time.Now()
 	res := w.runJob(ctx, jt, job)
 	r.fetcher.ran(time.Since(start))
-	res.cancelled = res.err != nil && isCancelled(ctx)
-	cancel(nil)
-	w.state.done()
+	cancelled := w.state.done()
+	res.cancelled = res.err != nil && (cancelled || (cancel != nil && isCancelled(ctx)))
+	if cancel != nil {
+		cancel(nil)
+	}
 	job.observer = nil
 	if res.err != nil {
 		r.wp.logger.Warn("work: job failed", "job_name", job.Name, "job_id", job.ID, "attempt", job.Fails+1,
 			"duration", time.Since(start), "err", errorText(res.err))
 	}
-	// Submit the outcome before returning the token, so a Drain never sees the pool idle with an
-	// outcome not yet handed over.
 	op := w.safeOutcome(jt, job, res)
 	r.acker.submit(op)
 	if hook := r.wp.opts.OnOutcome; hook != nil {
-		w.report(hook, JobOutcome{Job: job, Result: resultOf(r.wp.store.ks, op), Err: res.err,
+		w.report(hook, JobOutcome{Job: job, Result: resultOf(op), Err: res.err,
 			Panicked: res.panicked, Cancelled: res.cancelled, Duration: time.Since(start)})
 	}
-	r.fetcher.release(1)
 }
 
 // report calls the OnOutcome hook, recovering a panic in it.
@@ -84,11 +93,11 @@ func (w *worker) safeOutcome(jt *jobType, job *Job, res runResult) (op finishOp)
 				"panic", fmt.Sprintf("%v", p), "stack", string(debug.Stack()))
 			safe := *jt
 			safe.Backoff = nil
-			op = outcomeOp(w.r.wp.store.ks, &safe, w.r.wp.opts.PanicPolicy, job,
+			op = outcomeOp(&safe, w.r.wp.opts.PanicPolicy, job,
 				runResult{err: panicError{value: p}, panicked: true})
 		}
 	}()
-	return outcomeOp(w.r.wp.store.ks, jt, w.r.wp.opts.PanicPolicy, job, res)
+	return outcomeOp(jt, w.r.wp.opts.PanicPolicy, job, res)
 }
 
 // claimUnique releases a unique job's lock as it starts, so an identical job may be enqueued while it

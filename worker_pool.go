@@ -30,6 +30,7 @@ type WorkerPool struct {
 	jobTypes     map[string]*jobType
 	middleware   []boundMiddleware
 	needsCtx     bool // some handler or middleware takes the custom context
+	mwContext    bool // some middleware receives a context.Context
 	periodicJobs []*periodicJob
 	run          *poolRun // non-nil while started
 }
@@ -121,7 +122,8 @@ const (
 type jobType struct {
 	Name string
 	JobOptions
-	handler boundHandler
+	handler     boundHandler
+	receivesCtx bool // the handler has a context.Context parameter
 }
 
 // NewWorkerPool creates a new worker pool. ctx should be a struct literal whose type will be used for
@@ -195,6 +197,7 @@ func (wp *WorkerPool) Middleware(fn interface{}) *WorkerPool {
 	wp.mustNotBeStarted("Middleware")
 	wp.middleware = append(wp.middleware, m)
 	wp.needsCtx = wp.needsCtx || usesCtx
+	wp.mwContext = wp.mwContext || receivesContext(fn)
 	return wp
 }
 
@@ -227,7 +230,7 @@ func (wp *WorkerPool) JobWithOptions(name string, jobOpts JobOptions, fn interfa
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
 	wp.mustNotBeStarted("Job")
-	wp.jobTypes[name] = &jobType{Name: name, JobOptions: jobOpts, handler: h}
+	wp.jobTypes[name] = &jobType{Name: name, JobOptions: jobOpts, handler: h, receivesCtx: receivesContext(fn)}
 	wp.needsCtx = wp.needsCtx || usesCtx
 	return wp
 }
@@ -323,12 +326,14 @@ func (wp *WorkerPool) Drain() {
 }
 
 // poolRun is a started pool: its goroutines and the channels between them. The data flows
-// fetcher -> jobs -> workers -> acker.
+// fetcher -> jobs -> workers -> acker -> (the fetcher's next round trip).
 type poolRun struct {
-	wp       *WorkerPool
-	poolID   string
-	names    []string // registered job names, sorted
-	jobTypes map[string]*jobType
+	wp          *WorkerPool
+	poolID      string
+	boxedPoolID interface{} // poolID as a script argument
+	names       []string    // registered job names, sorted
+	jobTypes    map[string]*jobType
+	queues      map[string]*queue
 
 	ctx    context.Context // cancelled when the pool stops: background loops end
 	cancel context.CancelFunc
@@ -350,11 +355,28 @@ type poolRun struct {
 	startedAt   int64
 }
 
+// queue is one of a started pool's job names: its options and its script arguments.
+type queue struct {
+	name string
+	jt   *jobType
+	args *queueArgs
+	// contextual: a job gets a context of its own (some function of its chain receives one, or it
+	// has a Timeout).
+	contextual bool
+}
+
 func newPoolRun(wp *WorkerPool) *poolRun {
-	r := &poolRun{wp: wp, poolID: wp.workerPoolID, jobTypes: make(map[string]*jobType, len(wp.jobTypes))}
+	r := &poolRun{wp: wp, poolID: wp.workerPoolID, boxedPoolID: wp.workerPoolID,
+		jobTypes: make(map[string]*jobType, len(wp.jobTypes)), queues: make(map[string]*queue, len(wp.jobTypes))}
 	for name, jt := range wp.jobTypes {
 		r.jobTypes[name] = jt
 		r.names = append(r.names, name)
+		var rl rateLimit
+		if jt.RateLimit.Jobs > 0 && jt.RateLimit.Period > 0 {
+			rl = rateLimit{jobs: jt.RateLimit.Jobs, periodMs: max(jt.RateLimit.Period.Milliseconds(), 1)}
+		}
+		r.queues[name] = &queue{name: name, jt: jt, args: wp.store.newQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl),
+			contextual: jt.receivesCtx || wp.mwContext || jt.Timeout > 0}
 	}
 	sort.Strings(r.names)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -383,7 +405,6 @@ func (r *poolRun) start() {
 		r.wp.logger.Error("work: registering job names", "err", err)
 	}
 	r.heartbeater.beat() // register the pool before it holds any job
-	r.acker.start(&r.bgDone)
 	r.observer.start(&r.bgDone)
 	r.heartbeater.start(&r.bgDone)
 	r.requeuer.start(&r.bgDone)
@@ -397,7 +418,7 @@ func (r *poolRun) start() {
 }
 
 func (r *poolRun) stop(ctx context.Context) error {
-	r.fetcher.stop() // no more fetches; returns once the fetcher loop has ended
+	r.fetcher.stop() // no more fetches; jobs not started go back to their queues
 	close(r.fetcher.jobs)
 	workersDone := make(chan struct{})
 	go func() { r.workersDone.Wait(); close(workersDone) }()
@@ -410,11 +431,12 @@ func (r *poolRun) stop(ctx context.Context) error {
 		// Put the jobs still running back in their queues; a late outcome finds them gone.
 		for _, w := range r.workers {
 			if j := w.current(); j != nil {
-				r.acker.submit(finishOp{op: "requeue", name: j.Name, raw: j.raw})
+				r.acker.submit(finishOp{kind: opRequeue, q: j.q.args, job: j})
 			}
 		}
 	}
-	r.acker.close() // flushes everything submitted so far
+	r.acker.close()
+	<-r.fetcher.done // the loop has written everything submitted so far
 	r.cancel()
 	r.bgDone.Wait()
 	r.jobCancel()
@@ -422,7 +444,7 @@ func (r *poolRun) stop(ctx context.Context) error {
 	return err
 }
 
-func (r *poolRun) drain() { r.fetcher.drain(r.ctx) }
+func (r *poolRun) drain() { r.fetcher.ready.drain(r.ctx) }
 
 // workerIDs returns the pool's worker IDs, sorted.
 func (r *poolRun) workerIDs() []string {

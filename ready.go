@@ -1,0 +1,358 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// readiness is the pool's view of which of its queues may hold runnable jobs ("ready"), so that a
+// fetch only names those, whatever the number of registered job names.
+//
+// A queue becomes ready when a wake-up message names it (an Enqueuer published it when the queue went
+// from empty to non-empty, a stop or reaper put jobs back, a concurrency slot or a pause was
+// released) or when a look at the queues finds it non-empty (which catches jobs pushed by other
+// programs). It stops being ready when a fetch finds it empty, paused, at its MaxConcurrency or past
+// its rate limit (then the next look finds it again).
+//
+// Looks follow SleepBackoffs: once a second while looks find work, then further apart while they find
+// none, up to the last SleepBackoff. The heartbeat looks too, so an idle pool whose last SleepBackoff
+// is as long as its HeartbeatInterval sends nothing but its heartbeat.
+type readiness struct {
+	r       *poolRun
+	wake    chan struct{} // poked when there may be something for the loop to do
+	sampler prioritySampler
+
+	mu       sync.Mutex
+	idle     int       // consecutive looks that found no queue holding jobs
+	lastLook time.Time // the last look by a scan or a heartbeat; zero: look now
+	ready    map[string]bool
+	gen      map[string]uint64 // bumped by each wake-up, so a stale "empty" cannot hide a new job
+	warned   map[string]time.Time
+	drains   []drainWaiter
+	scans    uint64 // scans started
+	scanned  uint64 // the number of the last scan completed
+	busyAt   uint64 // scans started when a job last finished: a Drain needs a scan after that
+	rescan   bool   // a scan is wanted at once (Drain)
+
+	subscribed atomic.Bool // wake-up messages are arriving
+}
+
+// drainWaiter is a Drain call waiting for a scan that started after it.
+type drainWaiter struct {
+	ch    chan struct{}
+	after uint64
+}
+
+func newReadiness(r *poolRun) *readiness {
+	prio := make(map[string]uint, len(r.jobTypes))
+	for name, jt := range r.jobTypes {
+		prio[name] = jt.Priority
+	}
+	return &readiness{
+		r:       r,
+		wake:    make(chan struct{}, 1),
+		sampler: newPrioritySampler(prio, r.wp.opts.StrictPriority),
+		ready:   make(map[string]bool),
+		gen:     make(map[string]uint64),
+		warned:  make(map[string]time.Time),
+		// A pool starts idle: the steps of SleepBackoffs serve a pool that has just run out of work.
+		idle: len(r.wp.opts.SleepBackoffs) - 1,
+	}
+}
+
+// poke wakes the pool's loop if it is waiting.
+func (q *readiness) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notify marks a queue ready (a wake-up message named it).
+func (q *readiness) notify(name string) {
+	q.mu.Lock()
+	if _, ok := q.r.jobTypes[name]; !ok {
+		q.mu.Unlock()
+		return
+	}
+	q.ready[name] = true
+	q.gen[name]++
+	q.mu.Unlock()
+	q.poke()
+}
+
+// markAllReady makes every queue ready: wake-ups may have been missed.
+func (q *readiness) markAllReady() {
+	q.mu.Lock()
+	for _, name := range q.r.names {
+		q.ready[name] = true
+		q.gen[name]++
+	}
+	q.mu.Unlock()
+	q.poke()
+}
+
+// candidates returns the ready queues in the order to try them (weighted random by priority) and
+// their wake-up generations.
+func (q *readiness) candidates(names []string, gens []uint64) ([]string, []uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.ready) == 0 {
+		return names[:0], gens[:0]
+	}
+	names = q.sampler.order(q.ready, names[:0])
+	gens = gens[:0]
+	for _, c := range names {
+		gens = append(gens, q.gen[c])
+	}
+	return names, gens
+}
+
+// fetched takes in what a fetch found: a queue found empty, paused, at its limit, past its rate or
+// broken stops being ready, unless a wake-up named it since the fetch began.
+func (q *readiness) fetched(names []string, gens []uint64, status []interface{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, name := range names {
+		st, _ := status[i].(int64)
+		if st == -5 && time.Since(q.warned[name]) > time.Minute {
+			q.warned[name] = time.Now()
+			ks := q.r.wp.store.ks
+			q.r.wp.logger.Warn("work: WRONGTYPE: a key of this queue holds the wrong type; skipping the queue until it is repaired",
+				"job_name", name, "keys", []string{ks.jobs(name), ks.inProgress(name, q.r.poolID), ks.lock(name),
+					ks.lockInfo(name), ks.maxConcurrency(name), ks.rate(name)})
+		}
+		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 {
+			if q.gen[name] == gens[i] {
+				delete(q.ready, name)
+			}
+		}
+	}
+}
+
+// jobFinished records that a job finished (a Drain then needs a scan that starts after it).
+func (q *readiness) jobFinished() {
+	q.mu.Lock()
+	q.busyAt = q.scans
+	q.mu.Unlock()
+}
+
+func (q *readiness) backoff(i int) time.Duration {
+	b := q.r.wp.opts.SleepBackoffs
+	if i >= len(b) {
+		i = len(b) - 1
+	}
+	return time.Duration(b[i]) * time.Millisecond
+}
+
+// scanWait is how long after a look the next one is due, given the looks in a row that found nothing.
+// It is SleepBackoffs[idle], but at least the last SleepBackoff capped at a second (wake-ups make
+// quicker looks pointless), and at most a second while wake-ups are not arriving. When the heartbeat
+// will look before then, the scan waits a HeartbeatInterval longer, in case it does not.
+func (q *readiness) scanWait(idle int) time.Duration {
+	floor := q.backoff(len(q.r.wp.opts.SleepBackoffs) - 1)
+	if floor <= 0 || floor > time.Second {
+		floor = time.Second
+	}
+	d := max(q.backoff(idle), floor)
+	if !q.subscribed.Load() {
+		d = min(d, time.Second)
+	}
+	if hb := q.r.wp.opts.HeartbeatInterval; d >= hb {
+		d += hb
+	}
+	return d
+}
+
+// nextScan is when the loop looks next.
+func (q *readiness) nextScan() time.Time {
+	q.mu.Lock()
+	last, idle := q.lastLook, q.idle
+	q.mu.Unlock()
+	if last.IsZero() {
+		return last
+	}
+	return last.Add(q.scanWait(idle))
+}
+
+// scanDue reports whether a look is due now (or was asked for by a Drain).
+func (q *readiness) scanDue() bool {
+	q.mu.Lock()
+	r := q.rescan
+	q.rescan = false
+	q.mu.Unlock()
+	return r || !time.Now().Before(q.nextScan())
+}
+
+// looked takes in what a look found: the queues holding jobs become ready, and the requeuer learns
+// when the next scheduled or retry job is due.
+func (q *readiness) looked(res scanResult) {
+	if res.dueIn >= 0 {
+		q.r.requeuer.in(time.Duration(res.dueIn) * time.Second)
+	}
+	q.mu.Lock()
+	for _, name := range res.nonEmpty {
+		q.ready[name] = true
+	}
+	if len(res.nonEmpty) > 0 {
+		q.idle = 0
+	} else {
+		q.idle++
+	}
+	q.lastLook = time.Now()
+	q.mu.Unlock()
+	if len(res.nonEmpty) > 0 {
+		q.poke()
+	}
+}
+
+// scan looks for waiting jobs (see looked): one round trip, any number of names.
+func (q *readiness) scan() error {
+	q.mu.Lock()
+	q.scans++
+	seq := q.scans
+	q.mu.Unlock()
+	res, err := q.r.wp.store.poll(q.r.ctx, q.r.names)
+	if err != nil {
+		return err
+	}
+	q.looked(res)
+	q.mu.Lock()
+	q.scanned = seq
+	q.mu.Unlock()
+	return nil
+}
+
+// drain returns once the pool has found its queues empty with no job outstanding, or ctx is done.
+func (q *readiness) drain(ctx context.Context) {
+	d := drainWaiter{ch: make(chan struct{})}
+	q.mu.Lock()
+	d.after = q.scans
+	q.drains = append(q.drains, d)
+	q.rescan = true
+	q.mu.Unlock()
+	q.poke()
+	select {
+	case <-d.ch:
+	case <-ctx.Done():
+	}
+}
+
+// checkDrained closes the pending Drain calls that a scan has answered since they began, once no
+// queue is ready; the caller has checked that every fetched job is finished and recorded. It
+// reports whether a new scan is wanted at once.
+func (q *readiness) checkDrained() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.drains) == 0 || len(q.ready) != 0 {
+		return false
+	}
+	kept := q.drains[:0]
+	for _, d := range q.drains {
+		// The scan must have started after the Drain call and after the last job finished (a job
+		// may have enqueued another one).
+		if q.scanned > d.after && q.scanned > q.busyAt {
+			close(d.ch)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	q.drains = kept
+	if len(kept) > 0 {
+		q.rescan = true
+	}
+	return q.rescan
+}
+
+// releaseDrains ends every pending Drain call (the pool stops).
+func (q *readiness) releaseDrains() {
+	q.mu.Lock()
+	for _, d := range q.drains {
+		close(d.ch)
+	}
+	q.drains = nil
+	q.mu.Unlock()
+}
+
+// subscribe listens for wake-up messages until stopped is closed, reconnecting after errors and
+// looking at every queue after each (re)connection, since messages sent meanwhile were missed.
+func (q *readiness) subscribe(stopped <-chan struct{}) {
+	logger := q.r.wp.logger
+	wait := 10 * time.Millisecond
+	for {
+		select {
+		case <-stopped:
+			return
+		default:
+		}
+		subscribed, err := q.subscribeOnce(stopped)
+		select {
+		case <-stopped:
+			return
+		default:
+		}
+		if errors.Is(err, errSubscriptionTimedOut) {
+			logger.Info(err.Error())
+		} else if err != nil {
+			logger.Warn("work: wake-up subscription lost; falling back to polling until it is back", "err", err)
+		}
+		if subscribed {
+			wait = 10 * time.Millisecond // it worked for a while: retry soon, back off only if it keeps failing
+		}
+		select {
+		case <-stopped:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// subscribeOnce subscribes until stopped is closed or the subscription fails; it reports whether it
+// got as far as listening.
+func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
+	var subscribed atomic.Bool
+	ctx, cancel := context.WithCancel(q.r.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	ks := q.r.wp.store.ks
+	cancelCh, dueCh := ks.cancelChannel(), ks.dueChannel()
+	defer func() {
+		q.subscribed.Store(false)
+		q.poke() // the loop may be waiting longer than it should without wake-ups
+	}()
+	err := q.r.wp.store.backend.Subscribe(ctx, []string{ks.wakeChannel(), cancelCh, dueCh},
+		func() {
+			subscribed.Store(true)
+			q.subscribed.Store(true)
+			// Subscribed: anything pushed before now may have been missed.
+			q.markAllReady()
+		},
+		func(channel string, data []byte) {
+			switch channel {
+			case cancelCh:
+				q.r.cancelJob(string(data))
+			case dueCh:
+				// An Enqueuer scheduled a job: its run-at, in epoch seconds.
+				if at, err := strconv.ParseInt(string(data), 10, 64); err == nil {
+					q.r.requeuer.at(time.Unix(at, 0))
+				}
+			default:
+				q.notify(string(data))
+			}
+		})
+	if ctx.Err() != nil {
+		return subscribed.Load(), nil
+	}
+	return subscribed.Load(), err
+}

@@ -1,0 +1,64 @@
+package work
+
+import "time"
+
+// sweeper knows every job the pool fetched whose outcome is not yet written ("held"), and now and
+// then puts back the entries of the pool's in-progress lists that it does not hold: a fetch whose
+// reply was lost (Redis restarted, a connection cut, a failover) leaves such entries, which no worker
+// would ever run. Only the pool's loop uses it, so it needs no lock.
+type sweeper struct {
+	r         *poolRun
+	held      map[*Job]struct{}
+	lastSweep time.Time
+	active    bool   // fetched since the last sweep
+	sweptErrs uint64 // the store's error count at the last sweep
+}
+
+func newSweeper(r *poolRun) *sweeper {
+	return &sweeper{r: r, held: make(map[*Job]struct{})}
+}
+
+func (s *sweeper) hold(j *Job) {
+	s.held[j] = struct{}{}
+	s.active = true
+}
+
+func (s *sweeper) unhold(j *Job) { delete(s.held, j) }
+
+// sweepEvery is how often the pool looks for in-progress entries it does not hold, when it fetched
+// jobs or a Redis call failed since the last look: those are what leave such entries (a fetch or an
+// acknowledgement applied whose reply was lost, a failover). Otherwise it looks every slowSweepEvery.
+func (s *sweeper) sweepEvery() time.Duration { return 2 * s.r.wp.opts.HeartbeatInterval }
+
+const slowSweepEvery = 5 * time.Minute
+
+func (s *sweeper) due() bool {
+	since := time.Since(s.lastSweep)
+	if since < s.sweepEvery() {
+		return false
+	}
+	return s.active || s.r.wp.store.errs.Load() != s.sweptErrs || since >= slowSweepEvery
+}
+
+// sweep puts back the in-progress entries the pool does not hold. It runs on the loop, between
+// round trips, so no fetch is under way; a job stays held until its outcome is written, so a pending
+// acknowledgement is not mistaken for a lost one.
+func (s *sweeper) sweep() {
+	s.lastSweep = time.Now()
+	s.sweptErrs = s.r.wp.store.errs.Load()
+	s.active = false
+	held := make(map[string][][]byte, len(s.r.names))
+	for j := range s.held {
+		held[j.q.name] = append(held[j.q.name], j.raw)
+	}
+	n, err := s.r.wp.store.sweep(s.r.ctx, s.r.poolID, s.r.names, held)
+	if err != nil {
+		if s.r.ctx.Err() == nil {
+			s.r.wp.logger.Error("work: looking for in-progress jobs the pool does not hold", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		s.r.wp.logger.Warn("work: put back in-progress jobs whose fetch reply was lost", "jobs_requeued", n)
+	}
+}
