@@ -216,3 +216,29 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 	b.ReportMetric(float64(rt.Load()-rt0)/float64(b.N), "roundtrips/job")
 }
+
+// BenchmarkJobCodec measures a job's encoding (as Enqueue does it) and its decoding (as a worker pool
+// does it on fetch), without Redis.
+func BenchmarkJobCodec(b *testing.B) {
+	j := newJob("send_email", Q{"addr": "test@example.com", "n": 1})
+	raw, err := j.serialize()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("serialize", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := j.serialize(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := decodeJob(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -584,6 +584,18 @@ type JobLocation struct {
 	Payload string `json:"payload"`
 }
 
+// MarshalJSON encodes the location with its job as records keep it (see Job.Raw).
+func (l JobLocation) MarshalJSON() ([]byte, error) {
+	return marshalReadable(struct {
+		State   string   `json:"state"`
+		Score   int64    `json:"score,omitempty"`
+		PoolID  string   `json:"pool_id,omitempty"`
+		Job     *jobJSON `json:"job"`
+		Decoded bool     `json:"decoded"`
+		Payload string   `json:"payload"`
+	}{l.State, l.Score, l.PoolID, newJobJSON(l.Job), l.Decoded, l.Payload})
+}
+
 // idNeedles returns the byte strings a payload holding the job ID contains: the ID, and the ID as
 // JSON encodes it when that differs.
 func idNeedles(jobID string) [][]byte {

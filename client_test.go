@@ -447,7 +447,7 @@ func TestClientRetryDeadJobMovesItBackToItsQueue(t *testing.T) {
 	if j.EnqueuedAt < before || j.EnqueuedAt > after {
 		t.Errorf("requeued job t = %d, want the time of the retry", j.EnqueuedAt)
 	}
-	for _, field := range []string{`"fails"`, `"err"`, `"failed_at"`, `"raw_payload"`} {
+	for _, field := range []string{`"fails"`, `"err"`, `"failed_at"`, `"raw_text"`, `"raw_base64"`, `"raw_payload"`} {
 		if strings.Contains(queued[0], field) {
 			t.Errorf("requeued payload %s still holds %s", queued[0], field)
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The fuzz targets below run as ordinary tests on their seeds (f.Add and testdata/fuzz/<Name>/), and
@@ -27,6 +28,10 @@ func FuzzDecodeJob(f *testing.F) {
 	f.Add([]byte(`{"name":"x","args":{"n":12345678901234567890,"f":1e20,"l":[1.5,{"m":-1}]}}`))
 	f.Add([]byte(`{"id":"a"}`))
 	f.Add([]byte(``))
+	// Records of payloads that could not be decoded, in each form.
+	f.Add([]byte(`{"name":"x","id":"a","t":1,"args":null,"err":"e","raw_text":"{\"name\":\"x\", é <b>"}`))
+	f.Add([]byte(`{"name":"x","raw_base64":"//4=","raw_payload":"e2Jyb2tlbg=="}`))
+	f.Add([]byte(`{"name":"x","raw_payload":"e2Jyb2tlbg==","RAW_TEXT":"\ud800"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > maxFuzzInput {
 			t.Skip("input too large")
@@ -431,4 +436,81 @@ func FuzzDecodeFetchedAgreesWithDecodeJob(f *testing.F) {
 			t.Fatalf("%q:\ndecodeFetched %#v\ndecodeJob     %#v", data, got, want)
 		}
 	})
+}
+
+// FuzzDeadRecord: for any payload a worker cannot run and any reason, the dead record it writes
+// decodes to that payload exactly (Raw, and what a retry queues); the record holds it as text in
+// raw_text when it is UTF-8, escaped only where JSON requires, and in base64 otherwise.
+func FuzzDeadRecord(f *testing.F) {
+	f.Add([]byte(`{"name":"x", broken é <b>&amp;`), "malformed job payload: unexpected EOF")
+	f.Add([]byte("\xff\xfe{\"name\":\"x\"}"), "malformed job payload")
+	f.Add([]byte("line\nbreak\x00\u2028\\\""), "\xff")
+	f.Add([]byte(""), "")
+	f.Fuzz(func(t *testing.T, raw []byte, reason string) {
+		if len(raw) > maxFuzzInput {
+			t.Skip("input too large")
+		}
+		op := finishOp{payload: deadLetterRecord("q", raw, errors.New(reason), nowEpochSeconds())}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(op.payload, &fields); err != nil {
+			t.Fatalf("record %q is not a JSON object: %v", op.payload, err)
+		}
+		text, hasText := fields["raw_text"]
+		_, hasBase64 := fields["raw_base64"]
+		switch {
+		case len(raw) == 0:
+			if hasText || hasBase64 {
+				t.Fatalf("record of an empty payload %s holds raw bytes", op.payload)
+			}
+		case utf8.Valid(raw):
+			if !hasText || hasBase64 {
+				t.Fatalf("record of UTF-8 %q: %s, want raw_text alone", raw, op.payload)
+			}
+			checkMinimalEscapes(t, string(text))
+		default:
+			if hasText || !hasBase64 {
+				t.Fatalf("record of non-UTF-8 %q: %s, want raw_base64 alone", raw, op.payload)
+			}
+		}
+		if _, ok := fields["raw_payload"]; ok {
+			t.Fatalf("record %s holds the form of earlier versions", op.payload)
+		}
+		j, ok := decodeMember(op.payload)
+		if !bytes.Equal(j.Raw, raw) || j.Name != "q" {
+			t.Fatalf("record %s decodes to name %q, Raw %q; want %q", op.payload, j.Name, j.Raw, raw)
+		}
+		if utf8.ValidString(reason) && j.LastErr != reason {
+			t.Fatalf("record %s decodes to err %q, want %q", op.payload, j.LastErr, reason)
+		}
+		if len(raw) > 0 {
+			req, err := retryOp(op.payload, j, ok, 1)
+			if err != nil || !bytes.Equal(req.payload, raw) || req.name != "q" {
+				t.Fatalf("a retry of %s queues %q on %q (%v), want %q", op.payload, req.payload, req.name, err, raw)
+			}
+		}
+	})
+}
+
+// checkMinimalEscapes fails unless the JSON string literal s escapes only what JSON requires (the
+// quote, the backslash, control characters) and the two line separators that encoding/json always
+// escapes: anything else, < > & and non-ASCII text included, is written as itself.
+func checkMinimalEscapes(t *testing.T, s string) {
+	t.Helper()
+	for i := 1; i < len(s)-1; i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		i++
+		switch c := s[i]; c {
+		case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			v, err := strconv.ParseUint(s[i+1:i+5], 16, 16)
+			if err != nil || (v >= 0x20 && v != 0x2028 && v != 0x2029) {
+				t.Fatalf("string %s escapes %s, which JSON does not require", s, s[i-1:i+5])
+			}
+			i += 4
+		default:
+			t.Fatalf("string %s has escape \\%c", s, c)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Q is a shortcut to easily specify arguments for jobs when enqueueing them.
@@ -37,7 +38,12 @@ type Job struct {
 
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.
-	Raw []byte `json:"raw_payload,omitempty"`
+	//
+	// In the records the library writes, and in the JSON of ScheduledJob, RetryJob, DeadJob and
+	// JobLocation, it is the string raw_text when it is valid UTF-8, so that the payload reads as
+	// itself, and base64 in raw_base64 otherwise. json.Marshal of a bare Job writes raw_base64. Records
+	// of earlier versions hold it in base64 as raw_payload. Decoding reads all three.
+	Raw []byte `json:"raw_base64,omitempty"`
 
 	raw      []byte      // the bytes as fetched from Redis (the in-progress member)
 	rawArg   interface{} // raw as the fetch reply held it, ready to pass back as a script argument
@@ -85,11 +91,67 @@ func binaryPutTime(b []byte) {
 
 func nowEpochSeconds() int64 { return time.Now().Unix() }
 
-// serialize encodes the job in its wire format.
-func (j *Job) serialize() ([]byte, error) { return json.Marshal(j) }
+// serialize encodes the job in its wire format. A job that carries Raw (a dead record) is encoded as
+// jobJSON; every other job, as on enqueue, as it is.
+func (j *Job) serialize() ([]byte, error) {
+	if len(j.Raw) == 0 {
+		return json.Marshal(j)
+	}
+	return marshalReadable(newJobJSON(j))
+}
 
 // jobWire is Job without its methods, to decode into without recursion.
 type jobWire Job
+
+// jobJSON is the JSON form of a job with Raw as records keep it: text in raw_text when the bytes are
+// valid UTF-8 (JSON-escaped only where JSON requires), else base64 in raw_base64. Its RawBase64, by
+// the same name at a shallower depth, hides the Raw of jobWire. raw_payload, base64, is the form of
+// earlier versions: it is read, never written.
+type jobJSON struct {
+	jobWire
+	RawText    string `json:"raw_text,omitempty"`
+	RawBase64  []byte `json:"raw_base64,omitempty"`
+	RawPayload []byte `json:"raw_payload,omitempty"`
+}
+
+// newJobJSON returns j in the form records keep it; nil for nil.
+func newJobJSON(j *Job) *jobJSON {
+	if j == nil {
+		return nil
+	}
+	out := &jobJSON{jobWire: jobWire(*j)}
+	if utf8.Valid(j.Raw) {
+		out.RawText = string(j.Raw)
+	} else {
+		out.RawBase64 = j.Raw
+	}
+	return out
+}
+
+// raw returns the original bytes a decoded record holds, in whichever form, or nil.
+func (in *jobJSON) raw() []byte {
+	switch {
+	case in.RawText != "":
+		return []byte(in.RawText)
+	case len(in.RawBase64) > 0:
+		return in.RawBase64
+	case len(in.RawPayload) > 0:
+		return in.RawPayload
+	}
+	return nil
+}
+
+// marshalReadable encodes v without escaping <, > and &, which JSON does not require: a record then
+// shows such a payload as it was pushed. An encoder that escapes them still does so around it.
+func marshalReadable(v interface{}) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
 
 // UnmarshalJSON decodes the wire format as workers do: numbers in Args decode as float64, as with
 // encoding/json, except integers that a float64 cannot hold exactly (beyond 2^53), which stay
@@ -136,6 +198,33 @@ func (j *DeadJob) UnmarshalJSON(data []byte) error {
 	return err
 }
 
+// The listed-job types encode their job as records keep it (see Job.Raw), so that a dead record of a
+// payload that could not be decoded shows that payload as text.
+
+// MarshalJSON encodes a scheduled job: run_at and the job's fields.
+func (j ScheduledJob) MarshalJSON() ([]byte, error) {
+	return marshalReadable(struct {
+		RunAt int64 `json:"run_at"`
+		*jobJSON
+	}{j.RunAt, newJobJSON(j.Job)})
+}
+
+// MarshalJSON encodes a retry job: retry_at and the job's fields.
+func (j RetryJob) MarshalJSON() ([]byte, error) {
+	return marshalReadable(struct {
+		RetryAt int64 `json:"retry_at"`
+		*jobJSON
+	}{j.RetryAt, newJobJSON(j.Job)})
+}
+
+// MarshalJSON encodes a dead job: died_at and the job's fields.
+func (j DeadJob) MarshalJSON() ([]byte, error) {
+	return marshalReadable(struct {
+		DiedAt int64 `json:"died_at"`
+		*jobJSON
+	}{j.DiedAt, newJobJSON(j.Job)})
+}
+
 func decodeListed(data []byte, head interface{}) (*Job, error) {
 	if err := json.Unmarshal(data, head); err != nil {
 		return nil, err
@@ -148,19 +237,21 @@ func decodeListed(data []byte, head interface{}) (*Job, error) {
 }
 
 func decodeWire(data []byte) (*jobWire, error) {
-	var w jobWire
+	in := new(jobJSON)
+	w := &in.jobWire
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := dec.Decode(&w); err != nil {
+	if err := dec.Decode(in); err != nil {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("data after the JSON object")
 	}
+	w.Raw = in.raw()
 	for k, v := range w.Args {
 		w.Args[k] = normalizeNumber(v)
 	}
-	return &w, nil
+	return w, nil
 }
 
 // decodeJob decodes a fetched payload (see UnmarshalJSON) and checks it can run: it needs a name.

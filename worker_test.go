@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -600,8 +602,15 @@ func TestMalformedPayloadsInAQueueGoToDeadWithTheirBytes(t *testing.T) {
 		if j.Name != "m" {
 			t.Errorf("payload %q: dead record name %q, want the queue's name", j.Raw, j.Name)
 		}
-		if len(j.Raw) > 0 && !strings.Contains(m.Raw, `"raw_payload":"`+base64.StdEncoding.EncodeToString(j.Raw)+`"`) {
-			t.Errorf("dead record %s does not hold the payload base64-encoded in raw", m.Raw)
+		if len(j.Raw) > 0 {
+			want := `"raw_base64":"` + base64.StdEncoding.EncodeToString(j.Raw) + `"`
+			if utf8.Valid(j.Raw) {
+				b, _ := json.Marshal(string(j.Raw))
+				want = `"raw_text":` + string(b)
+			}
+			if !strings.Contains(m.Raw, want) {
+				t.Errorf("dead record %s does not hold the payload as %s", m.Raw, want)
+			}
 		}
 		if j.FailedAt == 0 || m.Score == 0 {
 			t.Errorf("dead record %s has no time of death", m.Raw)

@@ -48,6 +48,7 @@ var templateFuncs = template.FuncMap{
 	"args":     func(j *work.Job) string { return compactJSON(j.Args) },
 	"pretty":   func(v interface{}) string { return indentJSON(v) },
 	"raw":      rawText,
+	"isBase64": func(b []byte) bool { return !utf8.Valid(b) },
 	"add":      func(a, b int64) int64 { return a + b },
 	"plural": func(n int64, one, many string) string {
 		if n == 1 {
@@ -118,12 +119,13 @@ func short(n int, s string) string {
 	return string(r[:n]) + "…"
 }
 
-// rawText shows payload bytes: as text when they are UTF-8, else base64.
+// rawText shows payload bytes as dead records keep them: as text when they are valid UTF-8, else in
+// base64, which the templates label (see isBase64).
 func rawText(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
-	return "base64:" + base64.StdEncoding.EncodeToString(b)
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // pageData is what every page's template gets.

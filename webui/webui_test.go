@@ -748,3 +748,72 @@ func TestNewServerPanicsOnNilPool(t *testing.T) {
 	}()
 	NewServer("ns", nil, ":0")
 }
+
+func TestDeadRecordsOfUndecodablePayloadsShowTheirBytes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	// As workers write them now (text, and base64 for bytes that are not UTF-8), and as earlier
+	// versions did (base64 in raw_payload).
+	rdo(t, f.pool, "ZADD", f.key("dead"),
+		10, `{"name":"report","id":"txt","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_text":"{\"to\":\"<é>\", broken"}`,
+		11, `{"name":"report","id":"bin","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_base64":"/34="}`,
+		12, `{"name":"report","id":"old","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":"e2Jyb2tlbg=="}`)
+	page := func(target string, want ...string) string {
+		t.Helper()
+		rec := f.get(target)
+		body := rec.Body.String()
+		if rec.Code != 200 {
+			t.Fatalf("%s: %d %s", target, rec.Code, body)
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s lacks %q:\n%s", target, w, body)
+			}
+		}
+		return body
+	}
+
+	// Pages: text as text, base64 labelled so.
+	body := page("/ui/job?id=txt", `<pre id="job-raw">{&#34;to&#34;:&#34;&lt;é&gt;&#34;, broken</pre>`, "this is its text")
+	if strings.Contains(body, "base64") {
+		t.Errorf("the text is labelled base64:\n%s", body)
+	}
+	page("/ui/job?id=bin", `<pre id="job-raw">/34=</pre>`, "here they are in base64")
+	page("/ui/job?id=old", `<pre id="job-raw">{broken</pre>`, "this is its text")
+	body = page("/ui/dead", `undecodable</span> {&#34;to&#34;:&#34;&lt;é&gt;&#34;, broken`, `base64</span> /34=`, `undecodable</span> {broken`)
+	if n := strings.Count(body, `>base64</span>`); n != 1 {
+		t.Errorf("/ui/dead labels %d rows base64, want 1", n)
+	}
+
+	// JSON: as the records keep them now, and each reads back to the same bytes.
+	raw := map[string]string{"txt": `{"to":"<é>", broken`, "bin": "\xff~", "old": "{broken"}
+	field := map[string]string{
+		"txt": `"raw_text": "{\"to\":\"\u003cé\u003e\", broken"`, // JSON answers escape < and >
+		"bin": `"raw_base64": "/34="`,
+		"old": `"raw_text": "{broken"`,
+	}
+	for id, want := range raw {
+		rec := f.get("/job?id=" + id)
+		var loc work.JobLocation
+		decode(t, rec, 200, &loc)
+		if string(loc.Job.Raw) != want || !strings.Contains(rec.Body.String(), field[id]) || strings.Contains(rec.Body.String(), `"raw_payload"`) {
+			t.Errorf("/job?id=%s: Raw %q, want %q; answer %s", id, loc.Job.Raw, want, rec.Body)
+		}
+	}
+	rec := f.get("/dead_jobs")
+	var dead struct {
+		Jobs []*work.DeadJob `json:"jobs"`
+	}
+	decode(t, rec, 200, &dead)
+	if len(dead.Jobs) != 3 {
+		t.Fatalf("/dead_jobs: %s", rec.Body)
+	}
+	for _, j := range dead.Jobs {
+		if string(j.Raw) != raw[j.ID] || !strings.Contains(rec.Body.String(), field[j.ID]) {
+			t.Errorf("/dead_jobs: %s reads back Raw %q, want %q; answer %s", j.ID, j.Raw, raw[j.ID], rec.Body)
+		}
+	}
+	if strings.Contains(rec.Body.String(), `"raw_payload"`) {
+		t.Errorf("/dead_jobs answers in the form of earlier versions: %s", rec.Body)
+	}
+}

@@ -262,10 +262,25 @@ var sets = map[string]setInfo{
 	},
 }
 
-// listedJob is one job of a set, in JSON as the web UI's lists have it.
+// listedJob is one job of a set, in JSON as the web UI's lists have it, with the raw bytes of a
+// payload that could not be decoded as dead records keep them: text in raw_text when they are UTF-8,
+// else base64 in raw_base64. RawBase64 hides the embedded Job's field of that name, which would
+// hold any bytes in base64.
 type listedJob struct {
 	Score int64 `json:"score"`
 	*work.Job
+	RawText   string `json:"raw_text,omitempty"`
+	RawBase64 []byte `json:"raw_base64,omitempty"`
+}
+
+func newListedJob(score int64, j *work.Job) listedJob {
+	l := listedJob{Score: score, Job: j}
+	if text, isBase64 := rawText(j.Raw); isBase64 {
+		l.RawBase64 = j.Raw
+	} else {
+		l.RawText = text
+	}
+	return l
 }
 
 func (a *app) listSet(c *work.Client, info setInfo, page uint, search string) ([]listedJob, int64, error) {
@@ -273,7 +288,7 @@ func (a *app) listSet(c *work.Client, info setInfo, page uint, search string) ([
 	if search != "" {
 		locs, total, err := c.SearchJobs(info.state, search, page)
 		for _, l := range locs {
-			out = append(out, listedJob{Score: l.Score, Job: l.Job})
+			out = append(out, newListedJob(l.Score, l.Job))
 		}
 		return out, total, err
 	}
@@ -281,19 +296,19 @@ func (a *app) listSet(c *work.Client, info setInfo, page uint, search string) ([
 	case work.JobStateDead:
 		js, total, err := c.DeadJobs(page)
 		for _, j := range js {
-			out = append(out, listedJob{Score: j.DiedAt, Job: j.Job})
+			out = append(out, newListedJob(j.DiedAt, j.Job))
 		}
 		return out, total, err
 	case work.JobStateRetry:
 		js, total, err := c.RetryJobs(page)
 		for _, j := range js {
-			out = append(out, listedJob{Score: j.RetryAt, Job: j.Job})
+			out = append(out, newListedJob(j.RetryAt, j.Job))
 		}
 		return out, total, err
 	default:
 		js, total, err := c.ScheduledJobs(page)
 		for _, j := range js {
-			out = append(out, listedJob{Score: j.RunAt, Job: j.Job})
+			out = append(out, newListedJob(j.RunAt, j.Job))
 		}
 		return out, total, err
 	}
@@ -574,7 +589,12 @@ run often.`,
 				t.row("UNIQUE", orDash(j.UniqueKey))
 			}
 			if len(j.Raw) > 0 {
-				t.row("RAW PAYLOAD", rawText(j.Raw))
+				text, isBase64 := rawText(j.Raw)
+				label := "RAW PAYLOAD"
+				if isBase64 {
+					label += " (BASE64)"
+				}
+				t.row(label, text)
 			} else {
 				t.row("ARGS", compactJSON(j.Args))
 			}

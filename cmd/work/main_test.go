@@ -672,3 +672,70 @@ func TestPeriodicListsThePoolsPeriodicJobs(t *testing.T) {
 		t.Errorf("periodic --json: %+v", pj)
 	}
 }
+
+func TestDeadRecordsOfUndecodablePayloadsShowTheirBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// As a worker writes them now (text, and base64 for bytes that are not UTF-8), and as earlier
+	// versions did (base64 in raw_payload).
+	e.do("ZADD", e.key("dead"),
+		100, `{"name":"mail","id":"txt","t":1,"args":null,"err":"malformed job payload","failed_at":9,"raw_text":"{\"to\":\"<é>\", broken"}`,
+		101, `{"name":"mail","id":"bin","t":1,"args":null,"err":"malformed job payload","failed_at":9,"raw_base64":"/34="}`,
+		102, `{"name":"mail","id":"old","t":1,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":"e2Jyb2tlbg=="}`)
+
+	r := e.run(nil, "job", "txt")
+	r.want(t, 0, "RAW PAYLOAD  ", `{"to":"<é>", broken`)
+	if strings.Contains(r.stdout, "BASE64") {
+		t.Errorf("UTF-8 bytes labelled base64:\n%s", r.stdout)
+	}
+	e.run(nil, "job", "bin").want(t, 0, "RAW PAYLOAD (BASE64)", "/34=")
+	e.run(nil, "job", "old").want(t, 0, "RAW PAYLOAD  ", "{broken")
+	e.run(nil, "dead", "list").want(t, 0, `(undecodable) {"to":"<é>", broken`, "(undecodable, base64) /34=", "(undecodable) {broken")
+
+	// JSON shows them as the records do now, and decodes back to the same bytes.
+	want := map[string][]string{
+		"txt": {`"raw_text": "{\"to\":\"<é>\", broken"`},
+		"bin": {`"raw_base64": "/34="`},
+		"old": {`"raw_text": "{broken"`},
+	}
+	raw := map[string]string{"txt": `{"to":"<é>", broken`, "bin": "\xff~", "old": "{broken"}
+	for id, fields := range want {
+		r := e.run(nil, "job", id, "--json")
+		r.want(t, 0, fields...)
+		var loc work.JobLocation
+		if err := json.Unmarshal([]byte(r.stdout), &loc); err != nil || string(loc.Job.Raw) != raw[id] {
+			t.Errorf("job %s --json reads back Raw %q (%v), want %q", id, loc.Job.Raw, err, raw[id])
+		}
+		var fieldsOf struct {
+			Job map[string]json.RawMessage `json:"job"`
+		}
+		_ = json.Unmarshal([]byte(r.stdout), &fieldsOf)
+		if n := rawFields(fieldsOf.Job); n != 1 {
+			t.Errorf("job %s --json holds %d raw fields: %s", id, n, r.stdout)
+		}
+	}
+	r = e.run(nil, "dead", "list", "--json")
+	r.want(t, 0, want["txt"][0], want["bin"][0], want["old"][0])
+	var list struct {
+		Jobs []map[string]json.RawMessage `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Jobs) != 3 {
+		t.Fatalf("dead list --json: %s (%v)", r.stdout, err)
+	}
+	for _, j := range list.Jobs {
+		if n := rawFields(j); n != 1 {
+			t.Errorf("dead list --json: a job holds %d raw fields: %s", n, r.stdout)
+		}
+	}
+}
+
+// rawFields counts the fields of a job's JSON that hold its raw bytes, in any form.
+func rawFields(job map[string]json.RawMessage) int {
+	n := 0
+	for _, k := range []string{"raw_text", "raw_base64", "raw_payload"} {
+		if _, ok := job[k]; ok {
+			n++
+		}
+	}
+	return n
+}

@@ -106,17 +106,22 @@ func trimZero(s string) string {
 // argsOf renders a job's args, or its raw bytes when it could not be decoded.
 func argsOf(j *work.Job) string {
 	if len(j.Raw) > 0 {
-		return "(undecodable) " + rawText(j.Raw)
+		text, isBase64 := rawText(j.Raw)
+		if isBase64 {
+			return "(undecodable, base64) " + text
+		}
+		return "(undecodable) " + text
 	}
 	return compactJSON(j.Args)
 }
 
-// rawText shows payload bytes as text when they are UTF-8, else as base64.
-func rawText(b []byte) string {
+// rawText shows payload bytes as dead records keep them: as text when they are valid UTF-8, else in
+// base64, which isBase64 reports so that the caller labels it.
+func rawText(b []byte) (text string, isBase64 bool) {
 	if utf8.Valid(b) {
-		return string(b)
+		return string(b), false
 	}
-	return "base64:" + base64.StdEncoding.EncodeToString(b)
+	return base64.StdEncoding.EncodeToString(b), true
 }
 
 // orDash renders "" as "-".
