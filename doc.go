@@ -8,12 +8,12 @@
 //
 // An Enqueuer puts jobs on a queue named after the job. Arguments are a map that is stored as JSON:
 //
-//	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", ":6379") }}
-//	enqueuer := work.NewEnqueuer("my_app", pool)
-//	job, err := enqueuer.Enqueue("send_email", work.Q{"address": "test@example.com", "subject": "hi"})
+//	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", "127.0.0.1:6379") }}
+//	enqueuer := work.NewEnqueuer("shop", pool)
+//	job, err := enqueuer.Enqueue("ship_order", work.Q{"order_id": 5521, "carrier": "dhl"})
 //
-// Any process, in any language, can enqueue a job by pushing its JSON onto the job's list: see the
-// Redis layout in README.md.
+// EnqueueBatch pushes many jobs in one atomic round trip. Any process, in any language, can enqueue a
+// job by pushing its JSON onto the job's list: see docs/redis-layout.md in the repository.
 //
 // # Processing jobs
 //
@@ -21,46 +21,52 @@
 // context: a new, zero one is allocated for every job and passed through the middleware to the
 // handler, so handlers are usually its methods, registered as method expressions:
 //
-//	type Context struct{ customerID int64 }
+//	type Shop struct{ order *Order }
 //
-//	func (c *Context) SendEmail(job *work.Job) error {
-//		addr := job.ArgString("address")
+//	func (s *Shop) ShipOrder(job *work.Job) error {
+//		carrier := job.ArgString("carrier")
 //		if err := job.ArgError(); err != nil {
 //			return err // the job is retried later
 //		}
-//		return sendEmailTo(addr)
+//		return book(s.order, carrier)
 //	}
 //
-//	wp := work.NewWorkerPool(Context{}, 10, "my_app", pool)
-//	wp.Job("send_email", (*Context).SendEmail)
+//	wp := work.NewWorkerPool(Shop{}, 10, "shop", pool)
+//	wp.Job("ship_order", (*Shop).ShipOrder)
 //	wp.Start()
 //
 // A handler has one of the forms
 //
 //	func(*work.Job) error
-//	func(*Context, *work.Job) error
+//	func(*Shop, *work.Job) error
 //	func(context.Context, *work.Job) error
-//	func(*Context, context.Context, *work.Job) error
+//	func(*Shop, context.Context, *work.Job) error
 //
-// A handler that returns an error or panics is retried with backoff; see JobOptions.
+// A handler that returns an error or panics is retried with backoff; see JobOptions. Returning
+// FailNow(err) sends the job to the dead set at once, and Snooze(d) runs it again after d without
+// counting a failure; WorkerPoolOptions.PanicPolicy says what a panic counts as.
 //
 // # Middleware
 //
 // Middleware runs around every job of the pool, in the order it was added, and calls next to go on:
 //
-//	func (c *Context) FindCustomer(job *work.Job, next work.NextMiddlewareFunc) error {
-//		c.customerID = job.ArgInt64("customer_id")
+//	func (s *Shop) LoadOrder(job *work.Job, next work.NextMiddlewareFunc) error {
+//		order, err := orders.Get(job.ArgInt64("order_id"))
+//		if err != nil {
+//			return err
+//		}
+//		s.order = order
 //		return next()
 //	}
 //
-//	wp.Middleware((*Context).FindCustomer)
+//	wp.Middleware((*Shop).LoadOrder)
 //
 // Its forms are
 //
 //	func(*work.Job, work.NextMiddlewareFunc) error
-//	func(*Context, *work.Job, work.NextMiddlewareFunc) error
+//	func(*Shop, *work.Job, work.NextMiddlewareFunc) error
 //	func(context.Context, *work.Job, work.NextMiddlewareContextFunc) error
-//	func(*Context, context.Context, *work.Job, work.NextMiddlewareContextFunc) error
+//	func(*Shop, context.Context, *work.Job, work.NextMiddlewareContextFunc) error
 //
 // where the last two can hand a derived context.Context (a deadline, a tracing span) down the chain.
 // A handler or middleware of any other form panics when it is registered.
@@ -68,25 +74,27 @@
 // # Job options
 //
 // JobWithOptions sets, per job name, the priority among the pool's queues, how many attempts a job
-// gets before it goes to the dead set, the backoff between attempts, a limit on how many run at once
-// across all pools of the namespace, and a timeout:
+// gets before it goes to the dead set, the backoff between attempts, limits on how many run at once
+// and how many start per period across all pools of the namespace, and a timeout:
 //
 //	wp.JobWithOptions("export", work.JobOptions{
 //		Priority:       10,
 //		MaxFails:       3,
 //		MaxConcurrency: 2,
+//		RateLimit:      work.RateLimit{Jobs: 100, Period: time.Minute},
 //		Timeout:        5 * time.Minute,
 //		Backoff:        func(job *work.Job) int64 { return 60 * job.Fails }, // seconds
-//	}, (*Context).Export)
+//	}, (*Shop).Export)
 //
 // # Unique and scheduled jobs
 //
-// EnqueueIn schedules a job to run later. EnqueueUnique enqueues a job only when no job of the same
-// name and arguments is waiting; it returns a nil job for a duplicate. EnqueueUniqueByKey compares a
-// key map instead of the arguments, and a duplicate replaces the arguments of the waiting job:
+// EnqueueIn and EnqueueAt schedule a job to run later. EnqueueUnique enqueues a job only when no job of
+// the same name and arguments is waiting; it returns a nil job for a duplicate. EnqueueUniqueByKey
+// compares a key map instead of the arguments, and a duplicate replaces the arguments of the waiting
+// job:
 //
-//	enqueuer.EnqueueIn("send_reminder", 3600, work.Q{"user_id": 7}) // in an hour
-//	job, err := enqueuer.EnqueueUnique("rebuild_index", work.Q{"index": "users"})
+//	enqueuer.EnqueueIn("remind_cart", 3600, work.Q{"cart_id": 88}) // in an hour
+//	job, err := enqueuer.EnqueueUnique("reindex_catalog", work.Q{"shard": 3})
 //	// job == nil && err == nil: an identical job is already waiting
 //
 // # Periodic jobs
@@ -94,13 +102,14 @@
 // PeriodicallyEnqueue enqueues a job on a cron schedule, seconds first as in gocraft/work. Every pool of the
 // namespace may declare it; each run is enqueued once:
 //
-//	wp.PeriodicallyEnqueue("0 0 * * * *", "hourly_report") // at minute 0 of every hour
-//	wp.Job("hourly_report", (*Context).HourlyReport)
+//	wp.PeriodicallyEnqueue("0 */15 * * * *", "sync_stock") // second 0 of every 15th minute
+//	wp.Job("sync_stock", (*Shop).SyncStock)
 //
 // # context.Context and timeouts
 //
 // A handler that takes a context.Context gets one that is cancelled when the job's JobOptions.Timeout
-// passes or when the pool is stopped with StopContext and its deadline passes:
+// passes, when Client.CancelJob names the job (from any process), or when the pool is stopped with
+// StopContext and its deadline passes:
 //
 //	wp.JobWithOptions("export", work.JobOptions{Timeout: time.Minute},
 //		func(ctx context.Context, job *work.Job) error {
@@ -109,7 +118,8 @@
 //
 // # Stopping
 //
-// Stop waits for the running jobs to finish; jobs still queued stay queued for the next pool.
+// Stop waits for the running jobs to finish; jobs fetched but not started go back to the front of
+// their queues, and queued jobs stay queued for the next pool.
 // StopContext stops with a deadline: jobs still running when it passes are put back on their queue
 // and run again later. Drain waits until the pool's queues are empty.
 //
@@ -123,15 +133,16 @@
 // # Client
 //
 // A Client inspects and manages a namespace: queue lengths and latencies, worker pools and what their
-// workers run, the scheduled, retry and dead sets, and pausing queues:
+// workers run, the scheduled, retry and dead sets, finding a job by ID, pausing queues and cancelling
+// running jobs. The web UI (package webui) and the work command are built on it:
 //
-//	client := work.NewClient("my_app", pool)
+//	client := work.NewClient("shop", pool)
 //	queues, err := client.Queues()
 //	dead, count, err := client.DeadJobs(1)
 //	err = client.RetryAllDeadJobs()
 //
 // # Redis layout
 //
-// The keys, their types and the job JSON are listed in the "Redis layout" section of README.md, for
+// The keys, their types and the job JSON are listed in docs/redis-layout.md in the repository, for
 // producers and tools written in other languages.
 package work

@@ -19,8 +19,8 @@ new_id() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 now=$(date +%s)
 
 # 1. A job to run now: LPUSH its JSON onto <ns>:jobs:<name>. SADD makes the name known to
-#    Client.Queues before any pool serving it starts; PUBLISH wakes idle pools at once (without it,
-#    they find the job within about a second).
+#    Client.Queues before any pool serving it starts; PUBLISH, after the push, wakes idle pools at
+#    once (without it, they find the job at their next look, within 5 s by default).
 id=$(new_id)
 job='{"name":"send_email","id":"'"$id"'","t":'"$now"',"args":{"address":"cli@example.com","subject":"hello from redis-cli"}}'
 cli SADD "$ns:known_jobs" send_email >/dev/null
@@ -29,7 +29,10 @@ cli PUBLISH "$ns:wake" send_email >/dev/null
 echo "enqueued send_email $id"
 
 # 2. A job to run later: ZADD its JSON to <ns>:scheduled, scored by the epoch second to run it at.
+#    PUBLISH that second on <ns>:due so that idle pools move the job when it is due (without it, they
+#    learn of it at their next look).
 id=$(new_id)
 job='{"name":"send_email","id":"'"$id"'","t":'"$now"',"args":{"address":"cli-later@example.com","subject":"scheduled from redis-cli"}}'
 cli ZADD "$ns:scheduled" $((now + 1)) "$job" >/dev/null
+cli PUBLISH "$ns:due" $((now + 1)) >/dev/null
 echo "scheduled send_email $id at $((now + 1))"

@@ -37,12 +37,13 @@ async function enqueue(client, ns, name, args) {
     .lPush(p + 'jobs:' + name, JSON.stringify(job))
     .exec();
   if (length === 1) {
-    await client.publish(p + 'wake', name); // optional: pools look at least once a second anyway
+    await client.publish(p + 'wake', name); // optional: without it, pools find the job at their next look
   }
   return job;
 }
 
-// enqueueIn schedules a job to run secondsFromNow seconds from now.
+// enqueueIn schedules a job to run secondsFromNow seconds from now, and tells idle pools when it is due
+// (without that message, they learn of it at their next look).
 async function enqueueIn(client, ns, name, secondsFromNow, args) {
   const p = keyPrefix(ns);
   const job = newJob(name, args);
@@ -50,6 +51,7 @@ async function enqueueIn(client, ns, name, secondsFromNow, args) {
   await client.multi()
     .sAdd(p + 'known_jobs', name)
     .zAdd(p + 'scheduled', { score: runAt, value: JSON.stringify(job) })
+    .publish(p + 'due', String(runAt))
     .exec();
   return { runAt, job };
 }
