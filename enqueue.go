@@ -36,7 +36,26 @@ type Enqueuer struct {
 	// drained remembers, per job name, whether the last push found the queue empty: then workers keep
 	// up, and the next push sends its wake-up in the same round trip.
 	drained sync.Map // job name -> *atomic.Bool
+
+	// Concurrent Enqueue calls share round trips (group commit): the first caller with nothing under
+	// way writes its job; calls arriving meanwhile wait in queued, and the first of them writes them
+	// all in one pipeline when the write under way is done.
+	pushMu  sync.Mutex
+	writing bool
+	queued  []*pendingPush // waiting for the write under way to end
+	spare   []*pendingPush // the last batch written, for reuse as queued
+	pushBuf []*push        // used by the writer only
 }
+
+// pendingPush is an Enqueue call waiting for its job to be written.
+type pendingPush struct {
+	push
+	done chan bool // receives true when the call is to write the queued jobs itself, false when written
+}
+
+var pendingPushes = sync.Pool{New: func() interface{} { return &pendingPush{done: make(chan bool, 1)} }}
+
+
 
 // knownJobsRefresh is how long an Enqueuer trusts that a job name is in known_jobs.
 const knownJobsRefresh = 300
@@ -97,15 +116,69 @@ func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, e
 	if err != nil {
 		return nil, err
 	}
-	flag, _ := e.drained.LoadOrStore(jobName, new(atomic.Bool))
+	flag, ok := e.drained.Load(jobName)
+	if !ok {
+		flag, _ = e.drained.LoadOrStore(jobName, new(atomic.Bool))
+	}
 	drained := flag.(*atomic.Bool)
-	n, err := e.store.enqueue(context.Background(), e.replicaWait(), jobName, raw, e.needsKnown(jobName), drained.Load())
+	p := pendingPushes.Get().(*pendingPush)
+	p.push = push{name: jobName, payload: raw, addKnown: e.needsKnown(jobName), publish: drained.Load()}
+	e.write(p)
+	n, err := p.n, p.err
+	p.push = push{}
+	pendingPushes.Put(p)
 	if err != nil {
 		e.forgetKnown(jobName)
 		return nil, err
 	}
 	drained.Store(n == 1)
 	return job, nil
+}
+
+// write returns once p is written (or failed), in a round trip of its own or shared with other
+// calls: a call that finds no write under way writes at once, so one goroutine's Enqueue costs
+// what it did without sharing.
+func (e *Enqueuer) write(p *pendingPush) {
+	e.pushMu.Lock()
+	e.queued = append(e.queued, p)
+	if e.writing {
+		e.pushMu.Unlock()
+		if lead := <-p.done; !lead {
+			return
+		}
+		// The previous writer handed over: write everything queued, this call's job among it.
+		e.pushMu.Lock()
+	}
+	e.writing = true
+	batch := e.queued
+	e.queued, e.spare = e.spare[:0], nil
+	e.pushMu.Unlock()
+
+	pushes := e.pushBuf[:0]
+	for _, q := range batch {
+		pushes = append(pushes, &q.push)
+	}
+	e.store.enqueueMany(context.Background(), e.replicaWait(), pushes)
+	clear(pushes)
+	e.pushBuf = pushes[:0]
+	for _, q := range batch {
+		if q != p {
+			q.done <- false
+		}
+	}
+	clear(batch)
+
+	e.pushMu.Lock()
+	e.spare = batch[:0]
+	if len(e.queued) > 0 {
+		// Hand the writing over to the first waiting call rather than keep this caller.
+		next := e.queued[0]
+		e.pushMu.Unlock()
+		next.done <- true
+		return
+	}
+	e.writing = false
+	e.pushMu.Unlock()
 }
 
 // BatchJob is one job of an EnqueueBatch call.

@@ -716,3 +716,70 @@ func TestDeadByKeyJobRetriedByTheClientKeepsItsArgsAndTheLaterJobsLock(t *testin
 		t.Errorf("the retried dead job took the unique lock of the scheduled ByKey job")
 	}
 }
+
+// Concurrent Enqueue calls share round trips, and each still gets its own job or its own error: a
+// queue key of the wrong type fails only the calls for that queue.
+func TestConcurrentEnqueuesShareRoundTripsAndKeepTheirOwnOutcomes(t *testing.T) {
+	t.Parallel()
+	pool, rt := newCountingPool(t)
+	ns := newTestNamespace(t, pool)
+	rdo(t, pool, "SET", bhvKey(ns, "jobs", "broken"), "not a list")
+	e := NewEnqueuer(ns, pool)
+	const goroutines, each = 50, 100
+	names := []string{"a", "b", "c", "broken"}
+	var mu sync.Mutex
+	ids := map[string]map[string]bool{}
+	failed := map[string]int{}
+	rt0 := rt.Load()
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				name := names[(g+i)%len(names)]
+				job, err := e.Enqueue(name, Q{"g": g, "i": i})
+				mu.Lock()
+				if err != nil {
+					failed[name]++
+				} else {
+					if ids[name] == nil {
+						ids[name] = map[string]bool{}
+					}
+					if job.Name != name || job.Args["g"] != g || job.Args["i"] != i || ids[name][job.ID] {
+						t.Errorf("Enqueue(%q, g=%d i=%d) returned %+v", name, g, i, job)
+					}
+					ids[name][job.ID] = true
+				}
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	trips := rt.Load() - rt0
+	if failed["broken"] != goroutines*each/len(names) {
+		t.Errorf("%d enqueues onto the broken queue failed, want all %d", failed["broken"], goroutines*each/len(names))
+	}
+	for _, name := range names[:3] {
+		if failed[name] != 0 {
+			t.Errorf("%d enqueues of %q failed", failed[name], name)
+		}
+		queued := map[string]bool{}
+		for _, raw := range rStrings(t, pool, "LRANGE", bhvKey(ns, "jobs", name), 0, -1) {
+			queued[bhvDecode(t, raw).ID] = true
+		}
+		if len(queued) != len(ids[name]) {
+			t.Errorf("queue %q holds %d jobs, %d enqueues succeeded", name, len(queued), len(ids[name]))
+		}
+		for id := range ids[name] {
+			if !queued[id] {
+				t.Errorf("job %s of %q was acknowledged but is not queued", id, name)
+			}
+		}
+	}
+	// Without sharing every call is a round trip of its own.
+	if trips >= goroutines*each {
+		t.Errorf("%d round trips for %d concurrent enqueues: none shared", trips, goroutines*each)
+	}
+	t.Logf("%d round trips for %d enqueues from %d goroutines", trips, goroutines*each, goroutines)
+}

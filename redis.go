@@ -922,37 +922,68 @@ func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 	return err
 }
 
-// enqueue pushes a payload onto its queue (registering the job name when addKnown is set) and wakes
-// idle pools when the queue was empty. With publish set it sends the wake-up in the same round trip
-// (for a caller that expects the queue to be empty); otherwise it sends one, in a second round trip,
-// only when the push found the queue empty. It returns the queue's length after the push.
-func (s *store) enqueue(ctx context.Context, w replicaWait, name string, payload []byte, addKnown, publish bool) (int64, error) {
-	var n int64
+// push is one job of an enqueueMany call: its queue, payload and what to send with it, then the
+// outcome (the queue's length after the push, or the error of this job's push).
+type push struct {
+	name     string
+	payload  []byte
+	addKnown bool // register the job name in known_jobs too
+	publish  bool // send the wake-up with the push (the caller expects the queue to be empty)
+
+	n   int64
+	err error
+}
+
+// enqueueMany pushes payloads onto their queues in one pipelined round trip, registering job names
+// and waking idle pools: a push that finds its queue empty and did not send its wake-up along sends
+// it in a second round trip, shared by all such pushes. Each push gets its own outcome; an error of
+// the connection (or of the replicas' wait) is every push's.
+func (s *store) enqueueMany(ctx context.Context, w replicaWait, pushes []*push) {
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
-		if addKnown {
-			c.Send("SADD", s.ks.knownJobs(), name)
-		}
-		c.Send("LPUSH", s.ks.jobs(name), payload)
-		if publish {
-			c.Send("PUBLISH", s.ks.wakeChannel(), name)
+		for _, p := range pushes {
+			if p.addKnown {
+				c.Send("SADD", s.ks.knownJobs(), p.name)
+			}
+			c.Send("LPUSH", s.ks.jobs(p.name), p.payload)
+			if p.publish {
+				c.Send("PUBLISH", s.ks.wakeChannel(), p.name)
+			}
 		}
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
 		}
-		at := 0
-		if addKnown {
-			at = 1
+		at, late := 0, 0
+		for _, p := range pushes {
+			if p.addKnown {
+				at++
+			}
+			if at >= len(r) {
+				return fmt.Errorf("work: enqueue: unexpected reply of %d elements", len(r))
+			}
+			p.n, p.err = redis.Int64(r[at], nil)
+			at++
+			if p.publish {
+				at++
+			} else if p.err == nil && p.n == 1 {
+				c.Send("PUBLISH", s.ks.wakeChannel(), p.name)
+				late++
+			}
 		}
-		if n, err = redis.Int64(r[at], nil); err != nil {
-			return err
+		if late > 0 {
+			// The jobs are queued whatever this reply says: without the wake-up, a pool's next look
+			// finds them.
+			_, _ = c.Do("")
 		}
-		if n == 1 && !publish {
-			_, err = c.Do("PUBLISH", s.ks.wakeChannel(), name)
-		}
-		return err
+		return nil
 	})
-	return n, err
+	if err != nil {
+		for _, p := range pushes {
+			if p.err == nil {
+				p.err = err
+			}
+		}
+	}
 }
 
 // enqueueBatch pushes payloads onto their queues atomically, in one round trip: every queue key is
