@@ -55,8 +55,6 @@ type pendingPush struct {
 
 var pendingPushes = sync.Pool{New: func() interface{} { return &pendingPush{done: make(chan bool, 1)} }}
 
-
-
 // knownJobsRefresh is how long an Enqueuer trusts that a job name is in known_jobs.
 const knownJobsRefresh = 300
 
