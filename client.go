@@ -1167,3 +1167,71 @@ func (c *Client) PeriodicJobs() ([]*PeriodicJob, error) {
 	})
 	return out, nil
 }
+
+// BatchStatus returns the status of a batch, or ErrBatchNotFound: one round trip.
+func (c *Client) BatchStatus(id string) (*BatchStatus, error) {
+	if err := checkBatchID(id); err != nil {
+		return nil, err
+	}
+	h, err := c.store.batchStatus(context.Background(), id)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, ErrBatchNotFound
+	}
+	return parseBatchStatus(id, h), nil
+}
+
+// Batches returns a page (1-based, 20 per page) of batches, newest first, and how many batches the
+// index holds. Batches whose status has expired are dropped from the index as they are met.
+func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
+	if page == 0 {
+		page = 1
+	}
+	ctx := context.Background()
+	start := int64(page-1) * 20
+	ids, total, err := c.store.batchIDs(ctx, start, start+19)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*BatchStatus, 0, len(ids))
+	var gone []string
+	for _, id := range ids {
+		h, err := c.store.batchStatus(ctx, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if h == nil {
+			gone = append(gone, id)
+			continue
+		}
+		out = append(out, parseBatchStatus(id, h))
+	}
+	if len(gone) > 0 {
+		if err := c.store.forgetBatches(ctx, gone); err == nil {
+			total -= int64(len(gone))
+		}
+	}
+	return out, total, nil
+}
+
+// ErrNoRecord is returned by JobRecord for a job without a record: not tracked, and its pool keeps
+// no records of its name (JobOptions.KeepFinished), or the record expired.
+var ErrNoRecord = errors.New("work: no record of the job")
+
+// JobRecord returns the record of a job: one round trip. Tracked jobs have one from their enqueue;
+// other jobs when they end, if their pool keeps records of their name.
+func (c *Client) JobRecord(id string) (*JobRecord, error) {
+	if err := checkBatchID(id); err != nil {
+		return nil, fmt.Errorf("work: malformed job ID %q", id)
+	}
+	h, err := c.store.jobRecord(context.Background(), id)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, ErrNoRecord
+	}
+	return parseJobRecord(id, h), nil
+}

@@ -14,7 +14,7 @@ package work
 //	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange
 //	    +sadd +srem +smembers +sismember
 //	    +hset +hget +hmget +hdel +hgetall +hincrby
-//	    +zadd +zrem +zrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
+//	    +zadd +zrem +zrange +zrevrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
 //
 // (connsecCommands below; the commands inside the Lua scripts need the permission too, TIME among
 // them; unsubscribe, punsubscribe and echo are what redigo's pool sends when it takes back a
@@ -50,7 +50,7 @@ var connsecCommands = []string{
 	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange",
 	"sadd", "srem", "smembers", "sismember",
 	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby",
-	"zadd", "zrem", "zrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
+	"zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
 }
 
 // connsecServer starts a private redis-server with the given extra arguments and returns its

@@ -36,6 +36,12 @@ type Job struct {
 	LastErr  string `json:"err,omitempty"`
 	FailedAt int64  `json:"failed_at,omitempty"`
 
+	// Batch is the ID of the batch the job is a member of (see Enqueuer.NewBatch); empty for most jobs.
+	Batch string `json:"batch,omitempty"`
+	// Tracked is set for a job that has a record from its enqueue on (see EnqueueOptions.Track):
+	// the pool that finishes it updates the record and starts the jobs waiting for it.
+	Tracked bool `json:"tracked,omitempty"`
+
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.
 	//
@@ -50,6 +56,7 @@ type Job struct {
 	q        *queue      // the queue it was fetched from
 	argError error
 	observer *workerState // set while a worker runs the job, for Checkin
+	result   []byte       // set by SetResult
 }
 
 // ScheduledJob represents a job in the scheduled queue.
@@ -305,6 +312,28 @@ func isIntegerLiteral(s string) bool {
 		}
 	}
 	return true
+}
+
+// MaxResultSize bounds the result a handler may record with SetResult.
+const MaxResultSize = 64 << 10
+
+// ErrResultTooLarge is returned by SetResult for a result whose JSON exceeds MaxResultSize.
+var ErrResultTooLarge = errors.New("work: job result larger than MaxResultSize")
+
+// SetResult records v, encoded as JSON, as the job's result. It is stored with the job's record
+// when the job succeeds, if the job has one (a tracked job, or a pool that keeps records of its
+// name: JobOptions.KeepFinished), and read back with Client.JobRecord; otherwise it is dropped. A
+// later call replaces the result.
+func (j *Job) SetResult(v interface{}) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("work: job result: %w", err)
+	}
+	if len(b) > MaxResultSize {
+		return ErrResultTooLarge
+	}
+	j.result = b
+	return nil
 }
 
 // Checkin records a progress message for the running job. The web UI and Client.WorkerObservations

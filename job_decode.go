@@ -41,6 +41,8 @@ const (
 	fastFails
 	fastErr
 	fastFailedAt
+	fastBatch
+	fastTracked
 )
 
 // decodeFast decodes data into j without reflection when data has the shape that encoders of the
@@ -123,6 +125,18 @@ func decodeFast(j *Job, data []byte, queueName string) bool {
 		case "failed_at":
 			bit = fastFailedAt
 			if j.FailedAt, ok = p.int(); !ok {
+				return false
+			}
+		case "batch":
+			bit = fastBatch
+			s, ok := p.str()
+			if !ok {
+				return false
+			}
+			j.Batch = string(s)
+		case "tracked":
+			bit = fastTracked
+			if j.Tracked, ok = p.bool(); !ok {
 				return false
 			}
 		default:

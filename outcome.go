@@ -118,8 +118,27 @@ type runResult struct {
 	cancelled bool // Client.CancelJob cancelled it
 }
 
-// outcomeOp decides where a finished job goes and returns the finishOp that records it.
+// outcomeOp decides where a finished job goes and returns the finishOp that records it, with the
+// workflow state the job's end changes.
 func outcomeOp(jt *jobType, policy PanicPolicy, job *Job, res runResult) finishOp {
+	op := decideOutcome(jt, policy, job, res)
+	if job.Batch != "" || job.Tracked || jt.KeepFinished > 0 || (jt.UniqueUntilDone && job.Unique) {
+		op.ext = &finishExt{id: job.ID, batch: job.Batch, tracked: job.Tracked, err: job.LastErr,
+			attempts: job.Fails, keep: int64((jt.KeepFinished + time.Second - 1) / time.Second)}
+		if op.kind == opAck {
+			op.ext.result = job.result
+			op.ext.attempts++ // the successful one
+			op.ext.err = ""
+		}
+		if jt.UniqueUntilDone && job.Unique {
+			op.ext.uniqueKey = job.UniqueKey
+		}
+	}
+	return op
+}
+
+// decideOutcome decides where a finished job goes.
+func decideOutcome(jt *jobType, policy PanicPolicy, job *Job, res runResult) finishOp {
 	if res.err == nil {
 		return finishOp{kind: opAck, q: job.q.args, job: job}
 	}

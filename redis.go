@@ -64,6 +64,12 @@ func (k keyspace) cancelChannel() string           { return k.p + "cancel" }
 func (k keyspace) dueChannel() string              { return k.p + "due" }
 func (k keyspace) uniquePrefix(name string) string { return k.p + "unique:" + name + ":" }
 
+// Workflow state (batch.go, chain.go): a batch's hash and the list of jobs waiting for it, the index
+// of batches, and a job's record and the list of jobs waiting for it.
+func (k keyspace) batch(id string) string     { return k.p + "batch:" + id }
+func (k keyspace) batches() string            { return k.p + "batches" }
+func (k keyspace) jobRecord(id string) string { return k.p + "job:" + id }
+
 // stats is the hash of a job name's processed and failed counts on one UTC day (days since the
 // epoch): fields "p:<epoch minute>" and "f:<epoch minute>".
 func (k keyspace) stats(name string, day int64) string {
@@ -108,6 +114,301 @@ local function intOf(key)
 end
 `
 
+// ---- Workflow state: batches, dependencies and job records (see batch.go and chain.go) ----
+//
+// A batch is the hash <ns>:batch:<id>: description, created_at, state (open, closed, complete),
+// total, c, failed, keep, completed_at, the callbacks on_complete and on_success (the head of each
+// callback job's payload, ending inside its args) with their job names, and complete_fired and
+// success_fired once they ran. c counts the members still pending plus 2^26 times the members that
+// died, so that a member's end is one HINCRBY. Members carry "batch":"<id>" in their payload; the
+// hash keeps no list of them, so its size does not grow with the batch. <ns>:batches indexes batches
+// by creation time.
+//
+// A job record is the hash <ns>:job:<id>: name, state (waiting, queued, retrying, done, dead,
+// dropped), enqueued_at, finished_at, attempts, pool, err, result, batch, keep; a job waiting for
+// dependencies also holds its payload, the number of dependencies it waits for (deps) and what it
+// does when one dies (policy: dead or run). <key>:next, for a job record or a batch, lists the IDs of
+// the jobs waiting for it. Tracked jobs ("tracked":true in the payload) have a record from their
+// enqueue; other jobs get one when they finish, if their pool keeps records for their name.
+
+// luaWorkflow holds the transitions that more than one script makes. Every write to workflow state
+// goes through pcall: a key another program overwrote with the wrong type must not stop the script
+// that acknowledges a job (its effect is then lost, and Client.BatchStatus reports the damage).
+const luaWorkflow = `
+local WK = 67108864
+local function pc(...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then return nil end
+  return r
+end
+-- deadForm is a payload that never ran as a dead-set member: its failure appended to the object.
+local function deadForm(payload, reason, now)
+  return string.sub(payload, 1, -2) .. ',"fails":1,"err":' .. cjson.encode(reason) .. ',"failed_at":' .. now .. '}'
+end
+-- pushJob queues a payload for name, waking idle pools; a queue key of the wrong type sends the job
+-- to the dead set instead, with the reason.
+local function pushJob(prefix, name, payload, channel, now)
+  local n = redis.pcall('lpush', prefix .. 'jobs:' .. name, payload)
+  if type(n) ~= 'number' then
+    redis.pcall('zadd', prefix .. 'dead', now, deadForm(payload, 'its queue key holds the wrong type', now))
+    return false
+  end
+  if n == 1 then redis.call('publish', channel, name) end
+  return true
+end
+-- settle tells the jobs waiting on something that ended (their IDs are listed at nextKey): with ok,
+-- each waits for one dependency fewer and is queued when none is left; otherwise each goes to the
+-- dead set with reason (or is queued all the same, when its policy is run), and the jobs waiting on
+-- a job that goes to the dead set follow. The lists are small (a job's direct dependants).
+local function settle(prefix, nextKey, ok, reason, now, channel)
+  local work = {{nextKey, ok, reason}}
+  while #work > 0 do
+    local item = table.remove(work)
+    local ids = pc('lrange', item[1], 0, -1) or {}
+    pc('del', item[1])
+    for _, id in ipairs(ids) do
+      local rk = prefix .. 'job:' .. id
+      local f = pc('hmget', rk, 'state', 'payload', 'name', 'policy', 'keep')
+      if f and f[1] == 'waiting' and f[2] and f[3] then
+        if item[2] or f[4] == 'run' then
+          local left = pc('hincrby', rk, 'deps', -1)
+          if not left or left <= 0 then
+            pc('hset', rk, 'state', 'queued')
+            pc('hdel', rk, 'payload', 'deps')
+            pushJob(prefix, f[3], f[2], channel, now)
+          end
+        else
+          local why = 'dependency failed: ' .. item[3]
+          redis.pcall('zadd', prefix .. 'dead', now, deadForm(f[2], why, now))
+          pc('hset', rk, 'state', 'dead', 'err', why, 'finished_at', now)
+          pc('hdel', rk, 'payload', 'deps')
+          pc('expire', rk, tonumber(f[5]) or 86400)
+          work[#work + 1] = {rk .. ':next', false, 'job ' .. id .. ' did not run'}
+        end
+      end
+    end
+  end
+end
+-- batchComplete fires a closed batch whose members all ended (c is its counter): on_complete, and
+-- on_success when none died, each receiving the counts in its args; then the jobs waiting for the
+-- batch; then the bookkeeping expires after keep. The state change makes it happen once.
+local function batchComplete(prefix, id, c, now, channel)
+  local bk = prefix .. 'batch:' .. id
+  local f = pc('hmget', bk, 'state', 'total', 'failed', 'on_complete', 'on_complete_name', 'on_success',
+    'on_success_name', 'keep')
+  if not f or f[1] ~= 'closed' then return false end
+  local dead = math.floor(c / WK)
+  local total = tonumber(f[2]) or 0
+  pc('hset', bk, 'state', 'complete', 'completed_at', now)
+  local tail = ',"batch_total":' .. total .. ',"batch_done":' .. (total - dead) .. ',"batch_dead":' .. dead ..
+    ',"batch_failed":' .. (tonumber(f[3]) or 0) .. '}}'
+  if f[4] and f[5] then
+    pushJob(prefix, f[5], f[4] .. tail, channel, now)
+    pc('hset', bk, 'complete_fired', now)
+  end
+  if dead == 0 and f[6] and f[7] then
+    pushJob(prefix, f[7], f[6] .. tail, channel, now)
+    pc('hset', bk, 'success_fired', now)
+  end
+  settle(prefix, bk .. ':next', dead == 0, 'batch ' .. id .. ' had ' .. dead .. ' dead members', now, channel)
+  local keep = tonumber(f[8]) or 86400
+  pc('expire', bk, keep)
+  return true
+end
+-- batchCount adds delta to a batch's counter (-1: a member done; WK - 1: a member died; n: n members
+-- added) and completes the batch when no member is left pending. A counter that comes back 0 + delta
+-- from a batch with no state (expired, deleted) is removed rather than left behind without expiry.
+local function batchCount(prefix, id, delta, now, channel)
+  local bk = prefix .. 'batch:' .. id
+  local c = pc('hincrby', bk, 'c', delta)
+  if not c then return end
+  if c == delta and not pc('hget', bk, 'state') then
+    pc('del', bk)
+    return
+  end
+  if delta < WK and c % WK == 0 then batchComplete(prefix, id, c, now, channel) end
+end
+-- record writes a job's record: its latest outcome, kept for the longer of keep and the record's own
+-- keep from now.
+local function record(prefix, id, name, state, final, attempts, pool, err, result, keep, batch, now)
+  local rk = prefix .. 'job:' .. id
+  local fields = {'name', name, 'state', state, 'attempts', attempts, 'pool', pool}
+  if final then fields[#fields + 1] = 'finished_at'; fields[#fields + 1] = now end
+  if err ~= '' then fields[#fields + 1] = 'err'; fields[#fields + 1] = err end
+  if result ~= '' then fields[#fields + 1] = 'result'; fields[#fields + 1] = result end
+  if batch ~= '' then fields[#fields + 1] = 'batch'; fields[#fields + 1] = batch end
+  pc('hset', rk, unpack(fields))
+  local own = tonumber(pc('hget', rk, 'keep') or '') or 0
+  if own > keep then keep = own end
+  if keep > 0 then pc('expire', rk, keep) end
+end
+`
+
+// batchScript opens a batch, adds jobs to it and closes it, or any of these in that order, at once:
+// the jobs of one call are queued together or not at all, and a closed batch whose members all
+// ended fires its callbacks (luaWorkflow's batchComplete).
+//
+//	KEYS[1] the batch hash; KEYS[2] the batches index; KEYS[3] known_jobs; KEYS[3+i] the queue of
+//	  job name i
+//	ARGV[1] steps: 'o' open, 'a' add, 'c' close, in that order ("oac" does all three)
+//	ARGV[2] namespace prefix; ARGV[3] wake-up channel; ARGV[4] batch ID
+//	ARGV[5..10] (open) description, keep seconds, on_complete head, its job name, on_success head,
+//	  its job name ("" for none)
+//	ARGV[11..] (add) per job name i: name, count; then the payloads, name by name
+//
+// Errors: WORKBATCH exists / unknown / complete / empty (close of a batch without members), WRONGTYPE
+// for a queue or batch key of another type; nothing is changed then. Returns "complete" when the
+// close fired the callbacks at once, else "ok".
+var batchScript = redis.NewScript(-1, luaKeyChecks+luaWorkflow+`
+local steps, prefix, channel, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local bk = KEYS[1]
+if not isType(bk, 'hash') then
+  return redis.error_reply('WRONGTYPE the batch key ' .. bk .. ' holds another type')
+end
+local state = redis.call('hget', bk, 'state')
+if string.find(steps, 'o', 1, true) then
+  if redis.call('exists', bk) == 1 then return redis.error_reply('WORKBATCH exists') end
+  state = 'open'
+elseif not state then
+  return redis.error_reply('WORKBATCH unknown')
+elseif state == 'complete' then
+  return redis.error_reply('WORKBATCH complete')
+end
+local n = #KEYS - 3
+if string.find(steps, 'a', 1, true) then
+  for i = 4, #KEYS do
+    if not isType(KEYS[i], 'list') then
+      return redis.error_reply('WRONGTYPE the queue key ' .. KEYS[i] .. ' holds another type; nothing was queued')
+    end
+  end
+end
+local c = tonumber(redis.call('hget', bk, 'c') or '0') or 0
+local total = tonumber(redis.call('hget', bk, 'total') or '0') or 0
+local added = 0
+for i = 1, n do added = added + tonumber(ARGV[10 + 2*i]) end
+if string.find(steps, 'c', 1, true) and total + added == 0 then return redis.error_reply('WORKBATCH empty') end
+local now = tonumber(redis.call('time')[1])
+if string.find(steps, 'o', 1, true) then
+  local fields = {'state', 'open', 'created_at', now, 'description', ARGV[5], 'keep', ARGV[6], 'total', 0, 'c', 0, 'failed', 0}
+  if ARGV[7] ~= '' then
+    fields[#fields+1] = 'on_complete'; fields[#fields+1] = ARGV[7]
+    fields[#fields+1] = 'on_complete_name'; fields[#fields+1] = ARGV[8]
+  end
+  if ARGV[9] ~= '' then
+    fields[#fields+1] = 'on_success'; fields[#fields+1] = ARGV[9]
+    fields[#fields+1] = 'on_success_name'; fields[#fields+1] = ARGV[10]
+  end
+  redis.call('hset', bk, unpack(fields))
+  redis.call('zadd', KEYS[2], now, id)
+end
+if added > 0 then
+  local at = 11 + 2 * n
+  for i = 1, n do
+    local name, count = ARGV[9 + 2*i], tonumber(ARGV[10 + 2*i])
+    redis.call('sadd', KEYS[3], name)
+    local done = 0
+    while done < count do
+      local chunk = math.min(count - done, 1000)
+      redis.call('lpush', KEYS[3+i], unpack(ARGV, at + done, at + done + chunk - 1))
+      done = done + chunk
+    end
+    at = at + count
+    redis.call('publish', channel, name)
+  end
+  c = redis.call('hincrby', bk, 'c', added)
+  redis.call('hincrby', bk, 'total', added)
+end
+if string.find(steps, 'c', 1, true) and state == 'open' then
+  redis.call('hset', bk, 'state', 'closed')
+  if c % WK == 0 and batchComplete(prefix, id, c, now, channel) then return 'complete' end
+end
+return 'ok'
+`)
+
+// enqueueAfterScript enqueues jobs that wait for others: each gets a record, and is queued once every
+// job and batch it names has succeeded (at once if they all have). Dependencies are checked before
+// anything is written, so an unknown one changes nothing. A job of the call may name an earlier job
+// of the same call (a chain).
+//
+//	KEYS[1] known_jobs
+//	ARGV[1] namespace prefix; ARGV[2] wake-up channel; ARGV[3] number of jobs; then per job: ID, job
+//	  name, payload, keep seconds, policy ('dead' or 'run'), dependency count d, then d dependencies,
+//	  each 'j:<job ID>' or 'b:<batch ID>'
+//
+// Errors: WORKDEP unknown <dependency> (no record: never tracked, or expired), WRONGTYPE. Returns per
+// job its state: 'queued', 'waiting' or 'dead' (a dependency had died and the policy is dead).
+var enqueueAfterScript = redis.NewScript(-1, luaKeyChecks+luaWorkflow+`
+local prefix, channel, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local jobs, a = {}, 4
+for i = 1, n do
+  local j = {id = ARGV[a], name = ARGV[a+1], payload = ARGV[a+2], keep = ARGV[a+3], policy = ARGV[a+4], deps = {}}
+  local d = tonumber(ARGV[a+5])
+  for k = 1, d do j.deps[k] = ARGV[a+5+k] end
+  a = a + 6 + d
+  jobs[i] = j
+end
+-- Check every dependency first.
+local mine = {}
+for _, j in ipairs(jobs) do
+  if not isType(prefix .. 'jobs:' .. j.name, 'list') then
+    return redis.error_reply('WRONGTYPE the queue key ' .. prefix .. 'jobs:' .. j.name .. ' holds another type')
+  end
+  for _, dep in ipairs(j.deps) do
+    local kind, did = string.sub(dep, 1, 1), string.sub(dep, 3)
+    if not (kind == 'j' and mine[did]) then
+      local key = prefix .. (kind == 'b' and 'batch:' or 'job:') .. did
+      if not isType(key, 'hash') then return redis.error_reply('WRONGTYPE the key ' .. key .. ' holds another type') end
+      if not redis.call('hget', key, 'state') then return redis.error_reply('WORKDEP unknown ' .. dep) end
+    end
+  end
+  mine[j.id] = true
+end
+local now = tonumber(redis.call('time')[1])
+local out = {}
+for i, j in ipairs(jobs) do
+  local waiting, failed = 0, nil
+  for _, dep in ipairs(j.deps) do
+    local kind, did = string.sub(dep, 1, 1), string.sub(dep, 3)
+    local key = prefix .. (kind == 'b' and 'batch:' or 'job:') .. did
+    local state = redis.call('hget', key, 'state')
+    if kind == 'b' then
+      if state == 'complete' then
+        local c = tonumber(redis.call('hget', key, 'c') or '0') or 0
+        if c >= WK then failed = failed or ('batch ' .. did .. ' had dead members') end
+      else
+        waiting = waiting + 1
+        redis.call('rpush', key .. ':next', j.id)
+      end
+    elseif state == 'done' then
+    elseif state == 'dead' or state == 'dropped' then
+      failed = failed or ('job ' .. did .. ' ' .. state)
+    else
+      waiting = waiting + 1
+      redis.call('rpush', key .. ':next', j.id)
+    end
+  end
+  local rk = prefix .. 'job:' .. j.id
+  redis.call('sadd', KEYS[1], j.name)
+  if failed and j.policy ~= 'run' then
+    local why = 'dependency failed: ' .. failed
+    redis.call('zadd', prefix .. 'dead', now, deadForm(j.payload, why, now))
+    redis.call('hset', rk, 'name', j.name, 'state', 'dead', 'enqueued_at', now, 'finished_at', now, 'err', why, 'keep', j.keep)
+    redis.call('expire', rk, tonumber(j.keep))
+    settle(prefix, rk .. ':next', false, 'job ' .. j.id .. ' did not run', now, channel)
+    out[i] = 'dead'
+  elseif waiting > 0 then
+    redis.call('hset', rk, 'name', j.name, 'state', 'waiting', 'enqueued_at', now, 'keep', j.keep,
+      'payload', j.payload, 'deps', waiting, 'policy', j.policy)
+    out[i] = 'waiting'
+  else
+    redis.call('hset', rk, 'name', j.name, 'state', 'queued', 'enqueued_at', now, 'keep', j.keep)
+    pushJob(prefix, j.name, j.payload, channel, now)
+    out[i] = 'queued'
+  end
+end
+return out
+`)
+
 // exchangeScript is the pool's one round trip on the hot path: it records the outcomes of finished
 // jobs, then moves jobs from the candidate queues into this pool's in-progress lists. Recording first
 // frees concurrency slots the fetch may then use; a call with no outcomes only fetches, a call that
@@ -133,6 +434,11 @@ end
 //	  A g n p1..pn   n jobs of group g done, by their in-progress payloads
 //	  R|D|S g p score member   move job p to the retry, dead or scheduled set as member
 //	  Q g p          put job p back at the fetch end of its queue
+//	  X g kind p score member prefix id batch keep tracked ukey err result attempts
+//	                 job p with workflow state: the move of kind (A, F for dropped, R, D, S or Q),
+//	                 then, once it is final (A, F, D), its record (kept keep seconds; 0 and not
+//	                 tracked: none), the jobs waiting for it (tracked), its batch's counters and
+//	                 callbacks, and the deletion of its unique lock ukey ("" none); see luaWorkflow
 //	  T key ttl n field1 count1 .. fieldn countn   add counts to a per-minute stats hash
 //
 // Returns {done, status, counts, jobs}: done has a character per job of the A, R, D, S and Q ops,
@@ -141,8 +447,13 @@ end
 // status[g] is 1 when group g gave what was asked (it may hold more), 0 when it ran out, -1 paused,
 // -2 at its concurrency limit, -3 not a candidate, -4 past its rate limit, -5 a key of the wrong
 // type; counts[g] the jobs taken from it; jobs the payloads, grouped by group in order (oldest first).
-var exchangeScript = redis.NewScript(-1, luaKeyChecks+`
+var exchangeScript = redis.NewScript(-1, luaKeyChecks+luaWorkflow+`
 local pool, channel = ARGV[1], ARGV[2]
+local NOW
+local function serverNow()
+  if not NOW then NOW = tonumber(redis.call('time')[1]) end
+  return NOW
+end
 local G = tonumber(ARGV[3])
 local a = 4 + 5 * G
 local done, ended = {}, {}
@@ -189,6 +500,51 @@ while a <= #ARGV do
         done[#done+1] = r and '0' or 'e'
       end
       a = a + 3
+    elseif op == 'X' then
+      -- A job with workflow state: the move of its kind, then its batch, its record, the jobs
+      -- waiting for it and its unique lock.
+      local kind, p, score, member = ARGV[a+2], ARGV[a+3], ARGV[a+4], ARGV[a+5]
+      local prefix, id, batch, keep, tracked = ARGV[a+6], ARGV[a+7], ARGV[a+8], tonumber(ARGV[a+9]), ARGV[a+10]
+      local ukey, err, result, attempts = ARGV[a+11], ARGV[a+12], ARGV[a+13], ARGV[a+14]
+      local r = endHold(b, p)
+      local ok = r and r > 0
+      if ok and (kind == 'R' or kind == 'D' or kind == 'S') then
+        local set = KEYS[3]
+        if kind == 'R' then set = KEYS[1] elseif kind == 'D' then set = KEYS[2] end
+        if type(redis.pcall('zadd', set, score, member)) ~= 'number' then
+          redis.call('lpush', KEYS[b+2], p)
+          ok, r = false, nil
+        end
+      elseif ok and kind == 'Q' then
+        local n = redis.pcall('rpush', KEYS[b+1], p)
+        if type(n) ~= 'number' then
+          redis.call('lpush', KEYS[b+2], p)
+          ok, r = false, nil
+        elseif n == 1 then
+          redis.call('publish', channel, ARGV[5*g-1])
+        end
+      end
+      if ok then
+        done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
+        local final = kind == 'A' or kind == 'F' or kind == 'D'
+        local state = ({A = 'done', F = 'dropped', D = 'dead', R = 'retrying', S = 'queued', Q = 'queued'})[kind]
+        local now = serverNow()
+        if keep > 0 or tracked == '1' then
+          record(prefix, id, ARGV[5*g-1], state, final, attempts, pool, err, result, keep, batch, now)
+        end
+        if final and tracked == '1' then
+          settle(prefix, prefix .. 'job:' .. id .. ':next', kind == 'A', 'job ' .. id .. ' ' .. state, now, channel)
+        end
+        if batch ~= '' then
+          if kind ~= 'A' and kind ~= 'S' and kind ~= 'Q' then pc('hincrby', prefix .. 'batch:' .. batch, 'failed', 1) end
+          if kind == 'A' then batchCount(prefix, batch, -1, now, channel)
+          elseif final then batchCount(prefix, batch, WK - 1, now, channel) end
+        end
+        if final and ukey ~= '' then redis.call('del', ukey) end
+      else
+        done[#done+1] = r and '0' or 'e'
+      end
+      a = a + 15
     else
       local p, score, member = ARGV[a+2], ARGV[a+3], ARGV[a+4]
       local set = KEYS[3]
@@ -637,7 +993,8 @@ return total
 `)
 
 // claimUniqueScript releases the unique locks of jobs a worker is starting, returning what each held
-// ("1", or the latest job payload of a ByKey job, or nil when the lock had expired).
+// ("1", or the latest job payload of a ByKey job, or nil when the lock had expired). With ARGV[1]
+// "keep" it only reads them (UniqueUntilDone: the lock goes when the job ends).
 //
 //	KEYS[1..n] unique locks
 var claimUniqueScript = redis.NewScript(-1, `
@@ -646,7 +1003,7 @@ for i = 1, #KEYS do
   local v = redis.pcall('get', KEYS[i])
   if type(v) == 'table' then v = false end
   out[i] = v
-  redis.call('del', KEYS[i])
+  if ARGV[1] ~= 'keep' then redis.call('del', KEYS[i]) end
 end
 return out
 `)
@@ -1046,6 +1403,117 @@ func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, uniqueKe
 	return res == "ok", err
 }
 
+// batch runs batchScript for batch id: steps as it takes them, open what opening writes, and the
+// payloads of the members to add, by job name in the order of names.
+func (s *store) batch(ctx context.Context, w replicaWait, id, steps string, open batchOpen, names []string, payloads map[string][]interface{}) error {
+	args := make([]interface{}, 0, 3+len(names)+12+2*len(names))
+	args = append(args, 3+len(names), s.ks.batch(id), s.ks.batches(), s.ks.knownJobs())
+	for _, name := range names {
+		args = append(args, s.ks.jobs(name))
+	}
+	args = append(args, steps, s.ks.p, s.ks.wakeChannel(), id, open.description, open.keep,
+		open.onComplete, open.onCompleteName, open.onSuccess, open.onSuccessName)
+	for _, name := range names {
+		args = append(args, name, len(payloads[name]))
+	}
+	for _, name := range names {
+		args = append(args, payloads[name]...)
+	}
+	return s.doWrite(ctx, w, func(c redis.Conn) error {
+		_, err := batchScript.Do(c, args...)
+		return err
+	})
+}
+
+// afterJob is a job for enqueueAfter: its ID, name and payload, what becomes of it when a dependency
+// dies, how long its record is kept, and what it waits for ("j:<job ID>" or "b:<batch ID>").
+type afterJob struct {
+	id, name string
+	payload  []byte
+	policy   string // "dead" or "run"
+	keep     int64
+	deps     []string
+}
+
+// enqueueAfter runs enqueueAfterScript; it returns each job's state (queued, waiting or dead).
+func (s *store) enqueueAfter(ctx context.Context, w replicaWait, jobs []afterJob) ([]string, error) {
+	args := []interface{}{1, s.ks.knownJobs(), s.ks.p, s.ks.wakeChannel(), len(jobs)}
+	for _, j := range jobs {
+		args = append(args, j.id, j.name, j.payload, j.keep, j.policy, len(j.deps))
+		for _, d := range j.deps {
+			args = append(args, d)
+		}
+	}
+	var states []string
+	err := s.doWrite(ctx, w, func(c redis.Conn) error {
+		var err error
+		states, err = redis.Strings(enqueueAfterScript.Do(c, args...))
+		return err
+	})
+	return states, err
+}
+
+// batchStatus reads a batch's hash; nil when there is none.
+func (s *store) batchStatus(ctx context.Context, id string) (map[string]string, error) {
+	var h map[string]string
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		h, err = redis.StringMap(c.Do("HGETALL", s.ks.batch(id)))
+		return err
+	})
+	if len(h) == 0 {
+		h = nil
+	}
+	return h, err
+}
+
+// batchIDs lists batch IDs from the index, newest first: start..stop (0-based, inclusive), and the
+// index's size.
+func (s *store) batchIDs(ctx context.Context, start, stop int64) ([]string, int64, error) {
+	var ids []string
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		c.Send("ZREVRANGE", s.ks.batches(), start, stop)
+		c.Send("ZCARD", s.ks.batches())
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		if ids, err = redis.Strings(r[0], nil); err != nil {
+			return err
+		}
+		n, err = redis.Int64(r[1], nil)
+		return err
+	})
+	return ids, n, err
+}
+
+// forgetBatches removes batch IDs (whose status expired) from the index.
+func (s *store) forgetBatches(ctx context.Context, ids []string) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		args := []interface{}{s.ks.batches()}
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		_, err := c.Do("ZREM", args...)
+		return err
+	})
+}
+
+// jobRecord reads a job's record; nil when there is none.
+func (s *store) jobRecord(ctx context.Context, id string) (map[string]string, error) {
+	var h map[string]string
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		h, err = redis.StringMap(c.Do("HGETALL", s.ks.jobRecord(id)))
+		return err
+	})
+	if len(h) == 0 {
+		h = nil
+	}
+	return h, err
+}
+
 // rateLimit is a queue's limit on jobs started per period, across all pools.
 type rateLimit struct {
 	jobs     uint
@@ -1091,6 +1559,9 @@ const (
 	opRequeue               // back to the fetch end of its queue, nothing counted
 )
 
+// plainAck reports whether o is an acknowledgement with nothing else to update: those go in groups.
+func (o *finishOp) plainAck() bool { return (o.kind == opAck || o.kind == opDrop) && o.ext == nil }
+
 // opCodes are exchangeScript's op codes, by opKind.
 var opCodes = [...]interface{}{opAck: "A", opDrop: "A", opRetry: "R", opDead: "D", opSnooze: "S", opRequeue: "Q"}
 
@@ -1098,10 +1569,27 @@ var opCodes = [...]interface{}{opAck: "A", opDrop: "A", opRetry: "R", opDead: "D
 type finishOp struct {
 	kind    opKind
 	q       *queueArgs
-	job     *Job   // the fetched job (its in-progress payload is job.rawArg)
-	score   int64  // retry, dead, snooze: the member's score
-	payload []byte // retry, dead, snooze: the member
+	job     *Job       // the fetched job (its in-progress payload is job.rawArg)
+	score   int64      // retry, dead, snooze: the member's score
+	payload []byte     // retry, dead, snooze: the member
+	ext     *finishExt // workflow state to update with it; nil for most jobs
 }
+
+// finishExt is what a job's end changes besides its queue: its batch, its record, the jobs waiting
+// for it and its unique lock (exchangeScript's X op).
+type finishExt struct {
+	id        string
+	batch     string
+	keep      int64 // seconds to keep the job's record; 0: none unless tracked
+	tracked   bool
+	uniqueKey string // deleted when the job ends for good ("" none)
+	err       string
+	result    []byte
+	attempts  int64
+}
+
+// xCodes are exchangeScript's kinds for its X op, by opKind.
+var xCodes = [...]interface{}{opAck: "A", opDrop: "F", opRetry: "R", opDead: "D", opSnooze: "S", opRequeue: "Q"}
 
 // statsAdd is a count to add to a per-minute stats field.
 type statsAdd struct {
@@ -1170,7 +1658,7 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 		for len(x.acks) < g {
 			x.acks = append(x.acks, nil)
 		}
-		if o.kind == opAck || o.kind == opDrop {
+		if o.plainAck() {
 			x.acks[g-1] = append(x.acks[g-1], o.job.rawArg)
 		} else {
 			others++
@@ -1178,7 +1666,7 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 	}
 	if others > 0 || len(x.acks) > 1 {
 		slices.SortStableFunc(x.ops, func(a, b finishOp) int {
-			ra, rb := a.kind > opDrop, b.kind > opDrop
+			ra, rb := !a.plainAck(), !b.plainAck()
 			switch {
 			case ra != rb && ra:
 				return 1
@@ -1212,9 +1700,17 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 	}
 	for i := range x.ops {
 		o := &x.ops[i]
-		switch o.kind {
-		case opAck, opDrop:
-		case opRequeue:
+		switch {
+		case o.plainAck():
+		case o.ext != nil:
+			e := o.ext
+			tracked := "0"
+			if e.tracked {
+				tracked = "1"
+			}
+			args = append(args, "X", x.group(o.q), xCodes[o.kind], o.job.rawArg, o.score, o.payload, s.ks.p,
+				e.id, e.batch, e.keep, tracked, e.uniqueKey, e.err, e.result, e.attempts)
+		case o.kind == opRequeue:
 			args = append(args, "Q", x.group(o.q), o.job.rawArg)
 		default:
 			args = append(args, opCodes[o.kind], x.group(o.q), o.job.rawArg, o.score, o.payload)
@@ -1278,11 +1774,14 @@ func (s *store) sweep(ctx context.Context, poolID string, names []string, held m
 }
 
 // claimUnique releases unique locks (see claimUniqueScript).
-func (s *store) claimUnique(ctx context.Context, keys []string) ([][]byte, error) {
-	args := make([]interface{}, 0, len(keys)+1)
+func (s *store) claimUnique(ctx context.Context, keys []string, keep bool) ([][]byte, error) {
+	args := make([]interface{}, 0, len(keys)+2)
 	args = append(args, len(keys))
 	for _, k := range keys {
 		args = append(args, k)
+	}
+	if keep {
+		args = append(args, "keep")
 	}
 	var vals [][]byte
 	err := s.do(ctx, func(c redis.Conn) error {

@@ -65,6 +65,9 @@ func (w *worker) process(job *Job) {
 			"duration", time.Since(start), "err", errorText(res.err))
 	}
 	op := w.safeOutcome(jt, job, res)
+	if op.ext != nil && op.ext.uniqueKey != "" {
+		op.ext.uniqueKey = w.uniqueKey(job)
+	}
 	r.acker.submit(op)
 	if hook := r.wp.opts.OnOutcome; hook != nil {
 		w.report(hook, JobOutcome{Job: job, Result: resultOf(op), Err: res.err,
@@ -103,14 +106,8 @@ func (w *worker) safeOutcome(jt *jobType, job *Job, res runResult) (op finishOp)
 // claimUnique releases a unique job's lock as it starts, so an identical job may be enqueued while it
 // runs; a ByKey job takes the latest args stored in the lock by duplicate enqueues.
 func (w *worker) claimUnique(job *Job) {
-	ks := w.r.wp.store.ks
-	// The payload names its lock; only a unique-lock key of this job name is trusted, so a crafted
-	// payload cannot make the worker delete another key.
-	key := job.UniqueKey
-	if !strings.HasPrefix(key, ks.uniquePrefix(job.Name)) {
-		key, _ = ks.unique(job.Name, job.Args)
-	}
-	vals, err := w.r.wp.store.claimUnique(w.r.ctx, []string{key})
+	key := w.uniqueKey(job)
+	vals, err := w.r.wp.store.claimUnique(w.r.ctx, []string{key}, job.q.jt.UniqueUntilDone)
 	if err != nil {
 		// The lock expires on its own; the job still runs.
 		w.r.wp.logger.Error("work: releasing a unique lock", "job_name", job.Name, "job_id", job.ID, "err", err)
@@ -122,6 +119,17 @@ func (w *worker) claimUnique(job *Job) {
 	if latest, err := decodeJob(vals[0]); err == nil && latest.Name == job.Name {
 		job.Args = latest.Args
 	}
+}
+
+// uniqueKey returns the unique lock of a job. The payload names its lock; only a unique-lock key of
+// this job name is trusted, so a crafted payload cannot make the worker delete another key.
+func (w *worker) uniqueKey(job *Job) string {
+	ks := w.r.wp.store.ks
+	if strings.HasPrefix(job.UniqueKey, ks.uniquePrefix(job.Name)) {
+		return job.UniqueKey
+	}
+	key, _ := ks.unique(job.Name, job.Args)
+	return key
 }
 
 // runJob runs the middleware chain and the handler, turning a panic into an error (its text is

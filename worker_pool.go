@@ -52,6 +52,19 @@ type JobOptions struct {
 	// handler should then return (a handler that ignores its context is not interrupted). A job whose
 	// handler returns after its timeout fails with context.DeadlineExceeded.
 	Timeout time.Duration
+
+	// KeepFinished, when positive, makes every job of this name leave a record when it ends (done,
+	// dead or dropped; also while it waits for a retry): its outcome, attempts, times, the pool that
+	// ran it and the result its handler set (Job.SetResult), kept this long and read in one round
+	// trip with Client.JobRecord. Zero keeps no record (tracked jobs have one anyway).
+	KeepFinished time.Duration
+
+	// UniqueUntilDone holds the lock of a unique job until the job ends for good (done, dead or
+	// dropped) instead of releasing it when a worker starts the job, so that no identical job can be
+	// enqueued while the first one runs or waits for a retry. The lock still expires after the
+	// Enqueuer's UniqueTTL. With EnqueueUniqueByKey, args stored by duplicates after the job started
+	// are not run.
+	UniqueUntilDone bool
 }
 
 // RateLimit is a number of jobs per period; see JobOptions.RateLimit.

@@ -1,0 +1,166 @@
+package work
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Dependencies: a job can wait for other jobs, or batches, to succeed. Only tracked jobs (those with
+// a record from their enqueue on: EnqueueOptions.Track, every job enqueued with dependencies, every
+// step of a chain) can be waited for, since a job learns that others wait for it from its record.
+// A dependency must exist when the dependant is enqueued, so dependencies point only to older jobs
+// and no cycle can be built.
+
+// EnqueueOptions are the options of Enqueuer.EnqueueWith.
+type EnqueueOptions struct {
+	// After makes the job wait until every job listed (by ID; tracked jobs only) has succeeded.
+	After []string
+	// AfterBatches makes the job wait until every batch listed has completed with no dead member.
+	AfterBatches []string
+	// RunIfDependencyFails runs the job all the same once its dependencies have ended, even if one
+	// of them died. By default a job whose dependency dies goes to the dead set, with the reason,
+	// and so do the jobs waiting for it.
+	RunIfDependencyFails bool
+	// Track gives the job a record from now on, so that other jobs can wait for it and
+	// Client.JobRecord tells its state in one round trip. Jobs with dependencies are tracked anyway.
+	Track bool
+	// Keep is how long the record of a tracked job stays after the job ended. Zero: 24 hours.
+	Keep time.Duration
+}
+
+// ErrUnknownDependency is returned when a job or batch named as a dependency has no record: it was
+// never tracked, never existed, or its record expired.
+var ErrUnknownDependency = errors.New("work: unknown dependency")
+
+// ChainStep is one job of a chain; see Enqueuer.EnqueueChain.
+type ChainStep struct {
+	Name string
+	Args map[string]interface{}
+}
+
+const defaultRecordKeep = 24 * time.Hour
+
+// EnqueueWith enqueues a job with options: dependencies on other jobs or batches, or a record. A job
+// whose dependencies have all succeeded already is queued at once. The returned job's ID is what
+// later jobs name in After.
+func (e *Enqueuer) EnqueueWith(jobName string, args map[string]interface{}, opts EnqueueOptions) (*Job, error) {
+	if len(opts.After) == 0 && len(opts.AfterBatches) == 0 && !opts.Track {
+		return e.Enqueue(jobName, args)
+	}
+	var deps []string
+	for _, id := range opts.After {
+		if err := checkBatchID(id); err != nil {
+			return nil, fmt.Errorf("work: malformed job ID %q in After", id)
+		}
+		deps = append(deps, "j:"+id)
+	}
+	for _, id := range opts.AfterBatches {
+		if err := checkBatchID(id); err != nil {
+			return nil, err
+		}
+		deps = append(deps, "b:"+id)
+	}
+	jobs, err := e.enqueueAfter([]ChainStep{{Name: jobName, Args: args}}, deps, opts)
+	if err != nil {
+		return nil, err
+	}
+	return jobs[0], nil
+}
+
+// EnqueueChain enqueues jobs that run one after the other: each step once the one before it has
+// succeeded. If a step dies, the steps after it go to the dead set with that reason. The steps are
+// enqueued together or not at all; the first one is queued at once.
+func (e *Enqueuer) EnqueueChain(steps ...ChainStep) ([]*Job, error) {
+	if len(steps) == 0 {
+		return nil, errors.New("work: a chain needs at least one step")
+	}
+	return e.enqueueAfter(steps, nil, EnqueueOptions{Track: true})
+}
+
+// enqueueAfter enqueues steps as tracked jobs, the first waiting for deps and each next one for the
+// step before it.
+func (e *Enqueuer) enqueueAfter(steps []ChainStep, deps []string, opts EnqueueOptions) ([]*Job, error) {
+	keep := int64(defaultRecordKeep / time.Second)
+	if opts.Keep > 0 {
+		keep = max(int64((opts.Keep+time.Second-1)/time.Second), 1)
+	}
+	policy := "dead"
+	if opts.RunIfDependencyFails {
+		policy = "run"
+	}
+	out := make([]*Job, len(steps))
+	specs := make([]afterJob, len(steps))
+	for i, st := range steps {
+		if err := checkJobName(st.Name); err != nil {
+			return nil, err
+		}
+		job := newJob(st.Name, st.Args)
+		job.Tracked = true
+		raw, err := job.serialize()
+		if err != nil {
+			return nil, err
+		}
+		specs[i] = afterJob{id: job.ID, name: st.Name, payload: raw, policy: policy, keep: keep, deps: deps}
+		if i > 0 {
+			specs[i].deps = []string{"j:" + out[i-1].ID}
+		}
+		out[i] = job
+	}
+	if _, err := e.store.enqueueAfter(context.Background(), e.replicaWait(), specs); err != nil {
+		var re redis.Error
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "WORKDEP unknown ") {
+			dep := strings.TrimPrefix(string(re), "WORKDEP unknown ")
+			return nil, fmt.Errorf("%w: %s", ErrUnknownDependency, dep[2:])
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// JobRecord is what Client.JobRecord reports about a tracked job, or a job whose pool keeps records
+// of its name (JobOptions.KeepFinished).
+type JobRecord struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// State is waiting (for dependencies), queued (enqueued; it may be running), retrying, done,
+	// dead or dropped.
+	State      string `json:"state"`
+	EnqueuedAt int64  `json:"enqueued_at,omitempty"`
+	FinishedAt int64  `json:"finished_at,omitempty"`
+	Attempts   int64  `json:"attempts,omitempty"`
+	Pool       string `json:"pool,omitempty"` // the pool that ran its last attempt
+	Err        string `json:"err,omitempty"`
+	// Result is what the handler recorded with Job.SetResult.
+	Result json.RawMessage `json:"result,omitempty"`
+	Batch  string          `json:"batch,omitempty"`
+	// WaitingFor is the number of dependencies a waiting job still waits for.
+	WaitingFor int64 `json:"waiting_for,omitempty"`
+}
+
+// parseJobRecord reads a record hash (HGETALL reply as a map).
+func parseJobRecord(id string, h map[string]string) *JobRecord {
+	r := &JobRecord{ID: id, Name: h["name"], State: h["state"], Pool: h["pool"], Err: h["err"], Batch: h["batch"]}
+	num := func(k string) int64 {
+		var n int64
+		fmt.Sscan(h[k], &n)
+		return n
+	}
+	r.EnqueuedAt, r.FinishedAt, r.Attempts = num("enqueued_at"), num("finished_at"), num("attempts")
+	if r.State == "waiting" {
+		r.WaitingFor = num("deps")
+	}
+	if v, ok := h["result"]; ok && v != "" {
+		r.Result = json.RawMessage(v)
+		if !json.Valid(r.Result) {
+			// Not written by SetResult: shown as the text it is.
+			r.Result, _ = json.Marshal(v)
+		}
+	}
+	return r
+}
