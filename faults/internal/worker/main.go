@@ -13,6 +13,11 @@
 // A job's args: "k" its tracking key, "ms" how long the handler works (milliseconds), "fail"
 // "first" (fail the first attempt) or "always" (fail every attempt, so it ends in the dead set).
 //
+// With -callbacks, the pool also serves batch callback jobs of those names, which record:
+//
+//	<ledger>:callback_runs  hash  "<batch>|<name>" -> runs of the callback's handler
+//	<ledger>:callback_jobs  set   "<batch>|<name>|<job ID>"   one member per callback job enqueued
+//
 // On SIGTERM or SIGINT the pool is stopped with StopContext and a deadline of -stop-timeout; jobs
 // still running then go back to their queue. SIGKILL just kills it.
 package main
@@ -50,6 +55,7 @@ func main() {
 	maxFails := flag.Uint("max-fails", 3, "JobOptions.MaxFails")
 	backoff := flag.Int64("backoff", 1, "retry backoff, seconds")
 	logLevel := flag.String("log", "warn", "log level: debug, info, warn, error")
+	callbacks := flag.String("callbacks", "", "batch callback job names, comma-separated")
 	flag.Parse()
 
 	var level slog.Level
@@ -102,6 +108,20 @@ func main() {
 	opts := work.JobOptions{MaxFails: *maxFails, Backoff: func(*work.Job) int64 { return *backoff }}
 	for _, name := range strings.Split(*names, ",") {
 		wp.JobWithOptions(name, opts, handler)
+	}
+
+	if *callbacks != "" {
+		cbRuns, cbJobs := *ledger+":callback_runs", *ledger+":callback_jobs"
+		callback := func(c context.Context, job *work.Job) error {
+			b := job.ArgString("batch_id")
+			if err := record(c, pool, "SADD", cbJobs, b+"|"+job.Name+"|"+job.ID); err != nil {
+				return err
+			}
+			return record(c, pool, "HINCRBY", cbRuns, b+"|"+job.Name, 1)
+		}
+		for _, name := range strings.Split(*callbacks, ",") {
+			wp.JobWithOptions(name, opts, callback)
+		}
 	}
 
 	sig := make(chan os.Signal, 1)
