@@ -323,3 +323,46 @@ func TestBatchStatusExpiresAfterKeep(t *testing.T) {
 		t.Errorf("Batches after expiry: %d listed, total %d, %v; want none", len(bs), total, err)
 	}
 }
+
+// A member deleted by hand before it ended counts as dead, so its batch still completes; the jobs
+// waiting for a tracked job deleted by hand go to the dead set.
+func TestJobsDeletedByHandNeverWedgeABatchOrADependant(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	c := NewClient(ns, pool)
+	b, members, err := e.EnqueueInBatch(BatchOptions{OnComplete: &BatchCallback{Name: "complete"}},
+		[]BatchJob{{Name: "m"}, {Name: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := e.EnqueueWith("dep", nil, EnqueueOptions{Track: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.EnqueueWith("after", nil, EnqueueOptions{After: []string{dep.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteQueuedJob("m", members[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteQueuedJob("dep", dep.ID); err != nil {
+		t.Fatal(err)
+	}
+	cb := newCallbackRecorder()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("m", func(*Job) error { return nil }).
+		Job("after", func(*Job) error { return nil }).Job("complete", cb.handler))
+	eventually(t, 10*time.Second, "the batch to complete", func() bool { return cb.count("complete") == 1 })
+	if args := cb.args("complete"); args["batch_done"] != 1.0 || args["batch_dead"] != 1.0 {
+		t.Errorf("counts %v, want 1 done and the deleted one dead", args)
+	}
+	if st, err := c.BatchStatus(b.ID); err != nil || st.Pending != 0 {
+		t.Errorf("status %+v %v", st, err)
+	}
+	r, err := c.JobRecord(after.ID)
+	if err != nil || r.State != "dead" || !strings.Contains(r.Err, "deleted") {
+		t.Errorf("the dependant of a deleted job: %+v %v", r, err)
+	}
+}

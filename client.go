@@ -307,6 +307,14 @@ type match struct {
 	ok     bool // decoded
 }
 
+// decodedJob returns the matched job when it decoded, else nil.
+func (m match) decodedJob() *Job {
+	if !m.ok {
+		return nil
+	}
+	return m.job
+}
+
 // findAtScore returns the members of a sorted set whose score reads as score (as the page methods
 // list it: see parseScore) and whose job ID (as listed) is jobID, reading at most clientBatchSize
 // members per round trip.
@@ -345,7 +353,7 @@ func (c *Client) deleteAt(key string, score int64, jobID string, withLock bool) 
 				return err
 			}
 		}
-		ok, err := c.store.deleteMember(ctx, key, f.member, lock)
+		ok, err := c.store.deleteMember(ctx, key, f.member, lock, f.decodedJob())
 		if err != nil {
 			return err
 		}
@@ -792,7 +800,7 @@ func (c *Client) DeleteQueuedJob(jobName, jobID string) error {
 		if err != nil {
 			return err
 		}
-		n, err := c.store.deleteListMember(ctx, key, f.member, lock)
+		n, err := c.store.deleteListMember(ctx, key, f.member, lock, f.decodedJob())
 		if err != nil {
 			return err
 		}

@@ -21,13 +21,32 @@ import (
 //	ARGV[1] member
 //
 // Returns 1 when removed, 0 when the member was gone.
-var deleteMemberScript = redis.NewScript(-1, `
+var deleteMemberScript = redis.NewScript(-1, luaWorkflow+luaRemovedByHand+`
 if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then
   if KEYS[2] then redis.call('del', KEYS[2]) end
+  removedByHand()
   return 1
 end
 return 0
 `)
+
+// luaRemovedByHand defines removedByHand(), which tells a removed job's workflow state that it will
+// not run: a batch member still pending counts as dead, so its batch can complete, and the jobs
+// waiting for a tracked job go to the dead set. ARGV[2..7], when given: namespace prefix, wake-up
+// channel, job ID, batch ID, "1" for a tracked job, "1" when the job had not ended (a dead job was
+// counted when it died).
+const luaRemovedByHand = `
+local function removedByHand()
+  if not ARGV[7] or ARGV[7] ~= '1' then return end
+  local prefix, channel, id, batch = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+  local now = tonumber(redis.call('time')[1])
+  if batch ~= '' then batchCount(prefix, batch, WK - 1, now, channel) end
+  if ARGV[6] == '1' then
+    pc('hset', prefix .. 'job:' .. id, 'state', 'deleted', 'finished_at', now)
+    settle(prefix, prefix .. 'job:' .. id .. ':next', false, 'job ' .. id .. ' deleted', now, channel)
+  end
+end
+`
 
 // requeueMembersScript moves members of a sorted set onto the back of their queues under new payloads,
 // each at most once: a member already removed (by a racing client) is skipped, so nothing runs twice.
@@ -189,10 +208,26 @@ func memberArgs(key string, member []byte, lockKey string) []interface{} {
 	return []interface{}{1, key, member}
 }
 
+// withWorkflow appends to memberArgs what luaRemovedByHand needs for a job removed by hand: j is the
+// decoded job (nil when it could not be decoded), pending whether it had not ended yet.
+func (s *store) withWorkflow(args []interface{}, j *Job, pending bool) []interface{} {
+	if j == nil || (j.Batch == "" && !j.Tracked) || checkBatchID(j.ID) != nil || (j.Batch != "" && checkBatchID(j.Batch) != nil) {
+		return args
+	}
+	tracked, p := "0", "0"
+	if j.Tracked {
+		tracked = "1"
+	}
+	if pending {
+		p = "1"
+	}
+	return append(args, s.ks.p, s.ks.wakeChannel(), j.ID, j.Batch, tracked, p)
+}
+
 // deleteMember removes one member of a sorted set, and with it the unique lock lockKey unless that is
 // "" (see deleteMemberScript). It reports whether the member was removed.
-func (s *store) deleteMember(ctx context.Context, key string, member []byte, lockKey string) (bool, error) {
-	args := memberArgs(key, member, lockKey)
+func (s *store) deleteMember(ctx context.Context, key string, member []byte, lockKey string, j *Job) (bool, error) {
+	args := s.withWorkflow(memberArgs(key, member, lockKey), j, key != s.ks.dead())
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
@@ -352,9 +387,10 @@ func (s *store) hashes(c redis.Conn, ids []string, key func(string) string) ([]m
 //	ARGV[1] member
 //
 // Returns the number of copies removed.
-var deleteListMemberScript = redis.NewScript(-1, `
+var deleteListMemberScript = redis.NewScript(-1, luaWorkflow+luaRemovedByHand+`
 local n = redis.call('lrem', KEYS[1], 0, ARGV[1])
 if n > 0 and KEYS[2] then redis.call('del', KEYS[2]) end
+if n > 0 then removedByHand() end
 return n
 `)
 
@@ -429,8 +465,8 @@ func (s *store) poolIDs(ctx context.Context) ([]string, error) {
 
 // deleteListMember removes every copy of member from a list, and with it the unique lock lockKey
 // unless that is "" (see deleteListMemberScript). It returns the number of copies removed.
-func (s *store) deleteListMember(ctx context.Context, key string, member []byte, lockKey string) (int64, error) {
-	args := memberArgs(key, member, lockKey)
+func (s *store) deleteListMember(ctx context.Context, key string, member []byte, lockKey string, j *Job) (int64, error) {
+	args := s.withWorkflow(memberArgs(key, member, lockKey), j, true)
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
