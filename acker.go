@@ -126,8 +126,8 @@ func (a *acker) written(x *exchange, now time.Time) {
 	minute := now.Unix() / 60
 	logger := a.r.wp.logger
 	a.failures = 0
-	for i := range x.ops {
-		o := &x.ops[i]
+	for i, k := range x.order {
+		o := &x.ops[k]
 		a.r.fetcher.sweeper.unhold(o.job)
 		c := byte('1')
 		if i < len(x.done) {

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -1607,12 +1606,13 @@ type fetchShare struct {
 // exchange is one exchangeScript call: built by the pool's loop, which reuses it from call to call.
 type exchange struct {
 	fetch []fetchShare // candidates, in the order to try them
-	ops   []finishOp   // reordered by run: acks grouped by queue first, then the others in order
+	ops   []finishOp
 	stats []statsAdd
 
 	groups []*queueArgs
 	args   []interface{}
-	acks   [][]interface{} // per group: in-progress payloads of its acks
+	acks   [][]int // per group: the indexes in ops of its acks
+	order  []int   // the index in ops of each outcome of the reply, in order
 
 	// The reply.
 	done   string        // per op of ops, see exchangeScript
@@ -1646,12 +1646,9 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 		x.group(f.q)
 	}
 	cands := len(x.groups)
-	if cap(x.acks) < len(x.groups)+len(x.ops) {
-		x.acks = make([][]interface{}, 0, 2*(len(x.groups)+len(x.ops)))
-	}
-	x.acks = x.acks[:0]
-	// Acks first, grouped by queue; the other ops after them in their order.
-	others := 0
+	// Acks go first, grouped by queue; the other ops after them in their order. x.order records the
+	// op of each outcome the reply reports, in that order.
+	x.order = x.order[:0]
 	for i := range x.ops {
 		o := &x.ops[i]
 		g := x.group(o.q)
@@ -1659,24 +1656,8 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 			x.acks = append(x.acks, nil)
 		}
 		if o.plainAck() {
-			x.acks[g-1] = append(x.acks[g-1], o.job.rawArg)
-		} else {
-			others++
+			x.acks[g-1] = append(x.acks[g-1], i)
 		}
-	}
-	if others > 0 || len(x.acks) > 1 {
-		slices.SortStableFunc(x.ops, func(a, b finishOp) int {
-			ra, rb := !a.plainAck(), !b.plainAck()
-			switch {
-			case ra != rb && ra:
-				return 1
-			case ra != rb:
-				return -1
-			case ra:
-				return 0
-			}
-			return x.group(a.q) - x.group(b.q)
-		})
 	}
 	args := x.args[:0]
 	args = append(args, 3+7*len(x.groups), s.boxed.retry, s.boxed.dead, s.boxed.scheduled)
@@ -1694,12 +1675,18 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 	for g, acks := range x.acks {
 		if len(acks) > 0 {
 			args = append(args, "A", g+1, len(acks))
-			args = append(args, acks...)
+			for _, i := range acks {
+				args = append(args, x.ops[i].job.rawArg)
+			}
+			x.order = append(x.order, acks...)
 			x.acks[g] = acks[:0]
 		}
 	}
 	for i := range x.ops {
 		o := &x.ops[i]
+		if !o.plainAck() {
+			x.order = append(x.order, i)
+		}
 		switch {
 		case o.plainAck():
 		case o.ext != nil:
