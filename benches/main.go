@@ -1,8 +1,8 @@
-// Command benches runs the same workloads on work and on github.com/hibiken/asynq, against one
-// redis-server that it starts itself, alternating the two libraries round by round, and prints a
-// table of medians, ranges and paired ratios.
+// Command benches runs the same workloads on work, on github.com/gocraft/work and on
+// github.com/hibiken/asynq, against one redis-server that it starts itself, alternating the libraries
+// round by round, and prints tables of medians, ranges and paired ratios.
 //
-//	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue] [-markdown]
+//	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue] [-libs work,gocraft,asynq] [-markdown]
 //
 // See README.md for what each workload measures.
 package main
@@ -42,7 +42,8 @@ func (b *bench) fatalf(format string, args ...interface{}) {
 
 func main() {
 	var (
-		rounds        = flag.Int("rounds", 5, "rounds per library per workload (A B A B ...)")
+		rounds        = flag.Int("rounds", 5, "rounds per library per workload (work gocraft asynq work gocraft asynq ...)")
+		libs          = flag.String("libs", strings.Join(libraryNames, ","), "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (the ratios need work)")
 		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all")
 		n             = flag.Int("n", 100000, "jobs per burn and manynames run")
 		millionN      = flag.Int("million-n", 1000000, "jobs per million run")
@@ -84,6 +85,30 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	var libNames []string
+	for _, name := range strings.Split(*libs, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || contains(libNames, name) {
+			continue
+		}
+		if !contains(libraryNames, name) {
+			fmt.Fprintf(os.Stderr, "benches: unknown library %q (have %s)\n", name, strings.Join(libraryNames, ","))
+			os.Exit(2)
+		}
+		libNames = append(libNames, name)
+	}
+	// A cycle of rounds runs the libraries in the order of libraryNames.
+	var ordered []string
+	for _, name := range libraryNames {
+		if contains(libNames, name) {
+			ordered = append(ordered, name)
+		}
+	}
+	libNames = ordered
+	if len(libNames) == 0 {
+		fmt.Fprintln(os.Stderr, "benches: -libs names no library")
+		os.Exit(2)
+	}
 	var rates []int
 	for _, r := range strings.Split(*latRates, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(r))
@@ -110,8 +135,15 @@ func main() {
 	}()
 
 	b := &bench{srv: srv, settle: *settle}
-	b.libs = []library{workLib{addr: srv.addr}, asynqLib{addr: srv.addr, checkInterval: *checkInterval}}
+	for _, name := range libNames {
+		l, err := newLibrary(name, srv.addr, *checkInterval)
+		if err != nil {
+			b.fatalf("%v", err)
+		}
+		b.libs = append(b.libs, l)
+	}
 	rep := &report{
+		libs:    libNames,
 		command: "go run . " + strings.Join(os.Args[1:], " "),
 		env:     environment(srv, *checkInterval),
 		verbose: *verbose,
@@ -149,7 +181,7 @@ func main() {
 		cases = append(cases, &benchCase{
 			id:      "million",
 			title:   "million c=50",
-			desc:    fmt.Sprintf("%s no-op jobs over 5 names; enqueue: work EnqueueBatch, %d jobs per call from 4 goroutines (asynq has no batch enqueue: single Enqueue calls from 50 goroutines); process: 50 workers", commas(float64(*millionN)), *millionBatch),
+			desc:    fmt.Sprintf("%s no-op jobs over 5 names; enqueue: work EnqueueBatch, %d jobs per call from 4 goroutines (gocraft/work and asynq have no batch enqueue: single Enqueue calls from 50 goroutines); process: 50 workers", commas(float64(*millionN)), *millionBatch),
 			rounds:  *millionRounds,
 			metrics: append(enqueueMetrics(), processMetrics()...),
 			summary: []string{"enq.jobs_s", "proc.jobs_s"},
@@ -221,6 +253,8 @@ func main() {
 	rep.loadStart = loadAverage()
 	start := time.Now()
 	for _, c := range cases {
+		c.vals = make([][]map[string]float64, len(b.libs))
+		c.fails = make([]int, len(b.libs))
 		b.runCase(c)
 	}
 	rep.cases = cases
@@ -233,7 +267,9 @@ func main() {
 	}
 }
 
-// runCase runs a case's rounds, alternating the libraries: A B A B ..., FLUSHALL before every run.
+// runCase runs a case's rounds, alternating the libraries: work gocraft asynq work gocraft asynq ...,
+// FLUSHALL before every run. A failed run leaves a nil in its library's place for that round, so
+// that the paired ratios pair the runs of the same cycle.
 func (b *bench) runCase(c *benchCase) {
 	for r := 0; r < c.rounds; r++ {
 		for li, l := range b.libs {
@@ -245,6 +281,7 @@ func (b *bench) runCase(c *benchCase) {
 			m, err := c.run(l)
 			if err != nil {
 				c.fails[li]++
+				c.vals[li] = append(c.vals[li], nil)
 				progress("[%s] round %d/%d %s: FAILED: %v", c.title, r+1, c.rounds, l.name(), err)
 				continue
 			}
@@ -254,7 +291,7 @@ func (b *bench) runCase(c *benchCase) {
 				md := metricByKey(c.metrics, k)
 				parts = append(parts, md.label+" "+md.format(m[k]))
 			}
-			progress("[%s] round %d/%d %-5s %s (%.1fs)", c.title, r+1, c.rounds, l.name(), strings.Join(parts, ", "), time.Since(t0).Seconds())
+			progress("[%s] round %d/%d %-7s %s (%.1fs)", c.title, r+1, c.rounds, l.name(), strings.Join(parts, ", "), time.Since(t0).Seconds())
 		}
 	}
 	if err := b.srv.flushAll(); err != nil {
@@ -287,7 +324,7 @@ func environment(srv *redisServer, checkInterval time.Duration) [][2]string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {
-			case "github.com/hibiken/asynq", "github.com/redis/go-redis/v9", "github.com/gomodule/redigo":
+			case "github.com/gocraft/work", "github.com/hibiken/asynq", "github.com/redis/go-redis/v9", "github.com/gomodule/redigo":
 				env = append(env, [2]string{d.Path, d.Version})
 			case "github.com/workqueue/work":
 				v := d.Version

@@ -110,11 +110,12 @@ func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []str
 
 	var done atomic.Int64
 	finished := make(chan struct{})
-	c := l.newConsumer(conc, names, false, func(int64) {
+	c := l.newConsumer(consumerConfig{concurrency: conc, names: names, h: func(string, int64) error {
 		if done.Add(1) == int64(n) {
 			close(finished)
 		}
-	})
+		return nil
+	}})
 	runtime.GC()
 	s2 := b.snap()
 	t0 := time.Now()
@@ -150,16 +151,17 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 	lats := make([]time.Duration, total)
 	var done atomic.Int64
 	finished := make(chan struct{})
-	c := l.newConsumer(conc, names, true, func(ts int64) {
+	c := l.newConsumer(consumerConfig{concurrency: conc, names: names, wantTS: true, h: func(_ string, ts int64) error {
 		now := time.Now().UnixNano()
 		i := done.Add(1) - 1
 		if i < int64(total) {
-			lats[i] = time.Duration(now - ts)
+			lats[i] = time.Duration(now - ts*1000) // ts: Unix µs
 		}
 		if i+1 == int64(total) {
 			close(finished)
 		}
-	})
+		return nil
+	}})
 	if err := c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
@@ -222,7 +224,7 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 // idleRun starts a pool/server of 100 workers serving names with nothing to do and measures, after it settled, the
 // load it puts on Redis for dur.
 func (b *bench) idleRun(l library, dur time.Duration, names []string) (map[string]float64, error) {
-	c := l.newConsumer(100, names, false, func(int64) {})
+	c := l.newConsumer(consumerConfig{concurrency: 100, names: names, h: func(string, int64) error { return nil }})
 	if err := c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
