@@ -51,6 +51,7 @@ func main() {
 		millionBatch  = flag.Int("million-batch", 1000, "jobs per batch enqueue call in the million workload, for a library that has one (0: single Enqueue calls)")
 		checkInterval = flag.Duration("asynq-task-check-interval", 0, "asynq Config.TaskCheckInterval (0: asynq's default, 1s)")
 		names         = flag.Int("names", 500, "registered job names in the manynames workload")
+		namesLimit    = flag.Duration("manynames-limit", 30*time.Second, "longest process phase of a manynames run: the jobs/s and per-job figures are then over the jobs run by then (0: no limit)")
 		latDur        = flag.Duration("latency-duration", 10*time.Second, "how long each latency run offers load")
 		latRates      = flag.String("latency-rates", "1000,5000", "offered loads of the latency workload, jobs/s")
 		latConc       = flag.Int("latency-concurrency", 50, "workers in the latency workload")
@@ -172,7 +173,7 @@ func main() {
 				metrics: append(enqueueMetrics(), processMetrics()...),
 				summary: []string{"enq.jobs_s", "proc.jobs_s"},
 				run: func(l library) (map[string]float64, error) {
-					return b.burnRun(l, conc, *n, 10, 0, 0, trafficNames)
+					return b.burnRun(l, conc, *n, 10, 0, 0, trafficNames, 0)
 				},
 			})
 		}
@@ -186,7 +187,7 @@ func main() {
 			metrics: append(enqueueMetrics(), processMetrics()...),
 			summary: []string{"enq.jobs_s", "proc.jobs_s"},
 			run: func(l library) (map[string]float64, error) {
-				return b.burnRun(l, 50, *millionN, 50, *millionBatch, 4, trafficNames)
+				return b.burnRun(l, 50, *millionN, 50, *millionBatch, 4, trafficNames, 0)
 			},
 		})
 	}
@@ -195,12 +196,12 @@ func main() {
 		cases = append(cases, &benchCase{
 			id:      "manynames",
 			title:   fmt.Sprintf("manynames c=50 (%d names)", *names),
-			desc:    fmt.Sprintf("as burn c=50, but the pool/server registers %d job names (task types for asynq); all traffic is on 5 of them", *names),
+			desc:    fmt.Sprintf("as burn c=50, but the pool/server registers %d job names (task types for asynq); all traffic is on 5 of them; the process phase ends after %v if the %s jobs have not all run by then", *names, *namesLimit, commas(float64(*n))),
 			rounds:  *rounds,
-			metrics: processMetrics(),
+			metrics: append(processMetrics(), metricDef{"proc.jobs", "process jobs run", kindRate}),
 			summary: []string{"proc.jobs_s"},
 			run: func(l library) (map[string]float64, error) {
-				return b.burnRun(l, 50, *n, 10, 0, 0, all)
+				return b.burnRun(l, 50, *n, 10, 0, 0, all, *namesLimit)
 			},
 		})
 	}

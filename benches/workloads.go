@@ -86,8 +86,9 @@ func processTimeout(n int) time.Duration { return time.Minute + time.Duration(n)
 // burnRun is one burn-down: n no-op jobs over the traffic names are enqueued from enqG goroutines
 // (the enqueue phase; when batch > 0 and the library has a batch enqueue, in batches of that many
 // jobs from batchG goroutines instead), then a pool/server of the given concurrency serving names is started and
-// timed until its handlers have run n jobs (the process phase).
-func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []string) (map[string]float64, error) {
+// timed until its handlers have run n jobs, or for limit when limit > 0 and that is shorter (the
+// process phase; its per-job figures are over the jobs run, proc.jobs).
+func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []string, limit time.Duration) (map[string]float64, error) {
 	m := make(map[string]float64)
 	p := l.newProducer(max(enqG, batchG))
 	runtime.GC()
@@ -123,20 +124,31 @@ func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []str
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	timeout := processTimeout(n)
+	var limitC <-chan time.Time
+	if limit > 0 {
+		limitC = time.After(limit)
+	}
+	ran := n
 	select {
 	case <-finished:
+	case <-limitC:
+		ran = int(done.Load())
 	case <-time.After(timeout):
 		c.stop()
 		return nil, fmt.Errorf("process: %d of %d jobs after %v", done.Load(), n, timeout)
 	}
 	el = time.Since(t0)
-	// Measured up to the last handler run: the few outcomes still being recorded then (at most
-	// about two per worker) are left out, and so is the stop.
+	// Measured up to the last handler run (or the limit): the few outcomes still being recorded then
+	// (at most about two per worker) are left out, and so is the stop.
 	s3 := b.snap()
 	c.stop()
+	if ran == 0 {
+		return nil, fmt.Errorf("process: no job ran in %v", limit)
+	}
 	u = since(s2, s3)
-	u.perJob(m, "proc", n, el, false)
-	addBreakdown(m, "proc", u, n)
+	u.perJob(m, "proc", ran, el, false)
+	m["proc.jobs"] = float64(ran)
+	addBreakdown(m, "proc", u, ran)
 	return m, nil
 }
 
