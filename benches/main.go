@@ -41,6 +41,10 @@ func (b *bench) fatalf(format string, args ...interface{}) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == childArg {
+		childMain(os.Args[2:])
+		return
+	}
 	var (
 		rounds        = flag.Int("rounds", 5, "rounds per library per workload (work gocraft asynq work gocraft asynq ...)")
 		libs          = flag.String("libs", strings.Join(libraryNames, ","), "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (the ratios need work)")
@@ -211,7 +215,7 @@ func main() {
 			cases = append(cases, &benchCase{
 				id:      fmt.Sprintf("latency/%d", rate),
 				title:   fmt.Sprintf("latency %s jobs/s", commas(float64(rate))),
-				desc:    fmt.Sprintf("%s jobs/s offered for %v by a paced enqueuer (8 goroutines) to a running pool/server of %d workers serving %d job names; enqueue-to-start latency", commas(float64(rate)), *latDur, *latConc, *latNames),
+				desc:    fmt.Sprintf("%s jobs/s offered for %v by a paced producer (8 goroutines) in a child process to a running pool/server of %d workers serving %d job names in the harness process; enqueue-to-start latency; Go CPU and socket writes per process, Redis figures for both", commas(float64(rate)), *latDur, *latConc, *latNames),
 				rounds:  *rounds,
 				metrics: latencyMetrics(),
 				summary: []string{"lat.p50", "lat.p99", "lat.p999"},

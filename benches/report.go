@@ -102,11 +102,14 @@ func latencyMetrics() []metricDef {
 		{"lat.p99", "p99 enqueue-to-start ms", kindSig},
 		{"lat.p999", "p99.9 enqueue-to-start ms", kindSig},
 		{"lat.max", "max enqueue-to-start ms", kindSig},
-		{"lat.go_cpu", "Go CPU s/1k jobs (client+workers)", kindSig},
-		{"lat.redis_cpu", "Redis CPU s/1k jobs", kindSig},
-		{"lat.cmds", "Redis cmds/job", kindSig},
+		{"lat.go_cpu", "consumer Go CPU s/1k jobs", kindSig},
+		{"lat.go_cores", "consumer Go CPU cores busy", kindSig},
+		{"lat.rt", "consumer client socket writes/job", kindSig},
+		{"lat.prod_go_cpu", "producer Go CPU s/1k jobs (own process)", kindSig},
+		{"lat.prod_rt", "producer client socket writes/job", kindSig},
+		{"lat.redis_cpu", "Redis CPU s/1k jobs (producer+consumer)", kindSig},
+		{"lat.cmds", "Redis cmds/job (producer+consumer)", kindSig},
 		{"lat.other_cores", "other processes' CPU cores busy", kindSig},
-		{"lat.rt", "client socket writes/job", kindSig},
 	}
 }
 

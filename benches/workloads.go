@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,8 +155,10 @@ func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []str
 }
 
 // latencyRun offers rate jobs/s for dur to a started pool/server of concurrency conc, from a paced
-// enqueuer of g goroutines, and records enqueue-to-start latencies: each job carries the time just
-// before its Enqueue call, and the handler subtracts it from the time it starts.
+// producer of g goroutines in a child process, and records enqueue-to-start latencies: each job
+// carries the time just before its Enqueue call, and the handler subtracts it from the time it
+// starts. The harness process is the consumer alone: its CPU and socket writes are the pool's; the
+// producer reports its own.
 func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, names []string) (map[string]float64, error) {
 	total := int(float64(rate) * dur.Seconds())
 	if total < 1 {
@@ -177,58 +181,66 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 	if err := c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			c.stop()
+		}
+	}()
 	time.Sleep(b.settle) // started, subscribed, idle
-	p := l.newProducer(g)
-	defer p.close()
+	ch, err := startChild("producer", "-lib", l.name(), "-redis", b.srv.addr,
+		"-rate", strconv.Itoa(rate), "-n", strconv.Itoa(total), "-goroutines", strconv.Itoa(g))
+	if err != nil {
+		return nil, err
+	}
+	defer ch.kill()
+	if _, err := ch.expect("ready", 30*time.Second); err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
 	runtime.GC()
 	s0 := b.snap()
-	interval := float64(time.Second) / float64(rate)
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	t0 := time.Now()
-	for k := 0; k < g; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			for i := k; i < total; i += g {
-				if d := time.Until(t0.Add(time.Duration(float64(i) * interval))); d > 0 {
-					time.Sleep(d)
-				}
-				if err := p.enqueue(trafficNames[i%len(trafficNames)], argsTimestamp); err != nil {
-					errs.Add(1)
-				}
-			}
-		}(k)
+	if err := ch.send("go"); err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
 	}
-	wg.Wait()
-	sendTime := time.Since(t0)
-	if n := errs.Load(); n > 0 {
-		c.stop()
-		return nil, fmt.Errorf("latency: %d enqueue errors", n)
+	line, err := ch.expect("{", dur+time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	var res producerResult
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		return nil, fmt.Errorf("producer: %q: %w", line, err)
+	}
+	if res.Errors > 0 {
+		return nil, fmt.Errorf("latency: %d enqueue errors", res.Errors)
 	}
 	select {
 	case <-finished:
-	case <-time.After(dur + time.Minute):
-		c.stop()
+	case <-time.After(time.Minute):
 		return nil, fmt.Errorf("latency: %d of %d jobs ran", done.Load(), total)
 	}
 	s1 := b.snap()
 	c.stop()
+	stopped = true
+	ch.wait(10 * time.Second)
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	m := map[string]float64{
-		"lat.achieved": float64(total) / sendTime.Seconds(),
-		"lat.p50":      ms(percentile(lats, 0.50)),
-		"lat.p99":      ms(percentile(lats, 0.99)),
-		"lat.p999":     ms(percentile(lats, 0.999)),
-		"lat.max":      ms(lats[len(lats)-1]),
-	}
+	ft := float64(total)
 	u := since(s0, s1)
-	m["lat.go_cpu"] = u.goCPU * 1000 / float64(total)
-	m["lat.redis_cpu"] = u.redisCPU * 1000 / float64(total)
-	m["lat.cmds"] = float64(u.cmds) / float64(total)
-	m["lat.other_cores"] = max(0, u.otherCPU/u.wall.Seconds())
-	m["lat.rt"] = float64(u.rt) / float64(total)
+	m := map[string]float64{
+		"lat.achieved":    float64(res.Sent) / res.SendS,
+		"lat.p50":         ms(percentile(lats, 0.50)),
+		"lat.p99":         ms(percentile(lats, 0.99)),
+		"lat.p999":        ms(percentile(lats, 0.999)),
+		"lat.max":         ms(lats[len(lats)-1]),
+		"lat.go_cpu":      u.goCPU * 1000 / ft,
+		"lat.prod_go_cpu": res.CPUS * 1000 / ft,
+		"lat.redis_cpu":   u.redisCPU * 1000 / ft,
+		"lat.cmds":        float64(u.cmds) / ft,
+		"lat.rt":          float64(u.rt) / ft,
+		"lat.prod_rt":     float64(res.RT) / ft,
+		"lat.go_cores":    u.goCPU / u.wall.Seconds(),
+		"lat.other_cores": max(0, (u.otherCPU-res.CPUS)/u.wall.Seconds()),
+	}
 	addBreakdown(m, "lat", u, total)
 	return m, nil
 }
