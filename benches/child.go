@@ -15,10 +15,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
 )
 
 // childArg, as the first argument, makes the harness run as one of its own child processes (a
-// paced producer) instead of as the harness. It is not a flag, so -h does
+// paced producer, or a pool to be killed) instead of as the harness. It is not a flag, so -h does
 // not list it.
 const childArg = "__child"
 
@@ -143,6 +145,8 @@ func childMain(args []string) {
 	rate := fs.Int("rate", 0, "producer: jobs/s")
 	n := fs.Int("n", 0, "producer: jobs to send")
 	g := fs.Int("goroutines", 8, "producer: goroutines")
+	conc := fs.Int("concurrency", 50, "crash: workers")
+	names := fs.String("names", strings.Join(trafficNames, ","), "crash: registered job names")
 	_ = fs.Parse(args[1:])
 	l, err := newLibrary(*libName, *addr, *checkInterval)
 	if err != nil {
@@ -153,6 +157,8 @@ func childMain(args []string) {
 	switch role {
 	case "producer":
 		producerChild(l, in, *rate, *n, *g)
+	case "crash":
+		crashChild(l, in, *addr, *conc, strings.Split(*names, ","))
 	default:
 		childFatal(fmt.Errorf("unknown role %q", role))
 	}
@@ -193,6 +199,49 @@ func producerChild(l library, in *bufio.Scanner, rate, n, g int) {
 	fmt.Println(string(out))
 }
 
+// The sets in which the crash child's handlers record the IDs of the jobs they start and finish.
+const (
+	crashStartedKey  = "benchcrash:started"
+	crashFinishedKey = "benchcrash:finished"
+)
+
+// crashChild runs a pool/server whose handlers record each job's ID with SADD to crashStartedKey when
+// they start and to crashFinishedKey before they return, prints "started" once it is started, and
+// runs until it is killed (or its standard input closes).
+func crashChild(l library, in *bufio.Scanner, addr string, conc int, names []string) {
+	rec := redigoPool(addr, conc+10)
+	var recErrs atomic.Int64
+	var once sync.Once
+	record := func(key, id string) error {
+		conn := rec.Get()
+		_, err := conn.Do("SADD", key, id)
+		conn.Close()
+		if err != nil {
+			recErrs.Add(1)
+			once.Do(func() { fmt.Fprintln(os.Stderr, "benches (crash child): SADD:", err) })
+		}
+		return err
+	}
+	c := l.newConsumer(consumerConfig{
+		concurrency: conc,
+		names:       names,
+		wantID:      true,
+		h: func(id string, _ int64) error {
+			if err := record(crashStartedKey, id); err != nil {
+				return err
+			}
+			return record(crashFinishedKey, id)
+		},
+	})
+	if err := c.start(); err != nil {
+		childFatal(err)
+	}
+	fmt.Println("started")
+	for in.Scan() {
+	}
+	os.Exit(0)
+}
+
 // pace sends n jobs at rate jobs/s from g goroutines, job i at its scheduled time i/rate after the
 // start (or at once when late), until all are sent or stop is closed. It returns the jobs sent, the
 // enqueue errors and the time from the start to the end of the last send.
@@ -227,4 +276,20 @@ func pace(p producer, rate, n, g int, a args, stop <-chan struct{}) (sent, errs 
 	}
 	wg.Wait()
 	return nSent.Load(), nErrs.Load(), time.Since(t0)
+}
+
+// connectedClients is INFO clients' connected_clients.
+func (s *redisServer) connectedClients() (int, error) {
+	info, err := redigo.String(s.do("INFO", "clients"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "connected_clients:"); ok {
+			var n int
+			_, err := fmt.Sscan(v, &n)
+			return n, err
+		}
+	}
+	return 0, errors.New("INFO clients: no connected_clients")
 }

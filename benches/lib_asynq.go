@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
 	"github.com/hibiken/asynq"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -88,3 +89,9 @@ func (l asynqLib) newConsumer(cfg consumerConfig) consumer {
 func (c *asynqConsumer) start() error { return c.srv.Start(c.mux) }
 
 func (c *asynqConsumer) stop() { c.srv.Shutdown() }
+
+// inProgress reads the default queue's active list, asynq:{default}:active: the IDs of the tasks a
+// server has dequeued and not yet marked done (each with a lease in asynq:{default}:lease).
+func (l asynqLib) inProgress(do redisDo) ([]string, error) {
+	return redigo.Strings(do("LRANGE", "asynq:{default}:active", 0, -1))
+}

@@ -7,6 +7,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work"
 )
@@ -78,4 +81,30 @@ func (c *workConsumer) start() error { c.wp.Start(); return nil }
 func (c *workConsumer) stop() {
 	c.wp.Stop()
 	c.pool.Close()
+}
+
+// inProgress reads every pool's in-progress lists, <ns>:jobs:<name>:<poolID>:inprogress, which hold
+// the JSON of the jobs the pool fetched and has not acknowledged.
+func (l workLib) inProgress(do redisDo) ([]string, error) {
+	keys, err := redigo.Strings(do("KEYS", workNamespace+":jobs:*:inprogress"))
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, k := range keys {
+		raws, err := redigo.ByteSlices(do("LRANGE", k, 0, -1))
+		if err != nil {
+			return nil, err
+		}
+		for _, raw := range raws {
+			var j struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(raw, &j); err != nil || j.ID == "" {
+				return nil, fmt.Errorf("%s: not a job: %q", k, raw)
+			}
+			ids = append(ids, j.ID)
+		}
+	}
+	return ids, nil
 }

@@ -88,10 +88,16 @@ type batchProducer interface {
 	enqueueBatch(names []string, start, count int) error
 }
 
+// redisDo runs one command on the harness's own connection (not counted as a client round trip).
+type redisDo func(cmd string, args ...interface{}) (interface{}, error)
+
 type library interface {
 	name() string
 	newProducer(conns int) producer
 	newConsumer(cfg consumerConfig) consumer
+	// inProgress returns the IDs of the jobs that pools/servers hold as being worked on (fetched and
+	// not yet acknowledged), as Redis has them now.
+	inProgress(do redisDo) ([]string, error)
 }
 
 // libraryNames are the libraries the harness knows, in the order a cycle of rounds runs them. The

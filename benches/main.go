@@ -2,7 +2,7 @@
 // github.com/hibiken/asynq, against one redis-server that it starts itself, alternating the libraries
 // round by round, and prints tables of medians, ranges and paired ratios.
 //
-//	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue] [-libs work,gocraft,asynq] [-markdown]
+//	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue,crash] [-libs work,gocraft,asynq] [-markdown]
 //
 // See README.md for what each workload measures.
 package main
@@ -22,14 +22,15 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash"}
 
-const defaultWorkloads = "burn,manynames,latency,idle,enqueue"
+const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
 type bench struct {
-	srv    *redisServer
-	libs   []library
-	settle time.Duration
+	srv                *redisServer
+	libs               []library
+	settle             time.Duration
+	asynqCheckInterval time.Duration
 }
 
 func (b *bench) fatalf(format string, args ...interface{}) {
@@ -66,12 +67,20 @@ func main() {
 		enqN          = flag.Int("enqueue-n", 50000, "jobs per enqueue run")
 		settle        = flag.Duration("settle", 2*time.Second, "wait after starting a pool before measuring (latency, idle)")
 		markdown      = flag.Bool("markdown", false, "also write the results as markdown to stdout")
-		verbose       = flag.Bool("v", false, "also print the Redis commands per job, by command")
+		verbose       = flag.Bool("v", false, "also print the Redis commands per job, by command, and every run of the crash workload")
 		skipCeiling   = flag.Bool("skip-ceiling", false, "skip the redis-benchmark ceiling")
+		crashN        = flag.Int("crash-n", 100000, "backlog of the crash workload, no-op jobs")
+		crashRate     = flag.Int("crash-rate", 2000, "offered load of the crash workload's steady variant, jobs/s (0: no steady variant)")
+		crashRun      = flag.Duration("crash-run", 1500*time.Millisecond, "how long the crash workload's pool works before the SIGKILL")
+		crashConc     = flag.Int("crash-concurrency", 50, "workers in the crash workload")
 	)
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
+		os.Exit(2)
+	}
+	if *crashN < 1 || *crashConc < 1 || *crashRate < 0 || *crashRun <= 0 {
+		fmt.Fprintln(os.Stderr, "benches: -crash-n, -crash-concurrency and -crash-run must be positive, -crash-rate at least 0")
 		os.Exit(2)
 	}
 	selected := map[string]bool{}
@@ -139,7 +148,7 @@ func main() {
 		os.Exit(130)
 	}()
 
-	b := &bench{srv: srv, settle: *settle}
+	b := &bench{srv: srv, settle: *settle, asynqCheckInterval: *checkInterval}
 	for _, name := range libNames {
 		l, err := newLibrary(name, srv.addr, *checkInterval)
 		if err != nil {
@@ -250,6 +259,34 @@ func main() {
 				summary: []string{"enq.jobs_s"},
 				run: func(l library) (map[string]float64, error) {
 					return b.enqueueRun(l, *enqN, g)
+				},
+			})
+		}
+	}
+
+	if selected["crash"] {
+		type variant struct {
+			id, title, load string
+			rate            int
+		}
+		vs := []variant{{"crash/backlog", fmt.Sprintf("crash, backlog of %s (c=%d)", commas(float64(*crashN)), *crashConc),
+			fmt.Sprintf("a backlog of %s no-op jobs over 5 names", commas(float64(*crashN))), 0}}
+		if *crashRate > 0 {
+			vs = append(vs, variant{"crash/steady", fmt.Sprintf("crash, steady %s jobs/s (c=%d)", commas(float64(*crashRate)), *crashConc),
+				fmt.Sprintf("%s no-op jobs/s over 5 names offered by the harness, starting on empty queues", commas(float64(*crashRate))), *crashRate})
+		}
+		for _, v := range vs {
+			v := v
+			cases = append(cases, &benchCase{
+				id:    v.id,
+				title: v.title,
+				desc: fmt.Sprintf("a pool/server of %d workers serving 5 job names in a child process, on %s; its handlers SADD the job ID to a started set, then to a finished set; SIGKILL after %v; then, from Redis: its in-progress entries, by whether the handler had started or finished them (both run again later)",
+					*crashConc, v.load, *crashRun),
+				rounds:  *rounds,
+				metrics: crashMetrics(),
+				summary: []string{"crash.twice", "crash.never_started"},
+				run: func(l library) (map[string]float64, error) {
+					return b.crashRun(l, *crashN, v.rate, *crashRun, *crashConc, trafficNames)
 				},
 			})
 		}

@@ -113,6 +113,19 @@ func latencyMetrics() []metricDef {
 	}
 }
 
+func crashMetrics() []metricDef {
+	return []metricDef{
+		{"crash.ran_s", "seconds from started to SIGKILL", kindSig},
+		{"crash.finished", "handler runs finished before the kill", kindRate},
+		{"crash.jobs_s", "jobs/s before the kill (SADDs included)", kindRate},
+		{"crash.inprog", "in-progress entries after the kill", kindRate},
+		{"crash.twice", "run twice: started, not acknowledged", kindRate},
+		{"crash.fin_unacked", "  of which finished, not acknowledged", kindRate},
+		{"crash.started_unfinished", "  of which started, not finished", kindRate},
+		{"crash.never_started", "in progress, never started (fetched ahead)", kindRate},
+	}
+}
+
 func idleMetrics() []metricDef {
 	return []metricDef{
 		{"idle.cmds_s", "Redis cmds/s (commandstats calls)", kindSig},
@@ -354,6 +367,9 @@ func (r *report) tables() []table {
 			if bt, ok := r.breakdownTable(c); ok {
 				ts = append(ts, bt)
 			}
+			if strings.HasPrefix(c.id, "crash/") {
+				ts = append(ts, r.roundsTable(c))
+			}
 		}
 	}
 	return ts
@@ -379,6 +395,36 @@ func (r *report) ratios(c *benchCase, key string) []string {
 		out = append(out, ratioStr(c.ratio(0, len(out)+1, key)))
 	}
 	return out
+}
+
+// roundsTable lists every run of a case, cycle by cycle (shown with -v for the crash workload).
+func (r *report) roundsTable(c *benchCase) table {
+	t := table{title: c.title + ": every run", header: []string{"round", "library"}}
+	for _, md := range c.metrics {
+		t.header = append(t.header, strings.TrimSpace(md.label))
+	}
+	for round := 0; round < c.rounds; round++ {
+		for li, name := range r.libs {
+			if round >= len(c.vals[li]) {
+				continue
+			}
+			row := []string{strconv.Itoa(round + 1), name}
+			m := c.vals[li][round]
+			for _, md := range c.metrics {
+				if m == nil {
+					row = append(row, "FAILED")
+					continue
+				}
+				v, ok := m[md.key]
+				if !ok {
+					v = math.NaN()
+				}
+				row = append(row, md.format(v))
+			}
+			t.rows = append(t.rows, row)
+		}
+	}
+	return t
 }
 
 // manyNamesTable compares the manynames process rate with burn c=50 for each library.

@@ -7,9 +7,12 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
 )
 
 // The five job names that carry all the traffic. For asynq they are task types on the default queue.
@@ -298,4 +301,117 @@ func addBreakdown(m map[string]float64, phase string, u usage, n int) {
 	for k, v := range u.byCmd {
 		m["cmds:"+phase+":"+k] = float64(v) / float64(n)
 	}
+}
+
+// crashRun starts a pool/server of concurrency conc serving names in a child process, lets it work
+// for runFor, kills it with SIGKILL and counts, from Redis, the jobs that will run twice: those the
+// killed process holds as in progress (not acknowledged) although its handlers had started them,
+// finished or not. With rate 0 the pool starts on a backlog of n no-op jobs; with rate > 0 it starts
+// on empty queues and the harness offers rate jobs/s while it runs.
+func (b *bench) crashRun(l library, n, rate int, runFor time.Duration, conc int, names []string) (map[string]float64, error) {
+	if rate == 0 {
+		p := l.newProducer(10)
+		_, err := enqueueAll(p, trafficNames, n, 10, argsNone)
+		p.close()
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	ch, err := startChild("crash", "-lib", l.name(), "-redis", b.srv.addr, "-concurrency", strconv.Itoa(conc),
+		"-names", strings.Join(names, ","), "-asynq-task-check-interval", b.asynqCheckInterval.String())
+	if err != nil {
+		return nil, err
+	}
+	defer ch.kill()
+	if _, err := ch.expect("started", 30*time.Second); err != nil {
+		return nil, fmt.Errorf("crash child: %w", err)
+	}
+	t0 := time.Now()
+	var p producer
+	var stop chan struct{}
+	var sending sync.WaitGroup
+	var sendErrs int64
+	if rate > 0 {
+		p = l.newProducer(8)
+		stop = make(chan struct{})
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			_, sendErrs, _ = pace(p, rate, int(float64(rate)*(runFor+time.Minute).Seconds()), 8, argsNone, stop)
+		}()
+	}
+	time.Sleep(runFor)
+	ch.kill()
+	ranFor := time.Since(t0)
+	if rate > 0 {
+		close(stop)
+		sending.Wait()
+		p.close()
+		if sendErrs > 0 {
+			return nil, fmt.Errorf("crash: %d enqueue errors", sendErrs)
+		}
+	}
+	// What the killed process had written to its sockets may still be in them: Redis has run all of
+	// it once it has closed every connection but the harness's own.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nc, err := b.srv.connectedClients()
+		if err != nil {
+			return nil, err
+		}
+		if nc <= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("crash: %d Redis connections still open 10s after the kill", nc)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	set := func(key string) (map[string]bool, error) {
+		ids, err := redigo.Strings(b.srv.do("SMEMBERS", key))
+		if err != nil {
+			return nil, err
+		}
+		s := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			s[id] = true
+		}
+		return s, nil
+	}
+	started, err := set(crashStartedKey)
+	if err != nil {
+		return nil, err
+	}
+	finished, err := set(crashFinishedKey)
+	if err != nil {
+		return nil, err
+	}
+	if rate == 0 && len(started) >= n {
+		return nil, fmt.Errorf("crash: all %d jobs of the backlog started before the kill: make -crash-n larger or -crash-run shorter", n)
+	}
+	inProg, err := l.inProgress(b.srv.do)
+	if err != nil {
+		return nil, fmt.Errorf("in progress: %w", err)
+	}
+	var finUnacked, startedOnly, neverStarted int
+	for _, id := range inProg {
+		switch {
+		case finished[id]:
+			finUnacked++
+		case started[id]:
+			startedOnly++
+		default:
+			neverStarted++
+		}
+	}
+	return map[string]float64{
+		"crash.ran_s":              ranFor.Seconds(),
+		"crash.finished":           float64(len(finished)),
+		"crash.jobs_s":             float64(len(finished)) / ranFor.Seconds(),
+		"crash.inprog":             float64(len(inProg)),
+		"crash.twice":              float64(finUnacked + startedOnly),
+		"crash.fin_unacked":        float64(finUnacked),
+		"crash.started_unfinished": float64(startedOnly),
+		"crash.never_started":      float64(neverStarted),
+	}, nil
 }
