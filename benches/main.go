@@ -31,6 +31,12 @@ type bench struct {
 	libs               []library
 	settle             time.Duration
 	asynqCheckInterval time.Duration
+	profileDir         string // -profile: where CPU profiles of the consumer go ("": none)
+
+	cur struct { // the run under way, for the profiles' names
+		caseID string
+		round  int
+	}
 }
 
 func (b *bench) fatalf(format string, args ...interface{}) {
@@ -73,6 +79,7 @@ func main() {
 		crashRate     = flag.Int("crash-rate", 2000, "offered load of the crash workload's steady variant, jobs/s (0: no steady variant)")
 		crashRun      = flag.Duration("crash-run", 1500*time.Millisecond, "how long the crash workload's pool works before the SIGKILL")
 		crashConc     = flag.Int("crash-concurrency", 50, "workers in the crash workload")
+		profileDir    = flag.String("profile", "", "write a Go CPU profile of the consumer (the harness process) over every burn, million and manynames process phase and every latency run to this directory")
 	)
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
@@ -123,6 +130,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benches: -libs names no library")
 		os.Exit(2)
 	}
+	if *profileDir != "" {
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "benches:", err)
+			os.Exit(1)
+		}
+	}
 	var rates []int
 	for _, r := range strings.Split(*latRates, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(r))
@@ -148,7 +161,7 @@ func main() {
 		os.Exit(130)
 	}()
 
-	b := &bench{srv: srv, settle: *settle, asynqCheckInterval: *checkInterval}
+	b := &bench{srv: srv, settle: *settle, asynqCheckInterval: *checkInterval, profileDir: *profileDir}
 	for _, name := range libNames {
 		l, err := newLibrary(name, srv.addr, *checkInterval)
 		if err != nil {
@@ -319,6 +332,7 @@ func (b *bench) runCase(c *benchCase) {
 				b.fatalf("FLUSHALL: %v", err)
 			}
 			runtime.GC()
+			b.cur.caseID, b.cur.round = c.id, r+1
 			t0 := time.Now()
 			m, err := c.run(l)
 			if err != nil {

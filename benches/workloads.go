@@ -123,9 +123,11 @@ func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []str
 		return nil
 	}})
 	runtime.GC()
+	stopProfile := b.startProfile(l)
 	s2 := b.snap()
 	t0 := time.Now()
 	if err := c.start(); err != nil {
+		stopProfile()
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	timeout := processTimeout(n)
@@ -139,6 +141,7 @@ func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []str
 	case <-limitC:
 		ran = int(done.Load())
 	case <-time.After(timeout):
+		stopProfile()
 		c.stop()
 		return nil, fmt.Errorf("process: %d of %d jobs after %v", done.Load(), n, timeout)
 	}
@@ -146,6 +149,7 @@ func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []str
 	// Measured up to the last handler run (or the limit): the few outcomes still being recorded then
 	// (at most about two per worker) are left out, and so is the stop.
 	s3 := b.snap()
+	stopProfile()
 	c.stop()
 	if ran == 0 {
 		return nil, fmt.Errorf("process: no job ran in %v", limit)
@@ -201,6 +205,8 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 		return nil, fmt.Errorf("producer: %w", err)
 	}
 	runtime.GC()
+	stopProfile := b.startProfile(l)
+	defer stopProfile()
 	s0 := b.snap()
 	if err := ch.send("go"); err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
@@ -222,6 +228,7 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 		return nil, fmt.Errorf("latency: %d of %d jobs ran", done.Load(), total)
 	}
 	s1 := b.snap()
+	stopProfile()
 	c.stop()
 	stopped = true
 	ch.wait(10 * time.Second)
