@@ -1,8 +1,8 @@
-// Command benches runs the same workloads on work and on github.com/hibiken/asynq, against one
-// redis-server that it starts itself, alternating the two libraries round by round, and prints a
-// table of medians, ranges and paired ratios.
+// Command benches runs the same workloads on work, on github.com/gocraft/work and on
+// github.com/hibiken/asynq, against one redis-server that it starts itself, alternating the libraries
+// round by round, and prints tables of medians, ranges and paired ratios.
 //
-//	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue] [-markdown]
+//	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue,crash] [-libs work,gocraft,asynq] [-markdown]
 //
 // See README.md for what each workload measures.
 package main
@@ -22,14 +22,21 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash"}
 
-const defaultWorkloads = "burn,manynames,latency,idle,enqueue"
+const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
 type bench struct {
-	srv    *redisServer
-	libs   []library
-	settle time.Duration
+	srv                *redisServer
+	libs               []library
+	settle             time.Duration
+	asynqCheckInterval time.Duration
+	profileDir         string // -profile: where CPU profiles of the consumer go ("": none)
+
+	cur struct { // the run under way, for the profiles' names
+		caseID string
+		round  int
+	}
 }
 
 func (b *bench) fatalf(format string, args ...interface{}) {
@@ -41,8 +48,13 @@ func (b *bench) fatalf(format string, args ...interface{}) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == childArg {
+		childMain(os.Args[2:])
+		return
+	}
 	var (
-		rounds        = flag.Int("rounds", 5, "rounds per library per workload (A B A B ...)")
+		rounds        = flag.Int("rounds", 5, "rounds per library per workload (work gocraft asynq work gocraft asynq ...)")
+		libs          = flag.String("libs", strings.Join(libraryNames, ","), "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (the ratios need work)")
 		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all")
 		n             = flag.Int("n", 100000, "jobs per burn and manynames run")
 		millionN      = flag.Int("million-n", 1000000, "jobs per million run")
@@ -50,6 +62,7 @@ func main() {
 		millionBatch  = flag.Int("million-batch", 1000, "jobs per batch enqueue call in the million workload, for a library that has one (0: single Enqueue calls)")
 		checkInterval = flag.Duration("asynq-task-check-interval", 0, "asynq Config.TaskCheckInterval (0: asynq's default, 1s)")
 		names         = flag.Int("names", 500, "registered job names in the manynames workload")
+		namesLimit    = flag.Duration("manynames-limit", 30*time.Second, "longest process phase of a manynames run: the jobs/s and per-job figures are then over the jobs run by then (0: no limit)")
 		latDur        = flag.Duration("latency-duration", 10*time.Second, "how long each latency run offers load")
 		latRates      = flag.String("latency-rates", "1000,5000", "offered loads of the latency workload, jobs/s")
 		latConc       = flag.Int("latency-concurrency", 50, "workers in the latency workload")
@@ -60,12 +73,21 @@ func main() {
 		enqN          = flag.Int("enqueue-n", 50000, "jobs per enqueue run")
 		settle        = flag.Duration("settle", 2*time.Second, "wait after starting a pool before measuring (latency, idle)")
 		markdown      = flag.Bool("markdown", false, "also write the results as markdown to stdout")
-		verbose       = flag.Bool("v", false, "also print the Redis commands per job, by command")
+		verbose       = flag.Bool("v", false, "also print the Redis commands per job, by command, and every run of the crash workload")
 		skipCeiling   = flag.Bool("skip-ceiling", false, "skip the redis-benchmark ceiling")
+		crashN        = flag.Int("crash-n", 100000, "backlog of the crash workload, no-op jobs")
+		crashRate     = flag.Int("crash-rate", 2000, "offered load of the crash workload's steady variant, jobs/s (0: no steady variant)")
+		crashRun      = flag.Duration("crash-run", 1500*time.Millisecond, "how long the crash workload's pool works before the SIGKILL")
+		crashConc     = flag.Int("crash-concurrency", 50, "workers in the crash workload")
+		profileDir    = flag.String("profile", "", "write a Go CPU profile of the consumer (the harness process) over every burn, million and manynames process phase and every latency run to this directory")
 	)
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
+		os.Exit(2)
+	}
+	if *crashN < 1 || *crashConc < 1 || *crashRate < 0 || *crashRun <= 0 {
+		fmt.Fprintln(os.Stderr, "benches: -crash-n, -crash-concurrency and -crash-run must be positive, -crash-rate at least 0")
 		os.Exit(2)
 	}
 	selected := map[string]bool{}
@@ -82,6 +104,36 @@ func main() {
 		default:
 			fmt.Fprintf(os.Stderr, "benches: unknown workload %q (have %s)\n", w, strings.Join(allWorkloads, ","))
 			os.Exit(2)
+		}
+	}
+	var libNames []string
+	for _, name := range strings.Split(*libs, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || contains(libNames, name) {
+			continue
+		}
+		if !contains(libraryNames, name) {
+			fmt.Fprintf(os.Stderr, "benches: unknown library %q (have %s)\n", name, strings.Join(libraryNames, ","))
+			os.Exit(2)
+		}
+		libNames = append(libNames, name)
+	}
+	// A cycle of rounds runs the libraries in the order of libraryNames.
+	var ordered []string
+	for _, name := range libraryNames {
+		if contains(libNames, name) {
+			ordered = append(ordered, name)
+		}
+	}
+	libNames = ordered
+	if len(libNames) == 0 {
+		fmt.Fprintln(os.Stderr, "benches: -libs names no library")
+		os.Exit(2)
+	}
+	if *profileDir != "" {
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "benches:", err)
+			os.Exit(1)
 		}
 	}
 	var rates []int
@@ -109,9 +161,16 @@ func main() {
 		os.Exit(130)
 	}()
 
-	b := &bench{srv: srv, settle: *settle}
-	b.libs = []library{workLib{addr: srv.addr}, asynqLib{addr: srv.addr, checkInterval: *checkInterval}}
+	b := &bench{srv: srv, settle: *settle, asynqCheckInterval: *checkInterval, profileDir: *profileDir}
+	for _, name := range libNames {
+		l, err := newLibrary(name, srv.addr, *checkInterval)
+		if err != nil {
+			b.fatalf("%v", err)
+		}
+		b.libs = append(b.libs, l)
+	}
 	rep := &report{
+		libs:    libNames,
 		command: "go run . " + strings.Join(os.Args[1:], " "),
 		env:     environment(srv, *checkInterval),
 		verbose: *verbose,
@@ -140,7 +199,7 @@ func main() {
 				metrics: append(enqueueMetrics(), processMetrics()...),
 				summary: []string{"enq.jobs_s", "proc.jobs_s"},
 				run: func(l library) (map[string]float64, error) {
-					return b.burnRun(l, conc, *n, 10, 0, 0, trafficNames)
+					return b.burnRun(l, conc, *n, 10, 0, 0, trafficNames, 0)
 				},
 			})
 		}
@@ -149,12 +208,12 @@ func main() {
 		cases = append(cases, &benchCase{
 			id:      "million",
 			title:   "million c=50",
-			desc:    fmt.Sprintf("%s no-op jobs over 5 names; enqueue: work EnqueueBatch, %d jobs per call from 4 goroutines (asynq has no batch enqueue: single Enqueue calls from 50 goroutines); process: 50 workers", commas(float64(*millionN)), *millionBatch),
+			desc:    fmt.Sprintf("%s no-op jobs over 5 names; enqueue: work EnqueueBatch, %d jobs per call from 4 goroutines (gocraft/work and asynq have no batch enqueue: single Enqueue calls from 50 goroutines); process: 50 workers", commas(float64(*millionN)), *millionBatch),
 			rounds:  *millionRounds,
 			metrics: append(enqueueMetrics(), processMetrics()...),
 			summary: []string{"enq.jobs_s", "proc.jobs_s"},
 			run: func(l library) (map[string]float64, error) {
-				return b.burnRun(l, 50, *millionN, 50, *millionBatch, 4, trafficNames)
+				return b.burnRun(l, 50, *millionN, 50, *millionBatch, 4, trafficNames, 0)
 			},
 		})
 	}
@@ -163,12 +222,12 @@ func main() {
 		cases = append(cases, &benchCase{
 			id:      "manynames",
 			title:   fmt.Sprintf("manynames c=50 (%d names)", *names),
-			desc:    fmt.Sprintf("as burn c=50, but the pool/server registers %d job names (task types for asynq); all traffic is on 5 of them", *names),
+			desc:    fmt.Sprintf("as burn c=50, but the pool/server registers %d job names (task types for asynq); all traffic is on 5 of them; the process phase ends after %v if the %s jobs have not all run by then", *names, *namesLimit, commas(float64(*n))),
 			rounds:  *rounds,
-			metrics: processMetrics(),
+			metrics: append(processMetrics(), metricDef{"proc.jobs", "process jobs run", kindRate}),
 			summary: []string{"proc.jobs_s"},
 			run: func(l library) (map[string]float64, error) {
-				return b.burnRun(l, 50, *n, 10, 0, 0, all)
+				return b.burnRun(l, 50, *n, 10, 0, 0, all, *namesLimit)
 			},
 		})
 	}
@@ -178,7 +237,7 @@ func main() {
 			cases = append(cases, &benchCase{
 				id:      fmt.Sprintf("latency/%d", rate),
 				title:   fmt.Sprintf("latency %s jobs/s", commas(float64(rate))),
-				desc:    fmt.Sprintf("%s jobs/s offered for %v by a paced enqueuer (8 goroutines) to a running pool/server of %d workers serving %d job names; enqueue-to-start latency", commas(float64(rate)), *latDur, *latConc, *latNames),
+				desc:    fmt.Sprintf("%s jobs/s offered for %v by a paced producer (8 goroutines) in a child process to a running pool/server of %d workers serving %d job names in the harness process; enqueue-to-start latency; Go CPU and socket writes per process, Redis figures for both", commas(float64(rate)), *latDur, *latConc, *latNames),
 				rounds:  *rounds,
 				metrics: latencyMetrics(),
 				summary: []string{"lat.p50", "lat.p99", "lat.p999"},
@@ -218,9 +277,39 @@ func main() {
 		}
 	}
 
+	if selected["crash"] {
+		type variant struct {
+			id, title, load string
+			rate            int
+		}
+		vs := []variant{{"crash/backlog", fmt.Sprintf("crash, backlog of %s (c=%d)", commas(float64(*crashN)), *crashConc),
+			fmt.Sprintf("a backlog of %s no-op jobs over 5 names", commas(float64(*crashN))), 0}}
+		if *crashRate > 0 {
+			vs = append(vs, variant{"crash/steady", fmt.Sprintf("crash, steady %s jobs/s (c=%d)", commas(float64(*crashRate)), *crashConc),
+				fmt.Sprintf("%s no-op jobs/s over 5 names offered by the harness, starting on empty queues", commas(float64(*crashRate))), *crashRate})
+		}
+		for _, v := range vs {
+			v := v
+			cases = append(cases, &benchCase{
+				id:    v.id,
+				title: v.title,
+				desc: fmt.Sprintf("a pool/server of %d workers serving 5 job names in a child process, on %s; its handlers SADD the job ID to a started set, then to a finished set; SIGKILL after %v; then, from Redis: its in-progress entries, by whether the handler had started or finished them (both run again later)",
+					*crashConc, v.load, *crashRun),
+				rounds:  *rounds,
+				metrics: crashMetrics(),
+				summary: []string{"crash.twice", "crash.never_started"},
+				run: func(l library) (map[string]float64, error) {
+					return b.crashRun(l, *crashN, v.rate, *crashRun, *crashConc, trafficNames)
+				},
+			})
+		}
+	}
+
 	rep.loadStart = loadAverage()
 	start := time.Now()
 	for _, c := range cases {
+		c.vals = make([][]map[string]float64, len(b.libs))
+		c.fails = make([]int, len(b.libs))
 		b.runCase(c)
 	}
 	rep.cases = cases
@@ -233,7 +322,9 @@ func main() {
 	}
 }
 
-// runCase runs a case's rounds, alternating the libraries: A B A B ..., FLUSHALL before every run.
+// runCase runs a case's rounds, alternating the libraries: work gocraft asynq work gocraft asynq ...,
+// FLUSHALL before every run. A failed run leaves a nil in its library's place for that round, so
+// that the paired ratios pair the runs of the same cycle.
 func (b *bench) runCase(c *benchCase) {
 	for r := 0; r < c.rounds; r++ {
 		for li, l := range b.libs {
@@ -241,10 +332,12 @@ func (b *bench) runCase(c *benchCase) {
 				b.fatalf("FLUSHALL: %v", err)
 			}
 			runtime.GC()
+			b.cur.caseID, b.cur.round = c.id, r+1
 			t0 := time.Now()
 			m, err := c.run(l)
 			if err != nil {
 				c.fails[li]++
+				c.vals[li] = append(c.vals[li], nil)
 				progress("[%s] round %d/%d %s: FAILED: %v", c.title, r+1, c.rounds, l.name(), err)
 				continue
 			}
@@ -254,7 +347,7 @@ func (b *bench) runCase(c *benchCase) {
 				md := metricByKey(c.metrics, k)
 				parts = append(parts, md.label+" "+md.format(m[k]))
 			}
-			progress("[%s] round %d/%d %-5s %s (%.1fs)", c.title, r+1, c.rounds, l.name(), strings.Join(parts, ", "), time.Since(t0).Seconds())
+			progress("[%s] round %d/%d %-7s %s (%.1fs)", c.title, r+1, c.rounds, l.name(), strings.Join(parts, ", "), time.Since(t0).Seconds())
 		}
 	}
 	if err := b.srv.flushAll(); err != nil {
@@ -287,7 +380,7 @@ func environment(srv *redisServer, checkInterval time.Duration) [][2]string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {
-			case "github.com/hibiken/asynq", "github.com/redis/go-redis/v9", "github.com/gomodule/redigo":
+			case "github.com/gocraft/work", "github.com/hibiken/asynq", "github.com/redis/go-redis/v9", "github.com/gomodule/redigo":
 				env = append(env, [2]string{d.Path, d.Version})
 			case "github.com/workqueue/work":
 				v := d.Version

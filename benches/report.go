@@ -102,11 +102,27 @@ func latencyMetrics() []metricDef {
 		{"lat.p99", "p99 enqueue-to-start ms", kindSig},
 		{"lat.p999", "p99.9 enqueue-to-start ms", kindSig},
 		{"lat.max", "max enqueue-to-start ms", kindSig},
-		{"lat.go_cpu", "Go CPU s/1k jobs (client+workers)", kindSig},
-		{"lat.redis_cpu", "Redis CPU s/1k jobs", kindSig},
-		{"lat.cmds", "Redis cmds/job", kindSig},
+		{"lat.go_cpu", "consumer Go CPU s/1k jobs", kindSig},
+		{"lat.go_cores", "consumer Go CPU cores busy", kindSig},
+		{"lat.rt", "consumer client socket writes/job", kindSig},
+		{"lat.prod_go_cpu", "producer Go CPU s/1k jobs (own process)", kindSig},
+		{"lat.prod_rt", "producer client socket writes/job", kindSig},
+		{"lat.redis_cpu", "Redis CPU s/1k jobs (producer+consumer)", kindSig},
+		{"lat.cmds", "Redis cmds/job (producer+consumer)", kindSig},
 		{"lat.other_cores", "other processes' CPU cores busy", kindSig},
-		{"lat.rt", "client socket writes/job", kindSig},
+	}
+}
+
+func crashMetrics() []metricDef {
+	return []metricDef{
+		{"crash.ran_s", "seconds from started to SIGKILL", kindSig},
+		{"crash.finished", "handler runs finished before the kill", kindRate},
+		{"crash.jobs_s", "jobs/s before the kill (SADDs included)", kindRate},
+		{"crash.inprog", "in-progress entries after the kill", kindRate},
+		{"crash.twice", "run twice: started, not acknowledged", kindRate},
+		{"crash.fin_unacked", "  of which finished, not acknowledged", kindRate},
+		{"crash.started_unfinished", "  of which started, not finished", kindRate},
+		{"crash.never_started", "in progress, never started (fetched ahead)", kindRate},
 	}
 }
 
@@ -138,8 +154,8 @@ type benchCase struct {
 	summary         []string // metric keys shown in the summary
 	run             func(library) (map[string]float64, error)
 
-	vals  [2][]map[string]float64 // [work, asynq][round]
-	fails [2]int
+	vals  [][]map[string]float64 // [library][round]; nil for a failed run
+	fails []int                  // [library]
 }
 
 func (c *benchCase) series(li int, key string) []float64 {
@@ -152,19 +168,30 @@ func (c *benchCase) series(li int, key string) []float64 {
 	return xs
 }
 
-// ratio is the median over rounds of work/asynq, pairing the runs of the same round.
-func (c *benchCase) ratio(key string) float64 {
+// ratio is the median over rounds of library a's value over library b's, pairing the runs of the
+// same cycle of rounds.
+func (c *benchCase) ratio(a, b int, key string) float64 {
 	var rs []float64
-	n := min(len(c.vals[0]), len(c.vals[1]))
+	n := min(len(c.vals[a]), len(c.vals[b]))
 	for i := 0; i < n; i++ {
-		a, okA := c.vals[0][i][key]
-		b, okB := c.vals[1][i][key]
-		if okA && okB && b != 0 {
-			rs = append(rs, a/b)
+		x, okX := c.vals[a][i][key]
+		y, okY := c.vals[b][i][key]
+		if okX && okY && y != 0 {
+			rs = append(rs, x/y)
 		}
 	}
 	med, _, _ := summarize(rs)
 	return med
+}
+
+func (c *benchCase) runs(li int) int {
+	n := 0
+	for _, m := range c.vals[li] {
+		if m != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *benchCase) median(li int, key string) float64 {
@@ -249,6 +276,7 @@ func (t table) markdown(w io.Writer) {
 }
 
 type report struct {
+	libs    []string // in the order of the rounds; the first one is the numerator of the ratios
 	command string
 	env     [][2]string
 	ceiling []ceilingRow
@@ -282,15 +310,24 @@ func (r *report) tables() []table {
 		ts = append(ts, ct)
 	}
 
+	ratioNames := r.ratioHeaders()
+	sumTitle := "Summary (medians)"
+	if len(ratioNames) > 0 {
+		sumTitle = "Summary (medians; " + strings.Join(ratioNames, ", ") + " = median of the per-cycle ratios)"
+	}
 	sum := table{
-		title:  "Summary (medians; work/asynq = median of per-round ratios)",
+		title:  sumTitle,
 		left:   2,
-		header: []string{"workload", "metric", "work", "asynq", "work/asynq"},
+		header: append(append([]string{"workload", "metric"}, r.libs...), ratioNames...),
 	}
 	for _, c := range r.cases {
 		for _, k := range c.summary {
 			md := metricByKey(c.metrics, k)
-			sum.rows = append(sum.rows, []string{c.title, md.label, md.format(c.median(0, k)), md.format(c.median(1, k)), ratioStr(c.ratio(k))})
+			row := []string{c.title, strings.TrimSpace(md.label)}
+			for li := range r.libs {
+				row = append(row, md.format(c.median(li, k)))
+			}
+			sum.rows = append(sum.rows, append(row, r.ratios(c, k)...))
 		}
 	}
 	ts = append(ts, sum)
@@ -300,29 +337,94 @@ func (r *report) tables() []table {
 	}
 
 	for _, c := range r.cases {
+		var runs, fails []string
+		failed := false
+		header := []string{"metric"}
+		for li, name := range r.libs {
+			runs = append(runs, fmt.Sprintf("%s %d", name, c.runs(li)))
+			fails = append(fails, fmt.Sprintf("%s %d", name, c.fails[li]))
+			failed = failed || c.fails[li] > 0
+			header = append(header, name+" median", name+" min..max")
+		}
 		t := table{
 			title:  c.title,
-			notes:  []string{c.desc, fmt.Sprintf("rounds: work %d, asynq %d (alternating, FLUSHALL before each run)", len(c.vals[0]), len(c.vals[1]))},
-			header: []string{"metric", "work median", "work min..max", "asynq median", "asynq min..max", "work/asynq"},
+			notes:  []string{c.desc, "rounds: " + strings.Join(runs, ", ") + " (alternating " + strings.Join(r.libs, ", ") + "; FLUSHALL before each run)"},
+			header: append(header, ratioNames...),
 		}
-		if c.fails[0]+c.fails[1] > 0 {
-			t.notes = append(t.notes, fmt.Sprintf("FAILED runs: work %d, asynq %d", c.fails[0], c.fails[1]))
+		if failed {
+			t.notes = append(t.notes, "FAILED runs: "+strings.Join(fails, ", "))
 		}
 		for _, md := range c.metrics {
 			row := []string{md.label}
-			for li := 0; li < 2; li++ {
+			for li := range r.libs {
 				med, lo, hi := summarize(c.series(li, md.key))
 				row = append(row, md.format(med), md.format(lo)+".."+md.format(hi))
 			}
-			row = append(row, ratioStr(c.ratio(md.key)))
-			t.rows = append(t.rows, row)
+			t.rows = append(t.rows, append(row, r.ratios(c, md.key)...))
 		}
 		ts = append(ts, t)
 		if r.verbose {
-			ts = append(ts, breakdownTable(c))
+			if bt, ok := r.breakdownTable(c); ok {
+				ts = append(ts, bt)
+			}
+			if strings.HasPrefix(c.id, "crash/") {
+				ts = append(ts, r.roundsTable(c))
+			}
 		}
 	}
 	return ts
+}
+
+// ratioHeaders names the ratio columns: the first library over each of the others, when the first
+// one is work.
+func (r *report) ratioHeaders() []string {
+	if len(r.libs) < 2 || r.libs[0] != "work" {
+		return nil
+	}
+	var hs []string
+	for _, name := range r.libs[1:] {
+		hs = append(hs, r.libs[0]+"/"+name)
+	}
+	return hs
+}
+
+// ratios are a metric's paired ratios, one per column of ratioHeaders.
+func (r *report) ratios(c *benchCase, key string) []string {
+	var out []string
+	for range r.ratioHeaders() {
+		out = append(out, ratioStr(c.ratio(0, len(out)+1, key)))
+	}
+	return out
+}
+
+// roundsTable lists every run of a case, cycle by cycle (shown with -v for the crash workload).
+func (r *report) roundsTable(c *benchCase) table {
+	t := table{title: c.title + ": every run", header: []string{"round", "library"}}
+	for _, md := range c.metrics {
+		t.header = append(t.header, strings.TrimSpace(md.label))
+	}
+	for round := 0; round < c.rounds; round++ {
+		for li, name := range r.libs {
+			if round >= len(c.vals[li]) {
+				continue
+			}
+			row := []string{strconv.Itoa(round + 1), name}
+			m := c.vals[li][round]
+			for _, md := range c.metrics {
+				if m == nil {
+					row = append(row, "FAILED")
+					continue
+				}
+				v, ok := m[md.key]
+				if !ok {
+					v = math.NaN()
+				}
+				row = append(row, md.format(v))
+			}
+			t.rows = append(t.rows, row)
+		}
+	}
+	return t
 }
 
 // manyNamesTable compares the manynames process rate with burn c=50 for each library.
@@ -346,7 +448,7 @@ func (r *report) manyNamesTable() *table {
 	if burn == nil {
 		t.notes = []string{"burn was not run: run -workloads burn,manynames for this ratio"}
 	}
-	for li, name := range []string{"work", "asynq"} {
+	for li, name := range r.libs {
 		m := many.median(li, "proc.jobs_s")
 		row := []string{name, "-", commas(m), "-"}
 		if burn != nil {
@@ -359,12 +461,13 @@ func (r *report) manyNamesTable() *table {
 	return &t
 }
 
-// breakdownTable lists the median Redis commands per job (per second for idle) by command.
-func breakdownTable(c *benchCase) table {
+// breakdownTable lists the median Redis commands per job (per second for idle) by command; false
+// when the case does not count them.
+func (r *report) breakdownTable(c *benchCase) (table, bool) {
 	t := table{title: c.title + ": Redis commands by command (median per job; per second for idle)",
-		header: []string{"phase:command", "work", "asynq"}}
+		header: append([]string{"phase:command"}, r.libs...)}
 	keys := map[string]bool{}
-	for li := 0; li < 2; li++ {
+	for li := range r.libs {
 		for _, m := range c.vals[li] {
 			for k := range m {
 				if strings.HasPrefix(k, "cmds:") {
@@ -380,17 +483,19 @@ func breakdownTable(c *benchCase) table {
 	sort.Strings(ks)
 	for _, k := range ks {
 		row := []string{strings.TrimPrefix(k, "cmds:")}
-		for li := 0; li < 2; li++ {
+		for li := range r.libs {
 			xs := make([]float64, 0, len(c.vals[li]))
 			for _, m := range c.vals[li] {
-				xs = append(xs, m[k]) // absent: 0
+				if m != nil {
+					xs = append(xs, m[k]) // absent: 0
+				}
 			}
 			med, _, _ := summarize(xs)
 			row = append(row, sig3(med))
 		}
 		t.rows = append(t.rows, row)
 	}
-	return t
+	return t, len(ks) > 0
 }
 
 func ratioStr(v float64) string {

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
 )
 
 // The five job names that carry all the traffic. For asynq they are task types on the default queue.
@@ -86,8 +91,9 @@ func processTimeout(n int) time.Duration { return time.Minute + time.Duration(n)
 // burnRun is one burn-down: n no-op jobs over the traffic names are enqueued from enqG goroutines
 // (the enqueue phase; when batch > 0 and the library has a batch enqueue, in batches of that many
 // jobs from batchG goroutines instead), then a pool/server of the given concurrency serving names is started and
-// timed until its handlers have run n jobs (the process phase).
-func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []string) (map[string]float64, error) {
+// timed until its handlers have run n jobs, or for limit when limit > 0 and that is shorter (the
+// process phase; its per-job figures are over the jobs run, proc.jobs).
+func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []string, limit time.Duration) (map[string]float64, error) {
 	m := make(map[string]float64)
 	p := l.newProducer(max(enqG, batchG))
 	runtime.GC()
@@ -110,38 +116,56 @@ func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []str
 
 	var done atomic.Int64
 	finished := make(chan struct{})
-	c := l.newConsumer(conc, names, false, func(int64) {
+	c := l.newConsumer(consumerConfig{concurrency: conc, names: names, h: func(string, int64) error {
 		if done.Add(1) == int64(n) {
 			close(finished)
 		}
-	})
+		return nil
+	}})
 	runtime.GC()
+	stopProfile := b.startProfile(l)
 	s2 := b.snap()
 	t0 := time.Now()
 	if err := c.start(); err != nil {
+		stopProfile()
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	timeout := processTimeout(n)
+	var limitC <-chan time.Time
+	if limit > 0 {
+		limitC = time.After(limit)
+	}
+	ran := n
 	select {
 	case <-finished:
+	case <-limitC:
+		ran = int(done.Load())
 	case <-time.After(timeout):
+		stopProfile()
 		c.stop()
 		return nil, fmt.Errorf("process: %d of %d jobs after %v", done.Load(), n, timeout)
 	}
 	el = time.Since(t0)
-	// Measured up to the last handler run: the few outcomes still being recorded then (at most
-	// about two per worker) are left out, and so is the stop.
+	// Measured up to the last handler run (or the limit): the few outcomes still being recorded then
+	// (at most about two per worker) are left out, and so is the stop.
 	s3 := b.snap()
+	stopProfile()
 	c.stop()
+	if ran == 0 {
+		return nil, fmt.Errorf("process: no job ran in %v", limit)
+	}
 	u = since(s2, s3)
-	u.perJob(m, "proc", n, el, false)
-	addBreakdown(m, "proc", u, n)
+	u.perJob(m, "proc", ran, el, false)
+	m["proc.jobs"] = float64(ran)
+	addBreakdown(m, "proc", u, ran)
 	return m, nil
 }
 
 // latencyRun offers rate jobs/s for dur to a started pool/server of concurrency conc, from a paced
-// enqueuer of g goroutines, and records enqueue-to-start latencies: each job carries the time just
-// before its Enqueue call, and the handler subtracts it from the time it starts.
+// producer of g goroutines in a child process, and records enqueue-to-start latencies: each job
+// carries the time just before its Enqueue call, and the handler subtracts it from the time it
+// starts. The harness process is the consumer alone: its CPU and socket writes are the pool's; the
+// producer reports its own.
 func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, names []string) (map[string]float64, error) {
 	total := int(float64(rate) * dur.Seconds())
 	if total < 1 {
@@ -150,71 +174,83 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 	lats := make([]time.Duration, total)
 	var done atomic.Int64
 	finished := make(chan struct{})
-	c := l.newConsumer(conc, names, true, func(ts int64) {
+	c := l.newConsumer(consumerConfig{concurrency: conc, names: names, wantTS: true, h: func(_ string, ts int64) error {
 		now := time.Now().UnixNano()
 		i := done.Add(1) - 1
 		if i < int64(total) {
-			lats[i] = time.Duration(now - ts)
+			lats[i] = time.Duration(now - ts*1000) // ts: Unix µs
 		}
 		if i+1 == int64(total) {
 			close(finished)
 		}
-	})
+		return nil
+	}})
 	if err := c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			c.stop()
+		}
+	}()
 	time.Sleep(b.settle) // started, subscribed, idle
-	p := l.newProducer(g)
-	defer p.close()
-	runtime.GC()
-	s0 := b.snap()
-	interval := float64(time.Second) / float64(rate)
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	t0 := time.Now()
-	for k := 0; k < g; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			for i := k; i < total; i += g {
-				if d := time.Until(t0.Add(time.Duration(float64(i) * interval))); d > 0 {
-					time.Sleep(d)
-				}
-				if err := p.enqueue(trafficNames[i%len(trafficNames)], argsTimestamp); err != nil {
-					errs.Add(1)
-				}
-			}
-		}(k)
+	ch, err := startChild("producer", "-lib", l.name(), "-redis", b.srv.addr,
+		"-rate", strconv.Itoa(rate), "-n", strconv.Itoa(total), "-goroutines", strconv.Itoa(g))
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	sendTime := time.Since(t0)
-	if n := errs.Load(); n > 0 {
-		c.stop()
-		return nil, fmt.Errorf("latency: %d enqueue errors", n)
+	defer ch.kill()
+	if _, err := ch.expect("ready", 30*time.Second); err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	runtime.GC()
+	stopProfile := b.startProfile(l)
+	defer stopProfile()
+	s0 := b.snap()
+	if err := ch.send("go"); err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	line, err := ch.expect("{", dur+time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	var res producerResult
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		return nil, fmt.Errorf("producer: %q: %w", line, err)
+	}
+	if res.Errors > 0 {
+		return nil, fmt.Errorf("latency: %d enqueue errors", res.Errors)
 	}
 	select {
 	case <-finished:
-	case <-time.After(dur + time.Minute):
-		c.stop()
+	case <-time.After(time.Minute):
 		return nil, fmt.Errorf("latency: %d of %d jobs ran", done.Load(), total)
 	}
 	s1 := b.snap()
+	stopProfile()
 	c.stop()
+	stopped = true
+	ch.wait(10 * time.Second)
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	m := map[string]float64{
-		"lat.achieved": float64(total) / sendTime.Seconds(),
-		"lat.p50":      ms(percentile(lats, 0.50)),
-		"lat.p99":      ms(percentile(lats, 0.99)),
-		"lat.p999":     ms(percentile(lats, 0.999)),
-		"lat.max":      ms(lats[len(lats)-1]),
-	}
+	ft := float64(total)
 	u := since(s0, s1)
-	m["lat.go_cpu"] = u.goCPU * 1000 / float64(total)
-	m["lat.redis_cpu"] = u.redisCPU * 1000 / float64(total)
-	m["lat.cmds"] = float64(u.cmds) / float64(total)
-	m["lat.other_cores"] = max(0, u.otherCPU/u.wall.Seconds())
-	m["lat.rt"] = float64(u.rt) / float64(total)
+	m := map[string]float64{
+		"lat.achieved":    float64(res.Sent) / res.SendS,
+		"lat.p50":         ms(percentile(lats, 0.50)),
+		"lat.p99":         ms(percentile(lats, 0.99)),
+		"lat.p999":        ms(percentile(lats, 0.999)),
+		"lat.max":         ms(lats[len(lats)-1]),
+		"lat.go_cpu":      u.goCPU * 1000 / ft,
+		"lat.prod_go_cpu": res.CPUS * 1000 / ft,
+		"lat.redis_cpu":   u.redisCPU * 1000 / ft,
+		"lat.cmds":        float64(u.cmds) / ft,
+		"lat.rt":          float64(u.rt) / ft,
+		"lat.prod_rt":     float64(res.RT) / ft,
+		"lat.go_cores":    u.goCPU / u.wall.Seconds(),
+		"lat.other_cores": max(0, (u.otherCPU-res.CPUS)/u.wall.Seconds()),
+	}
 	addBreakdown(m, "lat", u, total)
 	return m, nil
 }
@@ -222,7 +258,7 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 // idleRun starts a pool/server of 100 workers serving names with nothing to do and measures, after it settled, the
 // load it puts on Redis for dur.
 func (b *bench) idleRun(l library, dur time.Duration, names []string) (map[string]float64, error) {
-	c := l.newConsumer(100, names, false, func(int64) {})
+	c := l.newConsumer(consumerConfig{concurrency: 100, names: names, h: func(string, int64) error { return nil }})
 	if err := c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
@@ -272,4 +308,117 @@ func addBreakdown(m map[string]float64, phase string, u usage, n int) {
 	for k, v := range u.byCmd {
 		m["cmds:"+phase+":"+k] = float64(v) / float64(n)
 	}
+}
+
+// crashRun starts a pool/server of concurrency conc serving names in a child process, lets it work
+// for runFor, kills it with SIGKILL and counts, from Redis, the jobs that will run twice: those the
+// killed process holds as in progress (not acknowledged) although its handlers had started them,
+// finished or not. With rate 0 the pool starts on a backlog of n no-op jobs; with rate > 0 it starts
+// on empty queues and the harness offers rate jobs/s while it runs.
+func (b *bench) crashRun(l library, n, rate int, runFor time.Duration, conc int, names []string) (map[string]float64, error) {
+	if rate == 0 {
+		p := l.newProducer(10)
+		_, err := enqueueAll(p, trafficNames, n, 10, argsNone)
+		p.close()
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	ch, err := startChild("crash", "-lib", l.name(), "-redis", b.srv.addr, "-concurrency", strconv.Itoa(conc),
+		"-names", strings.Join(names, ","), "-asynq-task-check-interval", b.asynqCheckInterval.String())
+	if err != nil {
+		return nil, err
+	}
+	defer ch.kill()
+	if _, err := ch.expect("started", 30*time.Second); err != nil {
+		return nil, fmt.Errorf("crash child: %w", err)
+	}
+	t0 := time.Now()
+	var p producer
+	var stop chan struct{}
+	var sending sync.WaitGroup
+	var sendErrs int64
+	if rate > 0 {
+		p = l.newProducer(8)
+		stop = make(chan struct{})
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			_, sendErrs, _ = pace(p, rate, int(float64(rate)*(runFor+time.Minute).Seconds()), 8, argsNone, stop)
+		}()
+	}
+	time.Sleep(runFor)
+	ch.kill()
+	ranFor := time.Since(t0)
+	if rate > 0 {
+		close(stop)
+		sending.Wait()
+		p.close()
+		if sendErrs > 0 {
+			return nil, fmt.Errorf("crash: %d enqueue errors", sendErrs)
+		}
+	}
+	// What the killed process had written to its sockets may still be in them: Redis has run all of
+	// it once it has closed every connection but the harness's own.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nc, err := b.srv.connectedClients()
+		if err != nil {
+			return nil, err
+		}
+		if nc <= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("crash: %d Redis connections still open 10s after the kill", nc)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	set := func(key string) (map[string]bool, error) {
+		ids, err := redigo.Strings(b.srv.do("SMEMBERS", key))
+		if err != nil {
+			return nil, err
+		}
+		s := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			s[id] = true
+		}
+		return s, nil
+	}
+	started, err := set(crashStartedKey)
+	if err != nil {
+		return nil, err
+	}
+	finished, err := set(crashFinishedKey)
+	if err != nil {
+		return nil, err
+	}
+	if rate == 0 && len(started) >= n {
+		return nil, fmt.Errorf("crash: all %d jobs of the backlog started before the kill: make -crash-n larger or -crash-run shorter", n)
+	}
+	inProg, err := l.inProgress(b.srv.do)
+	if err != nil {
+		return nil, fmt.Errorf("in progress: %w", err)
+	}
+	var finUnacked, startedOnly, neverStarted int
+	for _, id := range inProg {
+		switch {
+		case finished[id]:
+			finUnacked++
+		case started[id]:
+			startedOnly++
+		default:
+			neverStarted++
+		}
+	}
+	return map[string]float64{
+		"crash.ran_s":              ranFor.Seconds(),
+		"crash.finished":           float64(len(finished)),
+		"crash.jobs_s":             float64(len(finished)) / ranFor.Seconds(),
+		"crash.inprog":             float64(len(inProg)),
+		"crash.twice":              float64(finUnacked + startedOnly),
+		"crash.fin_unacked":        float64(finUnacked),
+		"crash.started_unfinished": float64(startedOnly),
+		"crash.never_started":      float64(neverStarted),
+	}, nil
 }

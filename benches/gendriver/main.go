@@ -1,0 +1,175 @@
+// Command gendriver writes the gocraft/work driver of the benchmark harness from work's driver:
+//
+//	go run ./gendriver -in lib_work.go -out lib_gocraft.go
+//
+// work keeps gocraft/work's API, so the two drivers are the same code with the import path
+// github.com/workqueue/work replaced by github.com/gocraft/work, every identifier that starts with
+// "work" and an upper-case letter renamed to start with "gocraft" (workLib becomes gocraftLib, in
+// code and in comments), and
+// the library's name, the string "work", replaced by "gocraft". The package name of both libraries is
+// work, so calls such as work.NewEnqueuer stay as they are. //go:generate lines are left out.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+const (
+	fromImport = `"github.com/workqueue/work"`
+	toImport   = `"github.com/gocraft/work"`
+	fromPrefix = "work"
+	toPrefix   = "gocraft"
+	fromName   = `"work"`
+	toName     = `"gocraft"`
+)
+
+// commentIdent finds the words of a comment that may be identifiers.
+var commentIdent = regexp.MustCompile(`\b[A-Za-z_][A-Za-z0-9_]*`)
+
+func main() {
+	in := flag.String("in", "lib_work.go", "work's driver")
+	out := flag.String("out", "lib_gocraft.go", "the gocraft/work driver to write")
+	flag.Parse()
+	src, err := os.ReadFile(*in)
+	if err != nil {
+		fatal(err)
+	}
+	gen, err := generate(src, *in)
+	if err != nil {
+		fatal(err)
+	}
+	if err := os.WriteFile(*out, gen, 0o644); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "gendriver:", err)
+	os.Exit(1)
+}
+
+// renamed reports whether an identifier is one of the driver's own ("work" and an upper-case letter).
+func renamed(ident string) bool {
+	rest, ok := strings.CutPrefix(ident, fromPrefix)
+	if !ok {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(rest)
+	return unicode.IsUpper(r)
+}
+
+// generate returns the gocraft/work driver made from src, work's driver, named name.
+func generate(src []byte, name string) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	// Every package-level name the driver declares must be renamed, or the two drivers would declare
+	// it twice in the one package.
+	imported := false
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil && !renamed(d.Name.Name) {
+				return nil, fmt.Errorf("%s: func %s: a package-level name must start with %q and an upper-case letter", fset.Position(d.Pos()), d.Name.Name, fromPrefix)
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ImportSpec:
+					if s.Path.Value == fromImport {
+						imported = true
+					}
+				case *ast.TypeSpec:
+					if !renamed(s.Name.Name) {
+						return nil, fmt.Errorf("%s: type %s: a package-level name must start with %q and an upper-case letter", fset.Position(s.Pos()), s.Name.Name, fromPrefix)
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if !renamed(n.Name) {
+							return nil, fmt.Errorf("%s: %s: a package-level name must start with %q and an upper-case letter", fset.Position(n.Pos()), n.Name, fromPrefix)
+						}
+					}
+				}
+			}
+		}
+	}
+	if !imported {
+		return nil, fmt.Errorf("%s does not import %s", name, fromImport)
+	}
+
+	// Edits by byte offset, made token by token so that strings and comments other than the ones
+	// named above are copied as they are.
+	type edit struct {
+		off, end int
+		text     string
+	}
+	var edits []edit
+	var s scanner.Scanner
+	file := fset.AddFile(name, -1, len(src))
+	var errs scanner.ErrorList
+	s.Init(file, src, func(pos token.Position, msg string) { errs.Add(pos, msg) }, scanner.ScanComments)
+	for {
+		pos, tok, lit := s.Scan()
+		if tok == token.EOF {
+			break
+		}
+		off := file.Offset(pos)
+		switch {
+		case tok == token.IDENT && renamed(lit):
+			edits = append(edits, edit{off, off + len(lit), toPrefix + strings.TrimPrefix(lit, fromPrefix)})
+		case tok == token.STRING && lit == fromImport:
+			edits = append(edits, edit{off, off + len(lit), toImport})
+		case tok == token.STRING && lit == fromName:
+			edits = append(edits, edit{off, off + len(lit), toName})
+		case tok == token.COMMENT && strings.HasPrefix(lit, "//go:generate"):
+			end := off + len(lit)
+			if end < len(src) && src[end] == '\n' {
+				end++
+			}
+			edits = append(edits, edit{off, end, ""})
+		case tok == token.COMMENT:
+			// Comments name the identifiers too.
+			for _, loc := range commentIdent.FindAllStringIndex(lit, -1) {
+				if id := lit[loc[0]:loc[1]]; renamed(id) {
+					edits = append(edits, edit{off + loc[0], off + loc[1], toPrefix + strings.TrimPrefix(id, fromPrefix)})
+				}
+			}
+		}
+	}
+	if errs.Len() > 0 {
+		return nil, errs.Err()
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].off < edits[j].off })
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Code generated by go run ./gendriver -in %s; DO NOT EDIT.\n\n", name)
+	last := 0
+	for _, e := range edits {
+		b.Write(src[last:e.off])
+		b.WriteString(e.text)
+		last = e.end
+	}
+	b.Write(src[last:])
+	out, err := format.Source(b.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("generated code: %w", err)
+	}
+	if bytes.Contains(out, []byte("workqueue")) {
+		return nil, fmt.Errorf("generated code still mentions workqueue")
+	}
+	return out, nil
+}
