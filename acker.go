@@ -1,29 +1,41 @@
 package work
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"time"
 )
 
-// acker gathers the outcomes of finished jobs (done, retry, dead, back to the queue) for the pool's
-// loop, which records them in its next round trip to Redis, together with the fetch it makes anyway:
-// under load many outcomes share one round trip, and at low load none waits, since the loop writes
-// an outcome at once when it has nothing else to send. A finished job's outcome is therefore sent
-// at most one round trip after it finished (the one under way, if any), unless Redis cannot be
-// reached. The acker also sums the per-minute stats, which are written at most once a second.
+// acker records the outcomes of finished jobs in Redis: done, retry, dead, or back to the queue.
+//
+// One write of outcomes is under way at a time, and it carries every outcome submitted before it
+// began (group commit). A worker that finishes a job while no write is under way writes the outcome
+// itself, at once, in the script round trip that also updates counters and workflow state; outcomes
+// that arrive during a write wait for it and go in the next one, which the acker's own goroutine
+// makes. The pool's loop also takes pending outcomes along when it fetches and no write is under way.
+// So a finished job's outcome reaches Redis within two round trips of its end (the write under way,
+// then its own), unless Redis cannot be reached: the window in which a crash would make finished
+// work run again is that short, and under load many outcomes share each round trip.
+//
+// The acker also sums the per-minute stats, which are written at most once a second.
 type acker struct {
-	r        *poolRun
-	in       chan finishOp
-	closed   chan struct{}
-	mu       sync.Mutex // guards submit against close
-	isClosed bool
+	r    *poolRun
+	kick chan struct{} // hands the writing over to the acker's goroutine
+	done chan struct{} // closed when the goroutine has written everything and ended
 
-	// Used by the loop only.
-	pending   []finishOp // received, not yet written
+	mu        sync.Mutex
+	pending   []finishOp // submitted, not yet taken by a write
+	spare     []finishOp // the last batch written, reused for pending
+	writing   bool       // a write of outcomes is under way
+	handed    bool       // and the acker's goroutine makes it (handed over, or its own)
+	closed    bool
+	gaveUp    bool // closed, and Redis stayed out of reach
 	counts    map[statKey]int64
 	lastStats time.Time
-	failures  int // round trips that failed in a row
+	failures  int // writes of the acker's goroutine that failed in a row
+
+	x exchange // the buffer of whoever writes outcomes alone (writing is set)
 }
 
 // statKey names a per-minute stats count: a queue, a minute and 'p' (processed) or 'f' (failed).
@@ -40,67 +52,222 @@ const maxAckBatch = 512
 const statsEvery = time.Second
 
 func newAcker(r *poolRun) *acker {
-	return &acker{r: r, in: make(chan finishOp, 4096), closed: make(chan struct{}), counts: make(map[statKey]int64)}
+	return &acker{r: r, kick: make(chan struct{}, 1), done: make(chan struct{}), counts: make(map[statKey]int64)}
 }
 
-// submit hands an outcome to the loop. After close it drops it: the job is still in the in-progress
-// list (or was put back already), so it is not lost.
+func (a *acker) start() { go a.loop() }
+
+// submit records an outcome: at once, on the caller's goroutine, when no write is under way; else
+// with the next write. After close it drops it: the job is still in the in-progress list (or was put
+// back already), so it is not lost. It ends the job's hold on the pool's room.
 func (a *acker) submit(op finishOp) {
 	a.mu.Lock()
-	if a.isClosed {
+	if a.closed {
 		a.mu.Unlock()
+		a.r.fetcher.finished()
 		return
 	}
+	a.pending = append(a.pending, op)
+	if a.writing {
+		a.mu.Unlock()
+		a.r.fetcher.finished()
+		return
+	}
+	batch := a.take()
+	a.mu.Unlock()
+	// The outcome is pending (the acker is not idle), so a Drain cannot mistake the freed room for
+	// a finished pool; the loop may fetch again while this write is under way.
+	a.r.fetcher.finished()
+	if err := a.write(batch); err != nil {
+		// Redis is out of reach: the acker's goroutine keeps trying, the worker goes on.
+		a.putBack(batch)
+	}
+	a.handOver(batch)
+}
+
+// take returns the pending outcomes (up to maxAckBatch) for a write and marks a write under way.
+// The caller holds mu.
+func (a *acker) take() []finishOp {
+	a.writing = true
+	n := min(len(a.pending), maxAckBatch)
+	batch := a.pending[:n:n]
+	rest := a.pending[n:]
+	a.pending = append(a.spare[:0], rest...)
+	a.spare = nil
+	return batch
+}
+
+// putBack returns outcomes whose write failed to the front of pending.
+func (a *acker) putBack(batch []finishOp) {
+	a.mu.Lock()
+	a.pending = append(append(make([]finishOp, 0, len(batch)+len(a.pending)), batch...), a.pending...)
+	a.mu.Unlock()
+}
+
+// handOver ends a write: the acker's goroutine makes the next one if outcomes are pending, else no
+// write is under way any more.
+func (a *acker) handOver(batch []finishOp) {
+	clear(batch)
+	a.mu.Lock()
+	if cap(batch) > cap(a.spare) {
+		a.spare = batch[:0]
+	}
+	if len(a.pending) == 0 {
+		a.writing = false
+		a.mu.Unlock()
+		a.nowIdle()
+		return
+	}
+	a.handed = true
 	a.mu.Unlock()
 	select {
-	case a.in <- op:
-	case <-a.closed:
+	case a.kick <- struct{}{}:
+	default:
 	}
 }
 
-// close stops taking outcomes; the loop writes those already submitted, then ends.
-func (a *acker) close() {
-	a.mu.Lock()
-	a.isClosed = true
-	a.mu.Unlock()
-	close(a.closed)
+// nowIdle is called when every outcome submitted is written: a Drain waiting for that is told.
+func (a *acker) nowIdle() {
+	if a.r.fetcher.ready.drainPending() {
+		a.r.fetcher.ready.poke()
+	}
 }
 
-func (a *acker) isClosing() bool {
-	select {
-	case <-a.closed:
-		return true
-	default:
+// takeForFetch returns the pending outcomes for the loop to carry on a fetch, or nil when a write is
+// under way or none is pending. After the fetch the loop calls handOver.
+func (a *acker) takeForFetch() []finishOp {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.writing || len(a.pending) == 0 {
+		return nil
+	}
+	return a.take()
+}
+
+// write records a batch of outcomes alone, and the stats when they are due.
+func (a *acker) write(batch []finishOp) error {
+	x := &a.x
+	x.reset()
+	x.ops = batch
+	now := time.Now()
+	a.mu.Lock()
+	if a.statsDueLocked(now) {
+		a.addStatsLocked(x, now)
+	}
+	a.mu.Unlock()
+	if err := a.r.wp.store.runExchange(context.Background(), a.r.boxedPoolID, x); err != nil {
+		a.r.wp.logger.Error("work: recording job outcomes", "jobs", len(batch), "err", err)
+		return err
+	}
+	a.written(x, now)
+	return nil
+}
+
+// loop makes the writes handed over to it, retrying while Redis is out of reach, and writes the
+// stats at least once a second while there are some. Once closed, it writes what is pending and
+// ends.
+func (a *acker) loop() {
+	defer close(a.done)
+	timer := time.NewTimer(statsEvery)
+	defer timer.Stop()
+	wait := 10 * time.Millisecond
+	for {
+		select {
+		case <-a.kick:
+		case <-timer.C:
+		}
+		timer.Reset(statsEvery)
+		for a.step(&wait) {
+		}
+		a.mu.Lock()
+		end := a.gaveUp || (a.closed && len(a.pending) == 0 && !a.writing && len(a.counts) == 0)
+		a.mu.Unlock()
+		if end {
+			return
+		}
+	}
+}
+
+// step makes one write if one is due and no one else is writing; it reports whether to look again.
+func (a *acker) step(wait *time.Duration) bool {
+	now := time.Now()
+	a.mu.Lock()
+	if a.writing && !a.handed {
+		// A worker or the loop is writing: it hands over, or clears writing, when done.
+		closed := a.closed
+		a.mu.Unlock()
+		if closed {
+			time.Sleep(time.Millisecond)
+			return true
+		}
 		return false
 	}
+	if len(a.pending) == 0 && !a.statsDueLocked(now) {
+		wasWriting := a.writing
+		a.writing, a.handed = false, false
+		a.mu.Unlock()
+		if wasWriting {
+			a.nowIdle()
+		}
+		return false
+	}
+	batch := a.take()
+	a.handed = true
+	a.mu.Unlock()
+	if err := a.write(batch); err != nil {
+		a.putBack(batch)
+		a.mu.Lock()
+		a.failures++
+		if a.closed && a.failures >= 3 {
+			// The jobs stay in the in-progress list; the pool's heartbeat is left for a reaper to
+			// put them back.
+			a.gaveUp, a.pending, a.writing, a.handed = true, nil, false, false
+			a.mu.Unlock()
+			a.r.heartbeater.keepRegistered()
+			return false
+		}
+		a.mu.Unlock()
+		time.Sleep(*wait)
+		*wait = min(2**wait, 2*time.Second)
+		return true
+	}
+	*wait = 10 * time.Millisecond
+	clear(batch)
+	a.mu.Lock()
+	a.failures = 0
+	if cap(batch) > cap(a.spare) {
+		a.spare = batch[:0]
+	}
+	a.mu.Unlock()
+	return true
 }
 
-// receive moves the submitted outcomes to pending, without waiting, and returns how many it moved.
-func (a *acker) receive() int {
-	n := 0
-	for len(a.pending) < maxAckBatch {
-		select {
-		case op := <-a.in:
-			a.pending = append(a.pending, op)
-			n++
-			continue
-		default:
-		}
-		break
+// close stops taking outcomes and returns once those already submitted are written (or given up
+// on, after a few failed tries).
+func (a *acker) close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	select {
+	case a.kick <- struct{}{}:
+	default:
 	}
-	return n
+	<-a.done
 }
 
 // idle reports whether every submitted outcome is written.
-func (a *acker) idle() bool { return len(a.pending) == 0 && len(a.in) == 0 }
-
-// statsDue reports whether summed stats should ride on the next round trip.
-func (a *acker) statsDue(now time.Time) bool {
-	return len(a.counts) > 0 && (now.Sub(a.lastStats) >= statsEvery || a.isClosing())
+func (a *acker) idle() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending) == 0 && !a.writing
 }
 
-// addStats puts the summed stats into x and clears them.
-func (a *acker) addStats(x *exchange, now time.Time) {
+func (a *acker) statsDueLocked(now time.Time) bool {
+	return len(a.counts) > 0 && (now.Sub(a.lastStats) >= statsEvery || a.closed)
+}
+
+// addStatsLocked puts the summed stats into x and clears them. The caller holds mu.
+func (a *acker) addStatsLocked(x *exchange, now time.Time) {
 	ks := a.r.wp.store.ks
 	for k, c := range a.counts {
 		day := k.minute / (24 * 60)
@@ -113,22 +280,16 @@ func (a *acker) addStats(x *exchange, now time.Time) {
 	a.lastStats = now
 }
 
-// giveUp counts a failed round trip while closing and reports whether to stop trying: the jobs stay
-// in the in-progress list, and the pool's heartbeat is left for a reaper to put them back.
-func (a *acker) giveUp() bool {
-	a.failures++
-	return a.failures >= 3
-}
-
 // written takes in the reply to the outcomes x carried: what was recorded is counted in the stats
 // and no longer held; the requeuer learns when retries and snoozes are due.
 func (a *acker) written(x *exchange, now time.Time) {
 	minute := now.Unix() / 60
 	logger := a.r.wp.logger
-	a.failures = 0
+	a.r.fetcher.sweeper.unholdAll(x.ops)
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for i, k := range x.order {
 		o := &x.ops[k]
-		a.r.fetcher.sweeper.unhold(o.job)
 		c := byte('1')
 		if i < len(x.done) {
 			c = x.done[i]
@@ -150,6 +311,5 @@ func (a *acker) written(x *exchange, now time.Time) {
 			logger.Error("work: a destination key holds the wrong type; the job stays in progress until it is put back",
 				"job_name", o.q.name, "job_id", o.job.ID)
 		}
-		o.job = nil
 	}
 }

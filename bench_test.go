@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -241,4 +242,38 @@ func BenchmarkJobCodec(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkEnqueueConcurrent measures single Enqueue calls from many goroutines (GOMAXPROCS x the
+// -cpu value... see -benchtime): concurrent calls share round trips.
+func BenchmarkEnqueueConcurrent(b *testing.B) {
+	for _, g := range []int{4, 10, 50} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			pool, rt := newCountingPool(b)
+			ns := newTestNamespace(b, pool)
+			e := NewEnqueuer(ns, pool)
+			args := Q{"addr": "test@example.com", "n": 1}
+			rt0 := rt.Load()
+			b.ReportAllocs()
+			b.ResetTimer()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for k := 0; k < g; k++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						if _, err := e.Enqueue("x", args); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			b.ReportMetric(float64(rt.Load()-rt0)/float64(b.N), "roundtrips/job")
+		})
+	}
 }

@@ -1,16 +1,16 @@
 package work
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// fetcher is the pool's loop: the one goroutine that moves jobs between Redis and the workers. Each
-// round trip (store.runExchange) records the outcomes the acker gathered since the last one and
-// fetches as many jobs as the pool has room for from the ready queues (readiness), split between
-// them by priority (prioritySampler); the jobs go to the workers through the jobs channel. So under
-// load a round trip both acknowledges and fetches a batch, and an idle pool sends nothing until a
-// wake-up, a look or an outcome gives it something to do.
+// fetcher is the pool's loop: the goroutine that moves jobs from Redis to the workers. Each round
+// trip (store.runExchange) fetches as many jobs as the pool has room for from the ready queues
+// (readiness), split between them by priority (prioritySampler), and carries along the outcomes
+// the acker has pending when no write of them is under way; the jobs go to the workers through the
+// jobs channel. An idle pool sends nothing until a wake-up or a look gives it something to do.
 //
 // The pool's room is counted in jobs held: a job is held from its fetch until its worker hands over
 // its outcome. The pool holds at most 2 x concurrency jobs (the jobs it runs and as many fetched
@@ -27,11 +27,16 @@ type fetcher struct {
 	minBatch int
 	meanRun  atomic.Int64 // moving mean of handler run times, ns
 
-	held int // jobs fetched whose outcome the loop has not received yet
+	// mu is held by whoever fetches (the loop, or the subscription's goroutine in fetchNow) and by
+	// the sweep: it guards the fetch state below and keeps a sweep from running during a fetch.
+	mu sync.Mutex
 
-	stopped      chan struct{} // closed by stop: fetch no more
-	fetchStopped chan struct{} // closed by the loop once it fetches no more
-	done         chan struct{} // closed when the loop ends
+	held        atomic.Int64 // jobs fetched whose outcome was not submitted yet
+	waitingRoom atomic.Bool  // the loop waits for room: a finished job pokes freed
+	freed       chan struct{}
+
+	stopped chan struct{} // closed by stop: fetch no more
+	done    chan struct{} // closed when the loop ends
 
 	// Buffers reused from round trip to round trip.
 	x      exchange
@@ -49,16 +54,16 @@ const (
 func newFetcher(r *poolRun, base int) *fetcher {
 	capacity := base + quickAhead
 	f := &fetcher{
-		r:            r,
-		jobs:         make(chan *Job, capacity),
-		ready:        newReadiness(r),
-		sweeper:      newSweeper(r),
-		capacity:     capacity,
-		base:         base,
-		minBatch:     max(1, base/4),
-		stopped:      make(chan struct{}),
-		fetchStopped: make(chan struct{}),
-		done:         make(chan struct{}),
+		r:        r,
+		jobs:     make(chan *Job, capacity),
+		ready:    newReadiness(r),
+		sweeper:  newSweeper(r),
+		capacity: capacity,
+		base:     base,
+		minBatch: max(1, base/4),
+		freed:    make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	f.meanRun.Store(int64(time.Second)) // not quick until jobs have shown it
 	return f
@@ -70,11 +75,12 @@ func (f *fetcher) start() {
 }
 
 // stop ends fetching and the subscription, and puts jobs fetched but not started back at the front
-// of their queues. The loop goes on writing outcomes until the acker is closed.
+// of their queues.
 func (f *fetcher) stop() {
 	close(f.stopped)
-	f.ready.poke()
-	<-f.fetchStopped
+	<-f.done
+	f.mu.Lock() // a fetch under way in fetchNow ends first
+	f.mu.Unlock()
 	for {
 		select {
 		case j := <-f.jobs:
@@ -108,118 +114,130 @@ func (f *fetcher) room() int {
 	if f.meanRun.Load() < int64(quickRun) {
 		limit = f.capacity
 	}
-	return limit - f.held
+	return limit - int(f.held.Load())
 }
 
 func (f *fetcher) loop() {
 	defer close(f.done)
-	a := f.r.acker
 	logger := f.r.wp.logger
 	errWait := 10 * time.Millisecond
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	fetching := true
-	for {
-		f.received(a.receive())
-		if fetching && f.isStopped() {
-			fetching = false
-			close(f.fetchStopped)
+	for !f.isStopped() {
+		if f.sweeper.due() {
+			f.mu.Lock()
+			f.sweeper.sweep()
+			f.mu.Unlock()
 		}
-		if !fetching && a.isClosing() && a.idle() && !a.statsDue(time.Now()) {
-			return
-		}
-		if fetching {
-			if f.sweeper.due() {
-				f.sweeper.sweep()
-			}
-			if f.ready.scanDue() {
-				if err := f.ready.scan(); err != nil {
-					logger.Error("work: looking for jobs", "err", err)
-					if !f.sleep(timer, errWait) {
-						continue
-					}
-					errWait = min(2*errWait, 5*time.Second)
-					continue
-				}
-			}
-		}
-		n := 0
-		if fetching {
-			n = f.want(len(a.pending) > 0)
-		}
-		if n == 0 && len(a.pending) == 0 && !a.statsDue(time.Now()) {
-			if fetching && a.idle() && f.held == 0 && len(f.jobs) == 0 && f.ready.checkDrained() {
+		if f.ready.scanDue() {
+			if err := f.ready.scan(); err != nil {
+				logger.Error("work: looking for jobs", "err", err)
+				f.sleep(timer, errWait)
+				errWait = min(2*errWait, 5*time.Second)
 				continue
 			}
-			f.wait(timer, fetching)
+		}
+		f.mu.Lock()
+		n, roomBound := f.want()
+		var err error
+		if n > 0 {
+			err = f.exchange(n)
+		}
+		f.mu.Unlock()
+		if n == 0 {
+			if f.held.Load() == 0 && len(f.jobs) == 0 && f.r.acker.idle() && f.ready.checkDrained() {
+				continue
+			}
+			f.wait(timer, roomBound)
 			continue
 		}
-		if err := f.exchange(n); err != nil {
-			logger.Error("work: recording outcomes and fetching jobs", "outcomes", len(a.pending), "err", err)
-			if a.isClosing() && a.giveUp() {
-				f.r.heartbeater.keepRegistered()
-				return
-			}
+		if err != nil {
+			logger.Error("work: fetching jobs", "err", err)
 			f.sleep(timer, errWait)
-			errWait = min(2*errWait, 2*time.Second)
+			errWait = min(2*errWait, 5*time.Second)
 			continue
 		}
 		errWait = 10 * time.Millisecond
 	}
 }
 
-// received counts n outcomes just received: each ends a job's hold on the pool's room.
-func (f *fetcher) received(n int) {
-	if n == 0 {
+// fetchNow fetches at once on the caller's goroutine (the subscription's, when a wake-up names a
+// queue), unless the loop is fetching: then the loop is poked and looks again itself. Fetching
+// where the wake-up arrives spares the hand-off to the loop, which on an idle machine costs more
+// than the fetch.
+func (f *fetcher) fetchNow() {
+	if !f.mu.TryLock() {
+		f.ready.poke()
 		return
 	}
-	f.held = max(f.held-n, 0)
+	n := 0
+	var err error
+	if !f.isStopped() {
+		if n, _ = f.want(); n > 0 {
+			err = f.exchange(n)
+		}
+	}
+	f.mu.Unlock()
+	if err != nil || (n > 0 && f.room() <= 0) {
+		// The loop retries after an error, and fetches the rest once room comes back.
+		f.ready.poke()
+	}
+}
+
+// finished ends a job's hold on the pool's room (its outcome was submitted), waking the loop if it
+// waits for room.
+func (f *fetcher) finished() {
+	f.held.Add(-1)
 	f.ready.jobFinished()
+	if f.waitingRoom.Load() {
+		select {
+		case f.freed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // want returns how many jobs to fetch now: the room the pool has if some queue is ready. While
-// fetched jobs still wait for a worker, it waits for room for a batch, unless outcomes must be
-// written anyway (the jobs then ride on that round trip).
-func (f *fetcher) want(outcomes bool) int {
-	room := f.room()
-	if room <= 0 {
-		return 0
-	}
-	if !outcomes && len(f.jobs) > 0 && room < f.minBatch {
-		return 0
-	}
+// fetched jobs still wait for a worker, it waits for room for a batch. roomBound reports that room
+// is what it waits for.
+func (f *fetcher) want() (n int, roomBound bool) {
 	f.names, f.gens = f.ready.candidates(f.names, f.gens)
 	if len(f.names) == 0 {
-		return 0
+		return 0, false
 	}
-	return room
+	if !f.roomFor() {
+		return 0, true
+	}
+	return f.room(), false
 }
 
-// wait blocks until there may be something to do: an outcome, a wake-up, a look due, a stop.
-func (f *fetcher) wait(timer *time.Timer, fetching bool) {
-	d := time.Hour
-	if fetching {
-		d = time.Until(f.ready.nextScan())
-	}
-	if a := f.r.acker; len(a.counts) > 0 {
-		d = min(d, time.Until(a.lastStats.Add(statsEvery)))
-	}
+// roomFor reports whether the pool has room enough to fetch: any room while its workers are starved,
+// room for a batch while fetched jobs still wait for one.
+func (f *fetcher) roomFor() bool {
+	room := f.room()
+	return room > 0 && (len(f.jobs) == 0 || room >= f.minBatch)
+}
+
+// wait blocks until there may be something to do: a wake-up, a look due, a stop, and when roomBound
+// room for a fetch.
+func (f *fetcher) wait(timer *time.Timer, roomBound bool) {
+	d := time.Until(f.ready.nextScan())
 	if d <= 0 {
 		return
 	}
-	timer.Reset(d)
-	stopped := f.stopped
-	if !fetching {
-		stopped = nil
+	if roomBound {
+		f.waitingRoom.Store(true)
+		defer f.waitingRoom.Store(false)
+		if f.roomFor() { // a job finished since want looked
+			return
+		}
 	}
+	timer.Reset(d)
 	select {
-	case op := <-f.r.acker.in:
-		f.r.acker.pending = append(f.r.acker.pending, op)
-		f.received(1)
 	case <-f.ready.wake:
+	case <-f.freed:
 	case <-timer.C:
-	case <-stopped:
-	case <-f.r.acker.closed:
+	case <-f.stopped:
 	}
 	if !timer.Stop() {
 		select {
@@ -229,45 +247,40 @@ func (f *fetcher) wait(timer *time.Timer, fetching bool) {
 	}
 }
 
-// sleep waits d unless the acker closes first; it reports whether it slept the whole time.
-func (f *fetcher) sleep(timer *time.Timer, d time.Duration) bool {
+// sleep waits d unless the fetcher stops first.
+func (f *fetcher) sleep(timer *time.Timer, d time.Duration) {
 	timer.Reset(d)
 	defer timer.Stop()
 	select {
-	case <-f.r.acker.closed:
-		return false
+	case <-f.stopped:
 	case <-timer.C:
-		return true
 	}
 }
 
-// exchange makes one round trip: it writes the pending outcomes (and stats when due) and fetches up
-// to n jobs from the candidates, then hands the jobs to the workers.
+// exchange makes one round trip: it fetches up to n jobs from the candidates, carrying the pending
+// outcomes along when no write of outcomes is under way, then hands the jobs to the workers.
 func (f *fetcher) exchange(n int) error {
 	r, a, x := f.r, f.r.acker, &f.x
 	x.reset()
-	if n > 0 {
-		f.shares = f.ready.sampler.shares(f.names, n, f.shares)
-		for i, name := range f.names {
-			x.fetch = append(x.fetch, fetchShare{q: r.queues[name].args, share: f.shares[i]})
-		}
+	f.shares = f.ready.sampler.shares(f.names, n, f.shares)
+	for i, name := range f.names {
+		x.fetch = append(x.fetch, fetchShare{q: r.queues[name].args, share: f.shares[i]})
 	}
-	x.ops = a.pending
-	now := time.Now()
-	if a.statsDue(now) {
-		a.addStats(x, now)
-	}
+	batch := a.takeForFetch()
+	x.ops = batch
 	err := r.wp.store.runExchange(r.ctx, r.boxedPoolID, x)
-	if err != nil {
-		// The outcomes stay pending and are written again: one already applied is then found not
-		// held and left alone. Jobs that a lost reply fetched are put back by the sweep. The stats
-		// of a failed round trip are dropped rather than risk counting them twice.
-		return err
+	if batch != nil {
+		if err != nil {
+			// The outcomes are written again: one already applied is then found not held and left
+			// alone. Jobs that a lost reply fetched are put back by the sweep.
+			a.putBack(batch)
+		} else {
+			a.written(x, time.Now())
+		}
+		a.handOver(batch)
 	}
-	a.written(x, now)
-	a.pending = a.pending[:0]
-	if n == 0 {
-		return nil
+	if err != nil {
+		return err
 	}
 	f.ready.fetched(f.names, f.gens, x.status)
 	k := 0
@@ -279,7 +292,7 @@ func (f *fetcher) exchange(n int) error {
 			j := &Job{raw: raw, rawArg: x.jobs[k], q: q}
 			k++
 			f.sweeper.hold(j)
-			f.held++
+			f.held.Add(1)
 			f.jobs <- j // never blocks: the channel holds as many jobs as the pool has room for
 		}
 	}

@@ -82,7 +82,7 @@ func (q *readiness) notify(name string) {
 	q.ready[name] = true
 	q.gen[name]++
 	q.mu.Unlock()
-	q.poke()
+	q.r.fetcher.fetchNow()
 }
 
 // markAllReady makes every queue ready: wake-ups may have been missed.
@@ -240,6 +240,12 @@ func (q *readiness) drain(ctx context.Context) {
 	case <-d.ch:
 	case <-ctx.Done():
 	}
+}
+
+func (q *readiness) drainPending() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.drains) > 0
 }
 
 // checkDrained closes the pending Drain calls that a scan has answered since they began, once no

@@ -1137,10 +1137,22 @@ type poolBackend struct {
 
 func (b *poolBackend) Conn(ctx context.Context) (redis.Conn, error) { return b.pool.GetContext(ctx) }
 
+// dial opens a connection of the pool's own outside the pool, for a subscription: closing it from
+// another goroutine ends a blocked receive at once, so no goroutine has to wait on each message.
+func (b *poolBackend) dial(ctx context.Context) (redis.Conn, error) {
+	switch {
+	case b.pool.DialContext != nil:
+		return b.pool.DialContext(ctx)
+	case b.pool.Dial != nil:
+		return b.pool.Dial()
+	}
+	return b.pool.GetContext(ctx)
+}
+
 func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscribed func(), message func(string, []byte)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, err := b.pool.GetContext(ctx)
+	c, err := b.dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -1159,6 +1171,7 @@ func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscrib
 		// redigo allows one goroutine sending while another receives: the pings never race the
 		// receiver.
 		defer close(pingerDone)
+		defer c.Close() // ends the receive below once ctx is done
 		every := time.Duration(b.pingEvery.Load())
 		if every <= 0 {
 			<-ctx.Done()
@@ -1180,8 +1193,8 @@ func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscrib
 	confirmed := 0
 	quietSince := time.Now()
 	for {
-		// Only this goroutine receives: when ctx is done, ReceiveContext closes the connection.
-		switch v := psc.ReceiveContext(ctx).(type) {
+		// Only this goroutine receives: when ctx is done, the pinger closes the connection.
+		switch v := psc.Receive().(type) {
 		case redis.Message:
 			quietSince = time.Now()
 			message(v.Channel, v.Data)

@@ -1,13 +1,17 @@
 package work
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // sweeper knows every job the pool fetched whose outcome is not yet written ("held"), and now and
 // then puts back the entries of the pool's in-progress lists that it does not hold: a fetch whose
 // reply was lost (Redis restarted, a connection cut, a failover) leaves such entries, which no worker
-// would ever run. Only the pool's loop uses it, so it needs no lock.
+// would ever run. The pool's loop holds jobs and sweeps; writers of outcomes unhold them.
 type sweeper struct {
 	r         *poolRun
+	mu        sync.Mutex // guards held and active
 	held      map[*Job]struct{}
 	lastSweep time.Time
 	active    bool   // fetched since the last sweep
@@ -19,11 +23,20 @@ func newSweeper(r *poolRun) *sweeper {
 }
 
 func (s *sweeper) hold(j *Job) {
+	s.mu.Lock()
 	s.held[j] = struct{}{}
 	s.active = true
+	s.mu.Unlock()
 }
 
-func (s *sweeper) unhold(j *Job) { delete(s.held, j) }
+// unholdAll forgets the jobs of outcomes just written.
+func (s *sweeper) unholdAll(ops []finishOp) {
+	s.mu.Lock()
+	for i := range ops {
+		delete(s.held, ops[i].job)
+	}
+	s.mu.Unlock()
+}
 
 // sweepEvery is how often the pool looks for in-progress entries it does not hold, when it fetched
 // jobs or a Redis call failed since the last look: those are what leave such entries (a fetch or an
@@ -37,7 +50,10 @@ func (s *sweeper) due() bool {
 	if since < s.sweepEvery() {
 		return false
 	}
-	return s.active || s.r.wp.store.errs.Load() != s.sweptErrs || since >= slowSweepEvery
+	s.mu.Lock()
+	active := s.active
+	s.mu.Unlock()
+	return active || s.r.wp.store.errs.Load() != s.sweptErrs || since >= slowSweepEvery
 }
 
 // sweep puts back the in-progress entries the pool does not hold. It runs on the loop, between
@@ -46,11 +62,13 @@ func (s *sweeper) due() bool {
 func (s *sweeper) sweep() {
 	s.lastSweep = time.Now()
 	s.sweptErrs = s.r.wp.store.errs.Load()
-	s.active = false
 	held := make(map[string][][]byte, len(s.r.names))
+	s.mu.Lock()
+	s.active = false
 	for j := range s.held {
 		held[j.q.name] = append(held[j.q.name], j.raw)
 	}
+	s.mu.Unlock()
 	n, err := s.r.wp.store.sweep(s.r.ctx, s.r.poolID, s.r.names, held)
 	if err != nil {
 		if s.r.ctx.Err() == nil {

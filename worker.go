@@ -68,6 +68,10 @@ func (w *worker) process(job *Job) {
 	if op.ext != nil && op.ext.uniqueKey != "" {
 		op.ext.uniqueKey = w.uniqueKey(job)
 	}
+	if r.abandoned.Load() {
+		r.fetcher.finished()
+		return
+	}
 	r.acker.submit(op)
 	if hook := r.wp.opts.OnOutcome; hook != nil {
 		w.report(hook, JobOutcome{Job: job, Result: resultOf(op), Err: res.err,

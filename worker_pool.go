@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -363,6 +364,7 @@ type poolRun struct {
 	periodic    *periodicEnqueuer
 	trimmer     *deadTrimmer
 
+	abandoned   atomic.Bool // the stop deadline passed: outcomes of running jobs are dropped
 	workersDone sync.WaitGroup
 	bgDone      sync.WaitGroup
 	startedAt   int64
@@ -418,6 +420,7 @@ func (r *poolRun) start() {
 		r.wp.logger.Error("work: registering job names", "err", err)
 	}
 	r.heartbeater.beat() // register the pool before it holds any job
+	r.acker.start()
 	r.observer.start(&r.bgDone)
 	r.heartbeater.start(&r.bgDone)
 	r.requeuer.start(&r.bgDone)
@@ -440,16 +443,18 @@ func (r *poolRun) stop(ctx context.Context) error {
 	case <-workersDone:
 	case <-ctx.Done():
 		err = ctx.Err()
+		// From now on the outcomes of running jobs are dropped: those jobs are put back in their
+		// queues below (a job that ended just before is put back by the pool's final reap), so a
+		// handler that returns because its context was cancelled counts no failure.
+		r.abandoned.Store(true)
 		r.jobCancel()
-		// Put the jobs still running back in their queues; a late outcome finds them gone.
 		for _, w := range r.workers {
 			if j := w.current(); j != nil {
 				r.acker.submit(finishOp{kind: opRequeue, q: j.q.args, job: j})
 			}
 		}
 	}
-	r.acker.close()
-	<-r.fetcher.done // the loop has written everything submitted so far
+	r.acker.close() // returns once everything submitted so far is written
 	r.cancel()
 	r.bgDone.Wait()
 	r.jobCancel()

@@ -243,8 +243,11 @@ func runScenario(t *testing.T, sc *scenario) *tally {
 	}
 	if tl.recovery < 0 {
 		t.Errorf("not every job was done within %v of the last fault", sc.settle+2*time.Second)
-	} else if tl.recovery > sc.settle {
-		t.Errorf("recovery took %v, more than %v", tl.recovery.Round(100*time.Millisecond), sc.settle)
+	} else if after := finished.Sub(from); after > sc.settle {
+		// Measured from the end of the load when the load ends after the last fault: on a loaded
+		// machine the enqueuing itself can outlast the faults, which says nothing of recovery.
+		t.Errorf("every job done %v after the last fault or the end of the load, more than %v",
+			after.Round(100*time.Millisecond), sc.settle)
 	}
 	if len(tl.residue) > 0 {
 		t.Errorf("left behind after every worker stopped: %v", tl.residue)
@@ -520,6 +523,11 @@ func killRedis(e *env, lose time.Duration) {
 	down := time.Now()
 	time.Sleep(time.Second)
 	e.srv.start()
+	if lose > 0 {
+		// The restored data is as of the cut: the jobs its in-progress lists hold then are the ones
+		// that may run again (their acknowledgements were among the lost writes).
+		held = max(held, e.in.heldTotal())
+	}
 	e.fault(held, "SIGKILL redis-server, restarted from its AOF after %v", time.Since(down).Round(time.Millisecond))
 }
 
