@@ -130,6 +130,25 @@
 // When a process dies without stopping its pool, other pools of the namespace put its unfinished jobs
 // back on their queues within seconds.
 //
+// # Batches, chains and job records
+//
+// A batch groups jobs and runs a callback job once they have all ended; members may add more members
+// while they run:
+//
+//	b, jobs, err := enqueuer.EnqueueInBatch(work.BatchOptions{
+//		Description: "monthly invoices",
+//		OnSuccess:   &work.BatchCallback{Name: "mail_summary"},
+//	}, invoices) // []work.BatchJob
+//
+// A chain runs jobs one after the other, and EnqueueWith makes a job wait for others (tracked jobs) or
+// for batches:
+//
+//	enqueuer.EnqueueChain(work.ChainStep{Name: "fetch_feed"}, work.ChainStep{Name: "render_feed"})
+//	enqueuer.EnqueueWith("rebuild_search", nil, work.EnqueueOptions{AfterBatches: []string{b.ID}})
+//
+// JobOptions.KeepFinished keeps a record of how each job of a name ended, with what its handler
+// stored with Job.SetResult; Client.JobRecord reads it in one round trip.
+//
 // # Client
 //
 // A Client inspects and manages a namespace: queue lengths and latencies, worker pools and what their
