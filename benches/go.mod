@@ -2,13 +2,11 @@ module github.com/workqueue/work/benches
 
 go 1.24.0
 
-replace github.com/workqueue/work => ../
-
 require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/hibiken/asynq v0.26.0
 	github.com/redis/go-redis/v9 v9.14.1
-	github.com/workqueue/work v0.0.0-00010101000000-000000000000
+	github.com/workqueue/work v0.1.0
 )
 
 require (

@@ -7,7 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.22.0
 	github.com/prometheus/client_model v0.6.1
 	github.com/prometheus/common v0.62.0
-	github.com/workqueue/work v0.0.0-00010101000000-000000000000
+	github.com/workqueue/work v0.1.0
 )
 
 require (
@@ -21,5 +21,3 @@ require (
 	golang.org/x/sys v0.30.0 // indirect
 	google.golang.org/protobuf v1.36.5 // indirect
 )
-
-replace github.com/workqueue/work => ../../
