@@ -11,5 +11,4 @@ require (
 require (
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )
