@@ -9,6 +9,8 @@
 # `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every module of the workspace is tested, whatever GOWORK the environment sets.
+export GOWORK="$PWD/go.work"
 
 # Every module of the workspace, relative to the root (internal/release checks that every go.mod
 # of the repository is in go.work). A pattern such as ./... never crosses into another module, so

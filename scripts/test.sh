@@ -7,6 +7,8 @@
 # scripts/test.sh -run TestEnqueue -count=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every module of the workspace is tested, whatever GOWORK the environment sets.
+export GOWORK="$PWD/go.work"
 
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "redis-server not found: installing it from Debian's packages" >&2
