@@ -69,7 +69,8 @@ if [ $# -eq 0 ]; then
       pkg=".${dir#"$moddir"}"
       for target in $(cat "$dir"/*_test.go 2>/dev/null | grep -o '^func Fuzz[A-Za-z0-9_]*' | sed 's/^func //'); do
         out=$(cd "$moddir" && go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-100000x}" "$pkg" 2>&1) || { echo "$out"; exit 1; }
-        echo "fuzz ${dir#"$PWD"/} $target: ok (${FUZZTIME:-100000x})" >&2
+        rel=${dir#"$PWD"}; rel=${rel#/}
+        echo "fuzz ${rel:-.} $target: ok (${FUZZTIME:-100000x})" >&2
       done
     done
   done
