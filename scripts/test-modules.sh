@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Vets and tests, with the race detector, every module of the workspace (go.work) but the root one:
 # the integrations (goredis, otelwork, metrics/prometheus), the programs (cmd), the demo (examples),
-# the gocraft/work interoperability tests (interop), the web UI's browser test (webui/browsertest)
-# and the release checks (internal/release: the layout of the modules, and a user's project fetching
-# them from a module proxy built from this checkout). The benchmark harness (benches) is only
-# built: make bench runs it. The tests need the Redis at WORK_TEST_REDIS (default 127.0.0.1:6379),
-# as the root module's do; scripts/test.sh starts one and exports it. Extra arguments go to
-# `go test`.
+# the gocraft/work interoperability tests (interop), the web UI's browser test (webui/browsertest),
+# the release checks (internal/release: the layout of the modules, and a user's project fetching
+# them from a module proxy built from this checkout) and the benchmark harness (benches: its tests,
+# and a build of the harness, which make bench runs). The tests need the Redis at WORK_TEST_REDIS
+# (default 127.0.0.1:6379), as the root module's do; scripts/test.sh starts one and exports it.
+# Extra arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every module of the workspace is tested, whatever GOWORK the environment sets.
@@ -22,10 +22,9 @@ for dir in $(go list -m -f '{{.Dir}}'); do
   (
     cd "$mod"
     go vet ./...
+    go test -race -count=1 -timeout 10m "$@" ./...
     if [ "$mod" = benches ]; then
-      go build -o /dev/null .
-    else
-      go test -race -count=1 -timeout 10m "$@" ./...
+      go build -o /dev/null . # the harness itself has no tests
     fi
   )
 done
