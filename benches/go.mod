@@ -2,14 +2,12 @@ module github.com/workqueue/work/benches
 
 go 1.24.0
 
-replace github.com/workqueue/work => ../
-
 require (
 	github.com/gocraft/work v0.5.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/hibiken/asynq v0.26.0
 	github.com/redis/go-redis/v9 v9.14.1
-	github.com/workqueue/work v0.0.0-00010101000000-000000000000
+	github.com/workqueue/work v0.1.0
 )
 
 require (
@@ -19,7 +17,6 @@ require (
 	github.com/robfig/cron v1.2.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/spf13/cast v1.10.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sys v0.37.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect

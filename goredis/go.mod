@@ -2,17 +2,14 @@ module github.com/workqueue/work/goredis
 
 go 1.22
 
-replace github.com/workqueue/work => ../
-
 require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/redis/go-redis/v9 v9.14.1
-	github.com/workqueue/work v0.0.0-00010101000000-000000000000
+	github.com/workqueue/work v0.1.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )

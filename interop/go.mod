@@ -5,13 +5,10 @@ go 1.22
 require (
 	github.com/gocraft/work v0.5.1
 	github.com/gomodule/redigo v1.9.3
-	github.com/workqueue/work v0.0.0-00010101000000-000000000000
+	github.com/workqueue/work v0.1.0
 )
 
 require (
 	github.com/robfig/cron v1.2.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )
-
-replace github.com/workqueue/work => ../

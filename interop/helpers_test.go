@@ -203,18 +203,6 @@ func (r *recorder) count() int {
 	return len(r.runs)
 }
 
-func (r *recorder) countName(name string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, x := range r.runs {
-		if x.name == name {
-			n++
-		}
-	}
-	return n
-}
-
 func (r *recorder) byID() map[string][]run {
 	r.mu.Lock()
 	defer r.mu.Unlock()

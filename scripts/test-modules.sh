@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
-# Vets and tests the Go modules that live in subdirectories with a go.mod of their own (the
-# gocraft/work interoperability tests, the Prometheus metrics, the OpenTelemetry integration, the
-# go-redis adapter), with the race detector; the benchmark harness is only built. Their tests need
-# the Redis at WORK_TEST_REDIS (default 127.0.0.1:6379), as the main module's do; scripts/test.sh
-# starts one and exports it. Extra arguments go to `go test`.
+# Vets and tests, with the race detector, every module of the workspace (go.work) but the root one:
+# the integrations (goredis, otelwork, metrics/prometheus), the programs (cmd), the demo (examples),
+# the gocraft/work interoperability tests (interop), the web UI's browser test (webui/browsertest),
+# the release checks (internal/release: the layout of the modules, and a user's project fetching
+# them from a module proxy built from this checkout) and the benchmark harness (benches: its tests,
+# and a build of the harness, which make bench runs). The tests need the Redis at WORK_TEST_REDIS
+# (default 127.0.0.1:6379), as the root module's do; scripts/test.sh starts one and exports it.
+# Extra arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every module of the workspace is tested, whatever GOWORK the environment sets.
+export GOWORK="$PWD/go.work"
 
-# The modules build against this checkout's work module (a replace directive), so a dependency added
-# to it must reach their go.sum too: -mod=mod records it instead of failing the build on it.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
-
-for mod in interop metrics/prometheus otelwork goredis; do
-  [ -f "$mod/go.mod" ] || continue
+# Every module of the workspace, relative to the root (internal/release checks that every go.mod
+# of the repository is in go.work). A pattern such as ./... never crosses into another module, so
+# each is run from its own directory.
+for dir in $(go list -m -f '{{.Dir}}'); do
+  mod=${dir#"$PWD"}; mod=${mod#/}
+  [ -n "$mod" ] || continue # the root module: scripts/test.sh runs it
   echo "== $mod" >&2
   (
     cd "$mod"
     go vet ./...
     go test -race -count=1 -timeout 10m "$@" ./...
+    if [ "$mod" = benches ]; then
+      go build -o /dev/null . # the harness itself has no tests
+    fi
   )
 done
-if [ -f benches/go.mod ]; then
-  echo "== benches (build only; run it with make bench)" >&2
-  (cd benches && go vet ./... && go build -o /dev/null .)
-fi

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs the whole test suite against real, throwaway redis-server processes.
 # Installs redis-server from Debian's packages when it is missing, starts servers on free loopback
-# ports, runs the Go tests with the race detector, and stops the servers whatever happens.
-# Extra arguments go to `go test` (for example: scripts/test.sh -run TestEnqueue -count=1).
+# ports, vets and tests every module of the workspace (go.work) with the race detector, runs each
+# fuzz target on fresh inputs, and stops the servers whatever happens.
+# Extra arguments go to `go test` of the root module alone, and then only that runs (for example:
+# scripts/test.sh -run TestEnqueue -count=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every module of the workspace is tested, whatever GOWORK the environment sets.
+export GOWORK="$PWD/go.work"
 
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "redis-server not found: installing it from Debian's packages" >&2
@@ -54,16 +58,20 @@ echo "test redis: $WORK_TEST_REDIS" >&2
 go vet ./...
 go test -race -count=1 -timeout 12m "$@" ./...
 if [ $# -eq 0 ]; then
-  # The nested modules (their own go.mod files) are not part of ./...
+  # The other modules of the workspace (go.work): ./... stops at a directory with a go.mod of its own.
   scripts/test-modules.sh
-  # Each fuzz target of each package also runs on 100,000 fresh inputs (a count, not a duration: a
-  # time-bounded run can end in a spurious "context deadline exceeded" on a loaded machine; the
-  # checked-in corpus already ran above as plain tests). go test -fuzz takes one target at a time.
-  for dir in $(go list -f '{{.Dir}}' ./...); do
-    pkg=".${dir#"$PWD"}"
-    for target in $(cat "$dir"/*_test.go 2>/dev/null | grep -o '^func Fuzz[A-Za-z0-9_]*' | sed 's/^func //'); do
-      out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-100000x}" "$pkg" 2>&1) || { echo "$out"; exit 1; }
-      echo "fuzz $pkg $target: ok (${FUZZTIME:-100000x})" >&2
+  # Each fuzz target of each package of each module also runs on 100,000 fresh inputs (a count,
+  # not a duration: a time-bounded run can end in a spurious "context deadline exceeded" on a
+  # loaded machine; the checked-in corpus already ran above as plain tests). go test -fuzz takes
+  # one target at a time.
+  for moddir in $(go list -m -f '{{.Dir}}'); do
+    for dir in $(cd "$moddir" && go list -f '{{.Dir}}' ./...); do
+      pkg=".${dir#"$moddir"}"
+      for target in $(cat "$dir"/*_test.go 2>/dev/null | grep -o '^func Fuzz[A-Za-z0-9_]*' | sed 's/^func //'); do
+        out=$(cd "$moddir" && go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-100000x}" "$pkg" 2>&1) || { echo "$out"; exit 1; }
+        rel=${dir#"$PWD"}; rel=${rel#/}
+        echo "fuzz ${rel:-.} $target: ok (${FUZZTIME:-100000x})" >&2
+      done
     done
   done
 fi

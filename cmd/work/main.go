@@ -40,7 +40,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/spf13/cobra"
 	"github.com/workqueue/work"
-	"github.com/workqueue/work/internal/cli"
+	"github.com/workqueue/work/cmd/internal/cli"
 )
 
 // Exit statuses.

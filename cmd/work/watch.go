@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/workqueue/work"
-	"github.com/workqueue/work/internal/cli"
+	"github.com/workqueue/work/cmd/internal/cli"
 	"github.com/workqueue/work/webui"
 )
 

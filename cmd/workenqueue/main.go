@@ -18,7 +18,7 @@ import (
 	"os"
 
 	"github.com/workqueue/work"
-	"github.com/workqueue/work/internal/cli"
+	"github.com/workqueue/work/cmd/internal/cli"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

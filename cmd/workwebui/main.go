@@ -33,7 +33,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/workqueue/work/internal/cli"
+	"github.com/workqueue/work/cmd/internal/cli"
 	"github.com/workqueue/work/webui"
 )
 

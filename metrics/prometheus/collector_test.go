@@ -362,23 +362,3 @@ jobs_jobs_processed_total{job_name="n",namespace="x"} 2
 		t.Fatalf("GatherAndCount = %d, %v; want 4", n, err)
 	}
 }
-
-// deadOf returns the work_jobs_dead_total of job "n" of c as a collector for testutil.ToFloat64.
-func deadOf(t *testing.T, c prometheus.Collector) prometheus.Collector {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() == "work_jobs_dead_total" {
-			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"})
-			g.Set(f.GetMetric()[0].GetCounter().GetValue())
-			return g
-		}
-	}
-	t.Fatal("no work_jobs_dead_total")
-	return nil
-}

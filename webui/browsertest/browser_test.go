@@ -1,4 +1,4 @@
-package webui
+package browsertest
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/workqueue/work"
+	"github.com/workqueue/work/webui"
 )
 
 // chromiumPath finds a Chromium or Chrome binary: $WORK_CHROMIUM, else the usual names on PATH.
@@ -150,7 +151,7 @@ func TestBrowserShowsCountsAndRetriesADeadJob(t *testing.T) {
 	// Jobs no pool serves stay queued.
 	enqueue("export_report", 5)
 
-	srv := httptest.NewServer(NewServerWithOptions(ns, pool, "", Options{RefreshInterval: time.Second}).Handler())
+	srv := httptest.NewServer(webui.NewServerWithOptions(ns, pool, "", webui.Options{RefreshInterval: time.Second}).Handler())
 	defer srv.Close()
 	dir := screenshotDir(t)
 
