@@ -478,8 +478,11 @@ func killRedis(e *env, lose time.Duration) {
 			tk := time.NewTicker(10 * time.Millisecond)
 			defer tk.Stop()
 			for {
+				// The time is read before the size: a write acknowledged before it is in the file
+				// when the size is read (Redis appends to its AOF before it replies).
+				at := time.Now()
 				if fi, err := os.Stat(path); err == nil {
-					samples = append(samples, sample{time.Now(), fi.Size()})
+					samples = append(samples, sample{at, fi.Size()})
 				}
 				select {
 				case <-stop:
