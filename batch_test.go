@@ -233,7 +233,7 @@ func TestBatchRefusesBadInputWithClearErrors(t *testing.T) {
 		t.Error("a refused Add queued its job")
 	}
 	for _, id := range []string{"", "a b", "x:y", strings.Repeat("z", 65), "{tag}"} {
-		if _, err := e.OpenBatch(id).Add(BatchJob{Name: "m"}); err == nil || !strings.Contains(err.Error(), "malformed batch ID") {
+		if _, err := e.OpenBatch(id).Add(BatchJob{Name: "m"}); !errors.Is(err, ErrMalformedID) {
 			t.Errorf("Add to batch %q: %v, want a malformed ID error", id, err)
 		}
 		if _, err := c.BatchStatus(id); err == nil {

@@ -56,7 +56,7 @@ func (e *Enqueuer) EnqueueWith(jobName string, args map[string]interface{}, opts
 	var deps []string
 	for _, id := range opts.After {
 		if err := checkBatchID(id); err != nil {
-			return nil, fmt.Errorf("work: malformed job ID %q in After", id)
+			return nil, fmt.Errorf("in After: %w", err)
 		}
 		deps = append(deps, "j:"+id)
 	}

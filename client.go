@@ -1207,6 +1207,12 @@ func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 	var gone []string
 	for _, id := range ids {
 		h, err := c.store.batchStatus(ctx, id)
+		var re redis.Error
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "WRONGTYPE") {
+			// Another program overwrote this batch's key: listed as damaged, the page goes on.
+			out = append(out, &BatchStatus{ID: id, Damaged: true})
+			continue
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -1232,7 +1238,7 @@ var ErrNoRecord = errors.New("work: no record of the job")
 // other jobs when they end, if their pool keeps records of their name.
 func (c *Client) JobRecord(id string) (*JobRecord, error) {
 	if err := checkBatchID(id); err != nil {
-		return nil, fmt.Errorf("work: malformed job ID %q", id)
+		return nil, err
 	}
 	h, err := c.store.jobRecord(context.Background(), id)
 	if err != nil {

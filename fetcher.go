@@ -79,8 +79,9 @@ func (f *fetcher) start() {
 func (f *fetcher) stop() {
 	close(f.stopped)
 	<-f.done
-	f.mu.Lock() // a fetch under way in fetchNow ends first
-	f.mu.Unlock()
+	// Holding mu, no fetch is under way (one in fetchNow ends first) and none starts: the channel
+	// holds every job fetched and not started.
+	f.mu.Lock()
 	for {
 		select {
 		case j := <-f.jobs:
@@ -90,6 +91,7 @@ func (f *fetcher) stop() {
 		}
 		break
 	}
+	f.mu.Unlock()
 	f.ready.releaseDrains()
 }
 
