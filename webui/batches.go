@@ -127,27 +127,22 @@ func newProgress(st *work.BatchStatus) *progress {
 type callbackRow struct {
 	Kind, Name string
 	FiredAt    int64
-	Note       string // why it has not fired
+	Never      bool   // it will not fire: an on-success callback of a batch with a dead member
+	Note       string // when it fires, while it has not
 }
 
 // callbacks describes a batch's callbacks and whether they fired.
 func callbacks(st *work.BatchStatus) []callbackRow {
 	var out []callbackRow
 	if st.OnComplete != "" {
-		c := callbackRow{Kind: "On complete", Name: st.OnComplete, FiredAt: st.OnCompleteFired}
-		if c.FiredAt == 0 {
-			c.Note = "not yet: it runs once every member has ended"
-		}
-		out = append(out, c)
+		out = append(out, callbackRow{Kind: "On complete", Name: st.OnComplete, FiredAt: st.OnCompleteFired,
+			Note: "it fires once every member has ended"})
 	}
 	if st.OnSuccess != "" {
-		c := callbackRow{Kind: "On success", Name: st.OnSuccess, FiredAt: st.OnSuccessFired}
-		switch {
-		case c.FiredAt != 0:
-		case st.Dead > 0:
-			c.Note = "never: a member died"
-		default:
-			c.Note = "not yet: it runs once every member has succeeded"
+		c := callbackRow{Kind: "On success", Name: st.OnSuccess, FiredAt: st.OnSuccessFired,
+			Note: "it fires once every member has succeeded"}
+		if c.FiredAt == 0 && st.Dead > 0 {
+			c.Never, c.Note = true, "a member died"
 		}
 		out = append(out, c)
 	}

@@ -71,11 +71,11 @@ func callbackState(st *work.BatchStatus, name string, fired int64, onSuccess boo
 	case fired != 0:
 		return fmt.Sprintf("%s: fired %s UTC (%s)", name, when(fired), ago(fired))
 	case onSuccess && st.Dead > 0:
-		return name + ": never (a member died)"
+		return name + ": will not fire (a member died)"
 	case onSuccess:
-		return name + ": not fired yet (it runs once every member has succeeded)"
+		return name + ": not fired yet (it fires once every member has succeeded)"
 	}
-	return name + ": not fired yet (it runs once every member has ended)"
+	return name + ": not fired yet (it fires once every member has ended)"
 }
 
 // printBatch writes a batch's status as a table.
@@ -89,7 +89,7 @@ func printBatch(w io.Writer, st *work.BatchStatus) error {
 	case "closed":
 		state += " (waiting for its members to end)"
 	case "complete":
-		state += " (every member ended; its callbacks are enqueued)"
+		state += " (every member has ended)"
 	}
 	t.row("STATE", state)
 	t.row("PROGRESS", fmt.Sprintf("%s %d%% ended", progressBar(st.Done, st.Dead, st.Pending, 30), endedPercent(st)))

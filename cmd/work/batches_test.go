@@ -69,7 +69,7 @@ func TestBatchCommand(t *testing.T) {
 	e.run(nil, "batch", b.ID).want(t, 0, "BATCH        "+b.ID, "thumbnails for album 7", "closed (waiting for its members to end)",
 		"[############xxxxxx............] 60% ended", "TOTAL        5\n", "PENDING      2\n", "DONE         2\n",
 		"DEAD         1\n", "FAILED       1 attempt", "CREATED      ", "COMPLETED    -\n",
-		"ON COMPLETE  album_done: not fired yet", "ON SUCCESS   album_ok: never (a member died)")
+		"ON COMPLETE  album_done: not fired yet", "ON SUCCESS   album_ok: will not fire (a member died)")
 	r := e.run(nil, "batch", b.ID, "--json")
 	r.want(t, 0)
 	var got work.BatchStatus
@@ -100,8 +100,8 @@ func TestBatchCommand(t *testing.T) {
 		return err == nil && st.State == "complete"
 	})
 	r = e.run(nil, "batch", b.ID)
-	r.want(t, 0, "complete (every member ended", "[########################xxxxxx] 100% ended", "ON COMPLETE  album_done: fired ",
-		"ON SUCCESS   album_ok: never (a member died)")
+	r.want(t, 0, "complete (every member has ended)", "[########################xxxxxx] 100% ended", "ON COMPLETE  album_done: fired ",
+		"ON SUCCESS   album_ok: will not fire (a member died)")
 	if strings.Contains(r.stdout, "COMPLETED    -") {
 		t.Errorf("a completed batch without its completion time:\n%s", r.stdout)
 	}
