@@ -55,6 +55,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	if name == "batch" {
+		// GET /batch/<batch id>
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "use GET")
+			return
+		}
+		s.apiBatch(w, r, rest)
+		return
+	}
 	if h, ok := s.getEndpoint(name); ok && rest == "" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -111,6 +121,8 @@ func (s *Server) getEndpoint(name string) (http.HandlerFunc, bool) {
 		return s.apiJob, true
 	case "periodic_jobs":
 		return s.apiPeriodicJobs, true
+	case "batches":
+		return s.apiBatches, true
 	}
 	return nil, false
 }
@@ -155,16 +167,22 @@ func render(w http.ResponseWriter, v interface{}, err error) {
 	w.Write(b)
 }
 
-// renderError maps an error to its status: the caller's mistakes are 4xx, a job that is not there
-// 404, a job to cancel that is not running 409, anything else (Redis failing) 500.
+// renderError maps an error to its status: the caller's mistakes are 4xx, a job or batch that is not
+// there 404, a job to cancel that is not running and data another program overwrote with another
+// type 409, anything else (Redis failing) 500.
 func renderError(w http.ResponseWriter, err error) {
 	var br badRequest
 	var nr notRunning
+	var ur unreadable
 	switch {
 	case errors.As(err, &br):
 		writeError(w, http.StatusBadRequest, br.msg)
 	case errors.As(err, &nr):
 		writeError(w, http.StatusConflict, nr.Error())
+	case errors.As(err, &ur):
+		writeError(w, http.StatusConflict, ur.msg)
+	case errors.Is(err, work.ErrBatchNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried), errors.Is(err, work.ErrJobNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	default:
@@ -303,8 +321,8 @@ func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
 		renderError(w, badRequestf("missing id"))
 		return
 	}
-	loc, err := s.client.FindJob(id)
-	render(w, loc, err)
+	v, err := s.findJob(id)
+	render(w, v, err)
 }
 
 // apiPeriodicJobs answers the periodic jobs the live worker pools declare, sorted by next run.

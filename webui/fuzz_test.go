@@ -25,10 +25,15 @@ var fuzzGetPaths = []string{
 	"/queue_stats", "/summary", "/stats", "/job",
 	"/ui/", "/ui/queues", "/ui/workers", "/ui/scheduled", "/ui/retry", "/ui/dead", "/ui/job", "/ui",
 	"/periodic_jobs", "/ui/periodic",
+	"/batches", "/batch/", "/ui/batches", "/ui/batches/",
 }
 
-// layoutScript is the one script element of every page: the UI's own, loaded from a file.
-const layoutScript = `<script src="static/app.js" defer></script>`
+// layoutScript is the one script element of every page: the UI's own, loaded from a file, relative
+// to the page at target (one "../" per directory below ui/).
+func layoutScript(target string) string {
+	rest, _ := strings.CutPrefix(target, "/ui/")
+	return `<script src="` + strings.Repeat("../", strings.Count(rest, "/")) + `static/app.js" defer></script>`
+}
 
 // FuzzWebUIParams serves GET requests with arbitrary query strings (page, q, id, minutes, name, done,
 // n, fail, ...) and path suffixes on every endpoint, against a namespace holding jobs whose names,
@@ -57,6 +62,14 @@ func FuzzWebUIParams(f *testing.F) {
 	f.Add(uint8(10), "action", "")
 	f.Add(uint8(10), "<script>", "")
 	f.Add(uint8(0), "/x", "")
+	for _, id := range []string{fuzzBatchID, fuzzGarbledBatchID, fuzzWrongTypeBatchID, "nope", "a/b", "..", "%3Cscript%3E", "<script>", "\x00"} {
+		f.Add(uint8(21), id, "") // /batch/
+		f.Add(uint8(23), id, "") // /ui/batches/
+	}
+	f.Add(uint8(20), "", "page=2")
+	f.Add(uint8(22), "", "page=0")
+	f.Add(uint8(9), "", "id="+fuzzTrackedID)
+	f.Add(uint8(16), "", "id="+fuzzTrackedID)
 
 	srv := newFuzzServer(f)
 	h := srv.Handler()
@@ -77,6 +90,15 @@ func FuzzWebUIParams(f *testing.F) {
 
 // fuzzEvil is job data that breaks a page that does not escape it.
 const fuzzEvil = `<script>alert("x")</script>`
+
+// The batches of the fuzz server: one sound, one whose hash holds values no writer of the library
+// wrote, one whose key holds a string; and a job with a record.
+const (
+	fuzzBatchID          = "batch-1"
+	fuzzGarbledBatchID   = "batch-garbled"
+	fuzzWrongTypeBatchID = "batch-string"
+	fuzzTrackedID        = "tracked-1"
+)
 
 // newFuzzServer serves a namespace with a job in every state, worker data, and HTML in names, IDs,
 // arguments and errors.
@@ -102,6 +124,13 @@ func newFuzzServer(tb testing.TB) *Server {
 		"concurrency", 1, "worker_ids", "<w>", "host", "<h>", "pid", 1)
 	rdo(tb, pool, "HSET", key("worker:<w>"), "job_name", evilJob.Name, "job_id", "<id>", "started_at", now-3, "args", fuzzEvil,
 		"checkin", fuzzEvil, "checkin_at", now)
+	rdo(tb, pool, "HSET", key("batch:"+fuzzBatchID), "state", "closed", "description", fuzzEvil, "total", 3, "c", 1+(1<<26),
+		"failed", 2, "created_at", now, "on_complete_name", evilJob.Name, "on_success_name", "<ok>")
+	rdo(tb, pool, "HSET", key("batch:"+fuzzGarbledBatchID), "state", fuzzEvil, "total", "x", "c", "-1", "description", "<b>")
+	rdo(tb, pool, "ZADD", key("batches"), now, fuzzBatchID, now-1, fuzzGarbledBatchID)
+	rdo(tb, pool, "SET", key("batch:"+fuzzWrongTypeBatchID), fuzzEvil) // not in the index: the list stays readable
+	rdo(tb, pool, "HSET", key("job:"+fuzzTrackedID), "name", evilJob.Name, "state", "done", "attempts", 1, "err", fuzzEvil,
+		"result", fuzzEvil, "batch", `"><img src=x>`, "pool", "<pool>")
 	return NewServer(ns, pool, "")
 }
 
@@ -131,7 +160,7 @@ func checkFuzzAnswer(t *testing.T, target, rawQuery string, rec *httptest.Respon
 		}
 	case strings.HasPrefix(ct, "text/html"):
 		lower := strings.ToLower(body)
-		if strings.Count(lower, "<script") != 1 || !strings.Contains(body, layoutScript) {
+		if strings.Count(lower, "<script") != 1 || !strings.Contains(body, layoutScript(target)) {
 			t.Fatalf("GET %q ? %q: a script element besides the UI's own:\n%s", target, rawQuery, body)
 		}
 		// The seeded job data and the fuzzed parameters come out escaped, as text.
@@ -140,7 +169,7 @@ func checkFuzzAnswer(t *testing.T, target, rawQuery string, rec *httptest.Respon
 				t.Fatalf("GET %q ? %q: unescaped %s in:\n%s", target, rawQuery, bad, body)
 			}
 		}
-		if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest && rec.Code != http.StatusNotFound {
+		if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest && rec.Code != http.StatusNotFound && rec.Code != http.StatusConflict {
 			t.Fatalf("GET %q ? %q: page with status %d", target, rawQuery, rec.Code)
 		}
 	case target == "/ui/static/style.css" || target == "/ui/static/app.js":

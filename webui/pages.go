@@ -24,7 +24,7 @@ import (
 var assets embed.FS
 
 // pageNames are the pages under ui/ ("" is the overview).
-var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "notfound"}
+var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "notfound"}
 
 // pageSet holds one template per page, each the layout with the page's content.
 type pageSet struct{ t map[string]*template.Template }
@@ -60,6 +60,7 @@ var templateFuncs = template.FuncMap{
 	"queueTable": func(d *pageData, qs []*work.QueueStat) queueTableData { return queueTableData{Page: d, Queues: qs} },
 	"int64":      toInt64,
 	"now":        func() string { return time.Now().UTC().Format("15:04:05 UTC") },
+	"progress":   newProgress,
 }
 
 // toInt64 converts the integers templates meet.
@@ -132,6 +133,7 @@ func rawText(b []byte) string {
 type pageData struct {
 	Title     string
 	Nav       string // the active entry
+	Root      string // the way from this page's directory back to ui/: "" or "../" for batches/<id>
 	Namespace string
 	CSRF      string
 	ReadOnly  bool
@@ -168,6 +170,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 	}
 	var (
 		tmpl, title string
+		nav         = name
 		content     interface{}
 		err         error
 		status      = http.StatusOK
@@ -195,12 +198,31 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 			tmpl, title, status, err = "notfound", "Job not found", http.StatusNotFound, nil
 			content = r.URL.Query().Get("id")
 		}
+	case "batches":
+		tmpl, title = "batches", "Batches"
+		content, err = s.batchList(r)
+	case "batches/":
+		redirect(w, r, "../batches")
+		return
 	default:
+		if id, ok := strings.CutPrefix(name, "batches/"); ok {
+			tmpl, title, nav = "batch", "Batch "+id, "batches"
+			content, err = s.batchDetail(id)
+			if errors.Is(err, work.ErrBatchNotFound) {
+				tmpl, title, status, err = "notfound", "Batch not found", http.StatusNotFound, nil
+				content = fmt.Sprintf("No batch has the ID %s: it was never created, or its status expired.", id)
+			}
+			break
+		}
 		tmpl, title, status, content = "notfound", "Not found", http.StatusNotFound, nil
 	}
 	var br badRequest
-	if errors.As(err, &br) {
+	var ur unreadable
+	switch {
+	case errors.As(err, &br):
 		tmpl, title, status, content, err = "notfound", "Bad request", http.StatusBadRequest, br.msg, nil
+	case errors.As(err, &ur):
+		tmpl, title, status, content, err = "notfound", "Cannot be read", http.StatusConflict, ur.msg, nil
 	}
 	if err != nil {
 		slog.Error("webui: page failed", "page", name, "err", err)
@@ -215,7 +237,8 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 	}
 	d := &pageData{
 		Title:     title,
-		Nav:       name,
+		Nav:       nav,
+		Root:      strings.Repeat("../", strings.Count(name, "/")),
 		Namespace: s.namespace,
 		CSRF:      s.csrf,
 		ReadOnly:  s.opts.ReadOnly,
@@ -496,7 +519,7 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 
 // jobData is the job page's content.
 type jobData struct {
-	*work.JobLocation
+	*jobView
 	ScoreLabel string
 	Back       string // the list the job page's actions return to
 }
@@ -506,12 +529,15 @@ func (s *Server) jobDetail(r *http.Request) (*jobData, error) {
 	if id == "" {
 		return nil, badRequestf("missing job id")
 	}
-	loc, err := s.client.FindJob(id)
+	v, err := s.findJob(id)
 	if err != nil {
 		return nil, err
 	}
-	d := &jobData{JobLocation: loc}
-	switch loc.State {
+	d := &jobData{jobView: v}
+	if v.Loc == nil {
+		return d, nil
+	}
+	switch v.Loc.State {
 	case work.JobStateScheduled:
 		d.ScoreLabel, d.Back = "Runs at", "scheduled"
 	case work.JobStateRetry:
@@ -666,7 +692,7 @@ func safeBack(back string) string {
 
 // actionData is what the "action" template (a form posting one action) gets.
 type actionData struct {
-	CSRF, Back, Op, Name, ID, Score, Label, Class, Confirm string
+	Root, CSRF, Back, Op, Name, ID, Score, Label, Class, Confirm string
 }
 
 // act builds an action form's data from key/value pairs: op, name, id, score, label, class, confirm
@@ -675,7 +701,7 @@ func act(d *pageData, kv ...interface{}) (*actionData, error) {
 	if len(kv)%2 != 0 {
 		return nil, errors.New("act: odd number of arguments")
 	}
-	a := &actionData{CSRF: d.CSRF, Back: d.Self, Class: "btn"}
+	a := &actionData{Root: d.Root, CSRF: d.CSRF, Back: d.Self, Class: "btn"}
 	for i := 0; i < len(kv); i += 2 {
 		k, _ := kv[i].(string)
 		v := fmt.Sprint(kv[i+1])

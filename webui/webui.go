@@ -6,9 +6,11 @@
 // {"count":N,"jobs":[...]}), and POST /delete_dead_job/<died_at>/<job_id>,
 // /retry_dead_job/<died_at>/<job_id>, /retry_dead_job_type/<job_name>, /delete_all_dead_jobs and
 // /retry_all_dead_jobs (answering {"status":"ok"}). It adds GET /queue_stats, /summary,
-// /stats?minutes=N[&name=NAME], /job?id=ID and /periodic_jobs, and POST /pause_queue/<name>,
-// /unpause_queue/<name> and /cancel_job/<job_id> (409 when the job is not running).
-// Bad parameters get a 4xx answer and an unknown job a 404, each with {"error":"..."}.
+// /stats?minutes=N[&name=NAME], /job?id=ID (with the job's record, when it has one),
+// /periodic_jobs, /batches?page=N ({"count":N,"batches":[...]}, newest first) and /batch/<id>, and
+// POST /pause_queue/<name>, /unpause_queue/<name> and /cancel_job/<job_id> (409 when the job is not
+// running). Bad parameters get a 4xx answer, an unknown job or batch a 404, and a batch whose key
+// another program overwrote with another Redis type a 409, each with {"error":"..."}.
 //
 // The pages live under ui/ and refresh themselves. Every link is relative, so the handler can be
 // mounted under any path prefix:

@@ -485,6 +485,10 @@ func TestMountedUnderAPathPrefix(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seed()
+	b, _, err := work.NewEnqueuer(f.ns, f.pool).EnqueueInBatch(work.BatchOptions{}, []work.BatchJob{{Name: "send_email"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/admin/jobs/", http.StripPrefix("/admin/jobs", f.srv.Handler()))
 	mux.Handle("/admin/jobs", http.StripPrefix("/admin/jobs", f.srv.Handler()))
@@ -550,7 +554,8 @@ func TestMountedUnderAPathPrefix(t *testing.T) {
 			}
 		}
 	}
-	if !seen[ts.URL+"/admin/jobs/ui/dead"] || !seen[ts.URL+"/admin/jobs/ui/job?id=dead1"] || !seen[ts.URL+"/admin/jobs/ui/static/app.js"] {
+	if !seen[ts.URL+"/admin/jobs/ui/dead"] || !seen[ts.URL+"/admin/jobs/ui/job?id=dead1"] || !seen[ts.URL+"/admin/jobs/ui/static/app.js"] ||
+		!seen[ts.URL+"/admin/jobs/ui/batches/"+b.ID] || !seen[ts.URL+"/admin/jobs/ui/batches"] {
 		t.Errorf("the crawl missed pages: %v", seen)
 	}
 	// An action through the prefix returns to the page under the prefix.

@@ -542,10 +542,18 @@ func (a *app) jobCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "job ID",
 		Short: "Find a job by ID and show it",
-		Long: `Find a job by ID wherever it is (scheduled, retry, queued, in progress or dead) and show it.
+		Long: `Find a job by ID and show it: its record, when it has one, and where it is (scheduled, retry,
+queued, in progress or dead).
 
-It reads every job of the namespace in the worst case: meant for operators, not for scripts that
-run often.`,
+A job has a record when it is tracked (enqueued with EnqueueOptions.Track, a step of a chain, a job
+with dependencies) or when its pool keeps records of its name (JobOptions.KeepFinished): state,
+attempts, times, the pool of its last attempt, its error, its result and its batch, read in one
+round trip. Finding where a job is reads every job of the namespace in the worst case, so it is
+skipped when the record says the job is in no queue or set (done, dropped, deleted, or waiting for
+its dependencies). Meant for operators, not for scripts that run often.
+
+With --json it prints the job's location (state, score, pool_id, job, decoded, payload) and, when
+it has one, "record".`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			if pos[0] == "" {
@@ -555,7 +563,7 @@ run often.`,
 			if err != nil {
 				return err
 			}
-			loc, err := c.FindJob(pos[0])
+			r, err := findJob(c, pos[0])
 			if err == work.ErrJobNotFound {
 				return notFoundf("no job %s", pos[0])
 			}
@@ -563,43 +571,9 @@ run often.`,
 				return err
 			}
 			if a.json {
-				return printJSON(a.stdout, loc)
+				return printJSON(a.stdout, r)
 			}
-			j := loc.Job
-			t := newTable(a.stdout, "ID", orDash(j.ID))
-			t.row("NAME", orDash(j.Name))
-			state := loc.State
-			if loc.PoolID != "" {
-				state += " (pool " + loc.PoolID + ")"
-			}
-			t.row("STATE", state)
-			if loc.Score != 0 {
-				label := map[string]string{work.JobStateScheduled: "RUN AT", work.JobStateRetry: "RETRY AT", work.JobStateDead: "DIED AT"}[loc.State]
-				t.row(label, fmt.Sprintf("%s UTC (%s; score %d)", when(loc.Score), ago(loc.Score), loc.Score))
-			}
-			t.row("ENQUEUED", when(j.EnqueuedAt)+" UTC")
-			t.row("FAILS", strconv.FormatInt(j.Fails, 10))
-			if j.LastErr != "" {
-				t.row("ERROR", j.LastErr)
-			}
-			if j.FailedAt != 0 {
-				t.row("FAILED AT", when(j.FailedAt)+" UTC")
-			}
-			if j.Unique {
-				t.row("UNIQUE", orDash(j.UniqueKey))
-			}
-			if len(j.Raw) > 0 {
-				text, isBase64 := rawText(j.Raw)
-				label := "RAW PAYLOAD"
-				if isBase64 {
-					label += " (BASE64)"
-				}
-				t.row(label, text)
-			} else {
-				t.row("ARGS", compactJSON(j.Args))
-			}
-			t.row("STORED AS", loc.Payload)
-			return t.flush()
+			return r.print(a.stdout, pos[0])
 		},
 	}
 }

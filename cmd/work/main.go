@@ -1,6 +1,7 @@
 // Command work inspects and manages the jobs of a namespace from a terminal: queue and throughput
-// statistics, enqueueing, the scheduled, retry and dead sets, pausing queues, finding a job by ID,
-// cancelling a running job, the periodic jobs, a live view, and the web UI.
+// statistics, enqueueing, the scheduled, retry and dead sets, pausing queues, finding a job by ID
+// with its record, batches, cancelling a running job, the periodic jobs, a live view, and the web
+// UI.
 //
 //	work stats                                  totals and the last hour's throughput
 //	work queues                                 every queue: size, latency, in flight, paused
@@ -11,7 +12,9 @@
 //	work retry retry [RETRY_AT] ID              run a job waiting for a retry now; retry delete
 //	work scheduled retry [RUN_AT] ID            run a scheduled job now; scheduled delete
 //	work pause NAME / work resume NAME
-//	work job ID                                 where a job is, and all about it
+//	work job ID                                 a job's record and where it is, and all about it
+//	work batch ID                               a batch's state, counts, progress and callbacks
+//	work batches [--page N]                     the batches, newest first
 //	work cancel ID                              cancel a running job
 //	work periodic                               the periodic jobs of the live pools, by next run
 //	work watch [--interval 2s] [--count N]      a live view, refreshed until Ctrl-C
@@ -23,8 +26,8 @@
 // certificates to trust instead of the system's), and --tls-cert with --tls-key (a client
 // certificate), by default $WORK_REDIS_TLS_CA, $WORK_REDIS_TLS_CERT and $WORK_REDIS_TLS_KEY. Output
 // goes to standard output, errors to standard error. Exit status: 0 success, 1 error (Redis
-// unreachable, say), 2 bad usage (unusable TLS files among it), 3 not found (no such job, or nothing
-// to retry, delete or cancel).
+// unreachable, say), 2 bad usage (unusable TLS files among it), 3 not found (no such job or batch,
+// or nothing to retry, delete or cancel).
 package main
 
 import (
@@ -79,7 +82,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &nf), errors.Is(err, work.ErrJobNotFound), errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried):
+	case errors.As(err, &nf), errors.Is(err, work.ErrJobNotFound), errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried),
+		errors.Is(err, work.ErrBatchNotFound):
 		return exitNotFound
 	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
 		return exitUsage
@@ -205,6 +209,8 @@ WORK_REDIS_TLS_CA, WORK_REDIS_TLS_CERT and WORK_REDIS_TLS_KEY those of --tls-ca,
 		a.pauseCommand(true),
 		a.pauseCommand(false),
 		a.jobCommand(),
+		a.batchCommand(),
+		a.batchesCommand(),
 		a.cancelCommand(),
 		a.periodicCommand(),
 		a.watchCommand(),
