@@ -14,7 +14,7 @@ import (
 //
 // The pool's room is counted in jobs held: a job is held from its fetch until its worker hands over
 // its outcome. The pool holds at most 2 x concurrency jobs (the jobs it runs and as many fetched
-// ahead), and quickAhead more while its jobs are quick (they then wait for a worker a few
+// ahead), and more while its jobs are quick (see quickHeld: they then wait for a worker a few
 // milliseconds at most, and the larger batches save round trips); a pool of slow jobs never holds
 // them from other pools.
 type fetcher struct {
@@ -22,7 +22,7 @@ type fetcher struct {
 	jobs     chan *Job
 	ready    *readiness
 	sweeper  *sweeper
-	capacity int // base + quickAhead
+	capacity int // the most jobs held while jobs are quick
 	base     int // the most jobs held while jobs are not quick
 	minBatch int
 	meanRun  atomic.Int64 // moving mean of handler run times, ns
@@ -45,14 +45,22 @@ type fetcher struct {
 	shares []int
 }
 
-// quickAhead is how many more jobs a pool fetches ahead while its jobs run in under quickRun.
+// quickAhead is how many more jobs a pool fetches ahead while its jobs run in under quickRun, and
+// quickHeld how many it may then hold in all, up to 14 per worker (quickCapacity): a small pool of
+// quick jobs fetches batches large enough that round trips do not bound it, and a job it holds
+// waits for a worker some 14 ms at most.
 const (
 	quickAhead = 16
+	quickHeld  = 128
 	quickRun   = time.Millisecond
 )
 
+// quickCapacity is the most jobs a pool whose slow-job limit is base may hold while its jobs are
+// quick.
+func quickCapacity(base int) int { return base + max(quickAhead, min(quickHeld-base, 6*base)) }
+
 func newFetcher(r *poolRun, base int) *fetcher {
-	capacity := base + quickAhead
+	capacity := quickCapacity(base)
 	f := &fetcher{
 		r:        r,
 		jobs:     make(chan *Job, capacity),

@@ -126,8 +126,8 @@ func TestPoolOfSlowJobsFetchesAheadAtMostItsConcurrency(t *testing.T) {
 	}
 	enqueueSlow(40)
 	// The first slow fetches may still be made while the mean says quick: a handful, no more.
-	if most := heldMost("the slow jobs to run"); most > 2*2+quickAhead {
-		t.Errorf("the pool held %d slow jobs at once, want at most %d", most, 2*2+quickAhead)
+	if most := heldMost("the slow jobs to run"); most > int64(quickCapacity(2*2)) {
+		t.Errorf("the pool held %d slow jobs at once, want at most %d", most, quickCapacity(2*2))
 	}
 	// Once the mean has turned slow, the pool holds at most 4.
 	enqueueSlow(20)
