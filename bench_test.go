@@ -277,3 +277,96 @@ func BenchmarkEnqueueConcurrent(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBatchCreate compares creating one batch of b.N members, added 1,000 per call, with
+// EnqueueBatch calls of the same size (the rate a batch's creation must keep half of).
+func BenchmarkBatchCreate(b *testing.B) {
+	for _, mode := range []string{"EnqueueBatch", "Batch.Add"} {
+		b.Run(mode, func(b *testing.B) {
+			pool, _ := newCountingPool(b)
+			ns := newTestNamespace(b, pool)
+			e := NewEnqueuer(ns, pool)
+			chunk := make([]BatchJob, 1000)
+			for i := range chunk {
+				chunk[i] = BatchJob{Name: "member", Args: Q{"i": i}}
+			}
+			b.ResetTimer()
+			var bt *Batch
+			if mode == "Batch.Add" {
+				var err error
+				if bt, err = e.NewBatch(BatchOptions{OnComplete: &BatchCallback{Name: "done"}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for done := 0; done < b.N; done += len(chunk) {
+				jobs := chunk[:min(len(chunk), b.N-done)]
+				var err error
+				if bt != nil {
+					_, err = bt.Add(jobs...)
+				} else {
+					_, err = e.EnqueueBatch(jobs)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if bt != nil {
+				if err := bt.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
+
+// BenchmarkBatchCompletes runs a batch of b.N no-op members to completion on a pool of 50 workers
+// and reports the callback runs (1), the batch hash's memory and the members per second. Run it with
+// -benchtime 1000000x for a batch of a million members.
+func BenchmarkBatchCompletes(b *testing.B) {
+	pool, _ := newCountingPool(b)
+	ns := newTestNamespace(b, pool)
+	e := NewEnqueuer(ns, pool)
+	var callbacks, ran atomic.Int64
+	done := make(chan struct{})
+	wp := NewWorkerPool(benchCtx{}, 50, ns, pool).
+		Job("member", func(*Job) error { ran.Add(1); return nil }).
+		Job("done", func(*Job) error {
+			if callbacks.Add(1) == 1 {
+				close(done)
+			}
+			return nil
+		})
+	bt, err := e.NewBatch(BatchOptions{OnComplete: &BatchCallback{Name: "done"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := make([]BatchJob, 1000)
+	for i := range chunk {
+		chunk[i] = BatchJob{Name: "member"}
+	}
+	for added := 0; added < b.N; added += len(chunk) {
+		if _, err := bt.Add(chunk[:min(len(chunk), b.N-added)]...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := bt.Close(); err != nil {
+		b.Fatal(err)
+	}
+	c := pool.Get()
+	hashBytes, _ := redis.Int64(c.Do("MEMORY", "USAGE", newKeyspace(ns).batch(bt.ID)))
+	c.Close()
+	b.ResetTimer()
+	wp.Start()
+	<-done
+	b.StopTimer()
+	wp.Drain()
+	wp.Stop()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "members/s")
+	b.ReportMetric(float64(callbacks.Load()), "callback-runs")
+	b.ReportMetric(float64(hashBytes), "batch-hash-bytes")
+	if ran.Load() < int64(b.N) {
+		b.Errorf("%d members ran, want %d", ran.Load(), b.N)
+	}
+}
