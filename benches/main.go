@@ -261,7 +261,7 @@ func main() {
 		})
 	}
 	if selected["enqueue"] {
-		for _, g := range []int{1, 10} {
+		for _, g := range []int{1, 10, 50} {
 			g := g
 			cases = append(cases, &benchCase{
 				id:      fmt.Sprintf("enqueue/c%d", g),
