@@ -457,9 +457,10 @@ local G = tonumber(ARGV[3])
 local a = 4 + 5 * G
 local done, ended = {}, {}
 
--- end ends the hold on job p of group g; it returns the LREM reply or nil on a wrong-type key.
+-- endHold ends the hold on job p of group g; it returns the LREM reply or nil on a wrong-type key.
 local function endHold(b, p)
-  local r = redis.pcall('lrem', KEYS[b+2], -1, p)
+  -- The count is a string: a Lua number would be formatted with printf on every call.
+  local r = redis.pcall('lrem', KEYS[b+2], '-1', p)
   if type(r) ~= 'number' then return nil end
   return r
 end
