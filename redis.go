@@ -457,10 +457,9 @@ local G = tonumber(ARGV[3])
 local a = 4 + 5 * G
 local done, ended = {}, {}
 
--- endHold ends the hold on job p of group g; it returns the LREM reply or nil on a wrong-type key.
+-- end ends the hold on job p of group g; it returns the LREM reply or nil on a wrong-type key.
 local function endHold(b, p)
-  -- The count is a string: a Lua number would be formatted with printf on every call.
-  local r = redis.pcall('lrem', KEYS[b+2], '-1', p)
+  local r = redis.pcall('lrem', KEYS[b+2], -1, p)
   if type(r) ~= 'number' then return nil end
   return r
 end
