@@ -107,13 +107,21 @@ func testShardedOnCluster(t *testing.T, cl *redistest.Cluster) {
 	wp.JobWithOptions("fails", work.JobOptions{MaxFails: 1}, func(j *work.Job) error { return errors.New("no") })
 	wp.PeriodicallyEnqueue("* * * * * *", "tick")
 	wp.Job("tick", func(j *work.Job) error { tickIDs.Store(j.ID, true); return nil })
+	// The unique pair goes in before the pool starts: once it runs, a worker could start the first
+	// job (releasing its lock) before the second enqueue, which would then be accepted.
+	e := sharded.NewEnqueuer(ns, shards, client)
+	if j, err := e.EnqueueUnique("job00", work.Q{"k": "u"}); err != nil || j == nil {
+		t.Fatalf("unique: %v %v", j, err)
+	}
+	if j, err := e.EnqueueUnique("job00", work.Q{"k": "u"}); err != nil || j != nil {
+		t.Fatalf("duplicate unique: %v %v", j, err)
+	}
 	wp.Start()
 	defer wp.Stop()
 	if got := len(wp.Pools()); got < 2 {
 		t.Fatalf("%d shard pools", got)
 	}
 
-	e := sharded.NewEnqueuer(ns, shards, client)
 	const total = 3000
 	batch := make([]work.BatchJob, 0, 100)
 	for i := 0; i < total; i++ {
@@ -134,12 +142,6 @@ func testShardedOnCluster(t *testing.T, cl *redistest.Cluster) {
 		if _, err := e.Enqueue("fails", work.Q{"i": i}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if j, err := e.EnqueueUnique("job00", work.Q{"k": "u"}); err != nil || j == nil {
-		t.Fatalf("unique: %v %v", j, err)
-	}
-	if j, err := e.EnqueueUnique("job00", work.Q{"k": "u"}); err != nil || j != nil {
-		t.Fatalf("duplicate unique: %v %v", j, err)
 	}
 	c := sharded.NewClient(ns, shards, client)
 	eventually(t, 60*time.Second, "every job to run and the failing ones to die", func() bool {
