@@ -274,3 +274,29 @@ func TestUniqueUntilDoneHoldsTheLockWhileTheJobRuns(t *testing.T) {
 		t.Fatalf("after the first ended: %v %v", j, err)
 	}
 }
+
+// A unique job pushed by another program names no lock in its payload: the pool finds the lock from
+// the job's name and args, holds it while the job runs and releases it when the job ends.
+func TestUniqueUntilDoneReleasesTheLockOfAPayloadThatNamesNone(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	lock, err := newKeyspace(ns).unique("sync", Q{"account": 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdo(t, pool, "SET", lock, "1")
+	rdo(t, pool, "LPUSH", bhvKey(ns, "jobs", "sync"), `{"name":"sync","id":"ext1","t":1,"args":{"account":7},"unique":true}`)
+	gate := newBhvGate()
+	var ran atomic.Int64
+	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).
+		JobWithOptions("sync", JobOptions{UniqueUntilDone: true}, func(*Job) error { ran.Add(1); gate.Wait(); return nil }))
+	t.Cleanup(gate.Open)
+	eventually(t, 10*time.Second, "the job to start", func() bool { return ran.Load() == 1 })
+	if n := rInt(t, pool, "EXISTS", lock); n != 1 {
+		t.Fatal("the lock went when the job started")
+	}
+	gate.Open()
+	wp.Drain()
+	eventually(t, 10*time.Second, "the lock to go", func() bool { return rInt(t, pool, "EXISTS", lock) == 0 })
+}

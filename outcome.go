@@ -119,7 +119,8 @@ type runResult struct {
 }
 
 // outcomeOp decides where a finished job goes and returns the finishOp that records it, with the
-// workflow state the job's end changes.
+// workflow state the job's end changes (the worker adds the unique lock to release, see
+// worker.uniqueKey).
 func outcomeOp(jt *jobType, policy PanicPolicy, job *Job, res runResult) finishOp {
 	op := decideOutcome(jt, policy, job, res)
 	if job.Batch != "" || job.Tracked || jt.KeepFinished > 0 || (jt.UniqueUntilDone && job.Unique) {
@@ -129,9 +130,6 @@ func outcomeOp(jt *jobType, policy PanicPolicy, job *Job, res runResult) finishO
 			op.ext.result = job.result
 			op.ext.attempts++ // the successful one
 			op.ext.err = ""
-		}
-		if jt.UniqueUntilDone && job.Unique {
-			op.ext.uniqueKey = job.UniqueKey
 		}
 	}
 	return op

@@ -65,8 +65,8 @@ func (w *worker) process(job *Job) {
 			"duration", time.Since(start), "err", errorText(res.err))
 	}
 	op := w.safeOutcome(jt, job, res)
-	if op.ext != nil && op.ext.uniqueKey != "" {
-		op.ext.uniqueKey = w.uniqueKey(job)
+	if op.ext != nil && jt.UniqueUntilDone && job.Unique {
+		op.ext.uniqueKey = w.uniqueKey(job) // held since the start: released as the job ends
 	}
 	if r.abandoned.Load() {
 		r.fetcher.finished()
