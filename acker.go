@@ -107,11 +107,8 @@ func (a *acker) putBack(batch []finishOp) {
 // handOver ends a write: the acker's goroutine makes the next one if outcomes are pending, else no
 // write is under way any more.
 func (a *acker) handOver(batch []finishOp) {
-	clear(batch)
 	a.mu.Lock()
-	if cap(batch) > cap(a.spare) {
-		a.spare = batch[:0]
-	}
+	a.recycleLocked(batch)
 	if len(a.pending) == 0 {
 		a.writing = false
 		a.mu.Unlock()
@@ -232,14 +229,20 @@ func (a *acker) step(wait *time.Duration) bool {
 		return true
 	}
 	*wait = 10 * time.Millisecond
-	clear(batch)
 	a.mu.Lock()
 	a.failures = 0
+	a.recycleLocked(batch)
+	a.mu.Unlock()
+	return true
+}
+
+// recycleLocked keeps a written batch's array for the next pending outcomes, the larger one if
+// there are two. The caller holds mu.
+func (a *acker) recycleLocked(batch []finishOp) {
+	clear(batch)
 	if cap(batch) > cap(a.spare) {
 		a.spare = batch[:0]
 	}
-	a.mu.Unlock()
-	return true
 }
 
 // close stops taking outcomes and returns once those already submitted are written (or given up
