@@ -129,24 +129,9 @@ func (b *Batch) Close() error {
 
 // addToBatch queues jobs as members of batch id (steps as for batchScript).
 func (e *Enqueuer) addToBatch(id, steps string, opts *BatchOptions, jobs []BatchJob) ([]*Job, error) {
-	out := make([]*Job, len(jobs))
-	var names []string
-	payloads := make(map[string][]interface{})
-	for i, bj := range jobs {
-		if err := checkJobName(bj.Name); err != nil {
-			return nil, err
-		}
-		job := newJob(bj.Name, bj.Args)
-		job.Batch = id
-		raw, err := job.serialize()
-		if err != nil {
-			return nil, err
-		}
-		if _, seen := payloads[bj.Name]; !seen {
-			names = append(names, bj.Name)
-		}
-		payloads[bj.Name] = append(payloads[bj.Name], raw)
-		out[i] = job
+	out, names, payloads, err := makeJobs(jobs, id)
+	if err != nil {
+		return nil, err
 	}
 	if err := e.runBatchWith(id, steps, opts, names, payloads); err != nil {
 		return nil, err
@@ -274,7 +259,7 @@ type BatchStatus struct {
 	Damaged bool `json:"damaged,omitempty"`
 }
 
-// batchCounterUnit is 2^26: a batch's counter c holds pending + batchCounterUnit*dead.
+// batchCounterUnit is 2^26: a batch's counter c holds pending + batchCounterUnit*dead (WK in the scripts).
 const batchCounterUnit = 1 << 26
 
 // parseBatchStatus reads a batch hash (HGETALL reply as a map).

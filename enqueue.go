@@ -205,26 +205,15 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	out := make([]*Job, len(jobs))
-	var names, addKnown []string
-	payloads := make(map[string][]interface{})
-	for i, bj := range jobs {
-		if err := checkJobName(bj.Name); err != nil {
-			return nil, err
+	out, names, payloads, err := makeJobs(jobs, "")
+	if err != nil {
+		return nil, err
+	}
+	var addKnown []string
+	for _, n := range names {
+		if e.needsKnown(n) {
+			addKnown = append(addKnown, n)
 		}
-		job := newJob(bj.Name, bj.Args)
-		raw, err := job.serialize()
-		if err != nil {
-			return nil, err
-		}
-		if _, seen := payloads[bj.Name]; !seen {
-			names = append(names, bj.Name)
-			if e.needsKnown(bj.Name) {
-				addKnown = append(addKnown, bj.Name)
-			}
-		}
-		payloads[bj.Name] = append(payloads[bj.Name], raw)
-		out[i] = job
 	}
 	if err := e.store.enqueueBatch(context.Background(), e.replicaWait(), names, payloads, addKnown); err != nil {
 		for _, n := range addKnown {
@@ -233,6 +222,31 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// makeJobs makes and encodes the jobs of a batch call (members of the batch batchID, unless it is
+// ""): it returns them in the order given, and their payloads grouped by job name, names in the
+// order they first appear.
+func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payloads map[string][]interface{}, err error) {
+	out = make([]*Job, len(jobs))
+	payloads = make(map[string][]interface{})
+	for i, bj := range jobs {
+		if err := checkJobName(bj.Name); err != nil {
+			return nil, nil, nil, err
+		}
+		job := newJob(bj.Name, bj.Args)
+		job.Batch = batchID
+		raw, err := job.serialize()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if _, seen := payloads[bj.Name]; !seen {
+			names = append(names, bj.Name)
+		}
+		payloads[bj.Name] = append(payloads[bj.Name], raw)
+		out[i] = job
+	}
+	return out, names, payloads, nil
 }
 
 // EnqueueIn enqueues a job in the scheduled job queue for execution in secondsFromNow seconds.

@@ -133,8 +133,8 @@ end
 // luaWorkflow holds the transitions that more than one script makes. Every write to workflow state
 // goes through pcall: a key another program overwrote with the wrong type must not stop the script
 // that acknowledges a job (its effect is then lost, and Client.BatchStatus reports the damage).
-const luaWorkflow = `
-local WK = 67108864
+var luaWorkflow = `
+local WK = ` + strconv.Itoa(batchCounterUnit) + `
 local function pc(...)
   local r = redis.pcall(...)
   if type(r) == 'table' and r.err then return nil end
