@@ -173,12 +173,7 @@ func (s *Server) batchList(r *http.Request) (*batchesData, error) {
 	}
 	d := &batchesData{Rows: bs, Total: total, Page: int64(page), Pages: (total + 19) / 20}
 	link := func(p int64) string { return "batches?" + url.Values{"page": {strconv.FormatInt(p, 10)}}.Encode() }
-	if d.Page > 1 {
-		d.PrevURL = link(min(d.Page-1, max(d.Pages, 1)))
-	}
-	if d.Page < d.Pages {
-		d.NextURL = link(d.Page + 1)
-	}
+	d.PrevURL, d.NextURL = pageLinks(d.Page, d.Pages, link)
 	return d, nil
 }
 

@@ -508,13 +508,20 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 		v.Set("page", strconv.FormatInt(p, 10))
 		return state + "?" + v.Encode()
 	}
-	if d.Page > 1 {
-		d.PrevURL = link(min(d.Page-1, max(d.Pages, 1)))
-	}
-	if d.Page < d.Pages {
-		d.NextURL = link(d.Page + 1)
-	}
+	d.PrevURL, d.NextURL = pageLinks(d.Page, d.Pages, link)
 	return d, nil
+}
+
+// pageLinks returns the links to the pages before and after page of a list of pages pages ("" where
+// there is none); a page past the end links back to the last one.
+func pageLinks(page, pages int64, link func(int64) string) (prev, next string) {
+	if page > 1 {
+		prev = link(min(page-1, max(pages, 1)))
+	}
+	if page < pages {
+		next = link(page + 1)
+	}
+	return prev, next
 }
 
 // jobData is the job page's content.
