@@ -7,16 +7,14 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work"
+	"github.com/workqueue/work/internal/redistest"
 )
 
 // The examples run against the Redis at $WORK_TEST_REDIS (default 127.0.0.1:6379), each in a namespace
 // of its own that it deletes when it ends.
 
 func exampleRedisPool() *redis.Pool {
-	addr := os.Getenv("WORK_TEST_REDIS")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
+	addr := redistest.Addr()
 	return &redis.Pool{
 		MaxActive: 10,
 		MaxIdle:   10,
@@ -31,24 +29,8 @@ func exampleNamespace(name string) string {
 
 // deleteExampleNamespace deletes every key of the namespace and closes the pool.
 func deleteExampleNamespace(pool *redis.Pool, ns string) {
-	defer pool.Close()
-	c := pool.Get()
-	defer c.Close()
-	cursor := 0
-	for {
-		r, err := redis.Values(c.Do("SCAN", cursor, "MATCH", ns+":*", "COUNT", 1000))
-		if err != nil {
-			return
-		}
-		cursor, _ = redis.Int(r[0], nil)
-		keys, _ := redis.Strings(r[1], nil)
-		for _, k := range keys {
-			c.Do("DEL", k)
-		}
-		if cursor == 0 {
-			return
-		}
-	}
+	redistest.DeleteNamespace(pool, ns)
+	pool.Close()
 }
 
 // waitFor returns what ch delivers, or "timed out" after 10 s.

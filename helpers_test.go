@@ -1,16 +1,13 @@
 package work
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/redistest"
 	"go.uber.org/goleak"
 )
 
@@ -25,104 +22,17 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func testRedisAddr() string {
-	if a := os.Getenv("WORK_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+// The shared test server's helpers (internal/redistest), under the names the tests use.
+func newTestPool(t testing.TB) *redis.Pool { return redistest.Pool(t, 50) }
 
-// newTestPool returns a redigo pool on the test server, closed when the test ends.
-func newTestPool(t testing.TB) *redis.Pool {
-	t.Helper()
-	addr := testRedisAddr()
-	pool := &redis.Pool{
-		MaxActive:   50,
-		MaxIdle:     10,
-		Wait:        true,
-		IdleTimeout: time.Minute,
-		Dial: func() (redis.Conn, error) {
-			return redis.Dial("tcp", addr, redis.DialConnectTimeout(5*time.Second))
-		},
-	}
-	c := pool.Get()
-	defer c.Close()
-	if _, err := c.Do("PING"); err != nil {
-		t.Fatalf("no test redis at %s (run scripts/test.sh): %v", addr, err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return pool
-}
-
-var nsCounter atomic.Int64
-
-// newTestNamespace returns a namespace no other test uses, and deletes its keys when the test ends.
 func newTestNamespace(t testing.TB, pool *redis.Pool) string {
-	t.Helper()
-	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
-	ns := fmt.Sprintf("test-%s-%d-%d", name, os.Getpid(), nsCounter.Add(1))
-	t.Cleanup(func() { deleteNamespace(pool, ns) })
-	return ns
+	return redistest.Namespace(t, pool, "test")
 }
 
-func deleteNamespace(pool *redis.Pool, ns string) {
-	c := pool.Get()
-	defer c.Close()
-	iter := 0
-	for {
-		r, err := redis.Values(c.Do("SCAN", iter, "MATCH", redisNamespacePrefix(ns)+"*", "COUNT", 1000))
-		if err != nil {
-			return
-		}
-		iter, _ = redis.Int(r[0], nil)
-		keys, _ := redis.Strings(r[1], nil)
-		for _, k := range keys {
-			c.Do("DEL", k)
-		}
-		if iter == 0 {
-			return
-		}
-	}
-}
-
-// eventually polls cond every few milliseconds until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// rdo runs one command on the test pool and fails the test on error.
-func rdo(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) interface{} {
-	t.Helper()
-	c := pool.Get()
-	defer c.Close()
-	r, err := c.Do(cmd, args...)
-	if err != nil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return r
-}
-
-func rInt(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) int64 {
-	t.Helper()
-	n, err := redis.Int64(rdo(t, pool, cmd, args...), nil)
-	if err != nil && err != redis.ErrNil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return n
-}
-
-func rStrings(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) []string {
-	t.Helper()
-	s, err := redis.Strings(rdo(t, pool, cmd, args...), nil)
-	if err != nil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return s
-}
+var (
+	testRedisAddr = redistest.Addr
+	eventually    = redistest.Eventually
+	rdo           = redistest.Do
+	rInt          = redistest.Int
+	rStrings      = redistest.Strings
+)

@@ -5,122 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"os"
 	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/redistest"
 )
 
 // The tests run against a real redis-server whose address is in WORK_TEST_REDIS (default
 // 127.0.0.1:6379). Each test gets a namespace of its own, deleted when it ends.
-
-func testRedisAddr() string {
-	if a := os.Getenv("WORK_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
-
-// newTestPool returns a redigo pool on the test server, closed when the test ends. It sets no
-// MaxActive: gocraft/work takes connections without waiting for a free one.
-func newTestPool(t testing.TB) *redis.Pool {
-	t.Helper()
-	addr := testRedisAddr()
-	pool := &redis.Pool{
-		MaxIdle:     20,
-		IdleTimeout: time.Minute,
-		Dial: func() (redis.Conn, error) {
-			return redis.Dial("tcp", addr, redis.DialConnectTimeout(5*time.Second))
-		},
-	}
-	c := pool.Get()
-	defer c.Close()
-	if _, err := c.Do("PING"); err != nil {
-		t.Fatalf("no test redis at %s: %v", addr, err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return pool
-}
-
-var nsCounter atomic.Int64
-
-// newTestNamespace returns a namespace no other test uses, and deletes its keys when the test ends
-// (after the test's deferred pool stops, before the redis pool closes).
-func newTestNamespace(t testing.TB, pool *redis.Pool) string {
-	t.Helper()
-	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
-	ns := fmt.Sprintf("interop-%s-%d-%d", name, os.Getpid(), nsCounter.Add(1))
-	t.Cleanup(func() { deleteNamespace(pool, ns) })
-	return ns
-}
-
-func deleteNamespace(pool *redis.Pool, ns string) {
-	c := pool.Get()
-	defer c.Close()
-	iter := 0
-	for {
-		r, err := redis.Values(c.Do("SCAN", iter, "MATCH", ns+":*", "COUNT", 1000))
-		if err != nil {
-			return
-		}
-		iter, _ = redis.Int(r[0], nil)
-		keys, _ := redis.Strings(r[1], nil)
-		for _, k := range keys {
-			c.Do("DEL", k)
-		}
-		if iter == 0 {
-			return
-		}
-	}
-}
-
-// eventually polls cond every few milliseconds until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func rdo(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) interface{} {
-	t.Helper()
-	c := pool.Get()
-	defer c.Close()
-	r, err := c.Do(cmd, args...)
-	if err != nil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return r
-}
-
-// rInt runs a command answering an integer (a missing key counts as 0).
-func rInt(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) int64 {
-	t.Helper()
-	n, err := redis.Int64(rdo(t, pool, cmd, args...), nil)
-	if err != nil && err != redis.ErrNil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return n
-}
-
-func rStrings(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) []string {
-	t.Helper()
-	s, err := redis.Strings(rdo(t, pool, cmd, args...), nil)
-	if err != nil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return s
-}
 
 func rStringMap(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) map[string]string {
 	t.Helper()
@@ -130,6 +25,22 @@ func rStringMap(t testing.TB, pool *redis.Pool, cmd string, args ...interface{})
 	}
 	return m
 }
+
+// The shared test server's helpers (internal/redistest), under the names the tests use.
+// newTestPool sets no MaxActive: gocraft/work takes connections without waiting for a free one.
+func newTestPool(t testing.TB) *redis.Pool { return redistest.Pool(t, 0) }
+
+func newTestNamespace(t testing.TB, pool *redis.Pool) string {
+	return redistest.Namespace(t, pool, "interop")
+}
+
+var (
+	testRedisAddr = redistest.Addr
+	eventually    = redistest.Eventually
+	rdo           = redistest.Do
+	rInt          = redistest.Int
+	rStrings      = redistest.Strings
+)
 
 // keysMatching lists the keys of a pattern.
 func keysMatching(t testing.TB, pool *redis.Pool, pattern string) []string {

@@ -9,12 +9,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work"
+	"github.com/workqueue/work/internal/redistest"
 )
 
 // Tests run against the redis-server at WORK_TEST_REDIS (default 127.0.0.1:6379), each test in a
@@ -27,81 +27,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func testRedisAddr() string {
-	if a := os.Getenv("WORK_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
-
-func newTestPool(t testing.TB) *redis.Pool {
-	t.Helper()
-	addr := testRedisAddr()
-	pool := &redis.Pool{
-		MaxActive: 20, MaxIdle: 5, Wait: true, IdleTimeout: time.Minute,
-		Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr, redis.DialConnectTimeout(5*time.Second)) },
-	}
-	c := pool.Get()
-	defer c.Close()
-	if _, err := c.Do("PING"); err != nil {
-		t.Fatalf("no test redis at %s: %v", addr, err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return pool
-}
-
-var nsCounter atomic.Int64
+// The shared test server's helpers (internal/redistest), under the names the tests use.
+func newTestPool(t testing.TB) *redis.Pool { return redistest.Pool(t, 50) }
 
 func newTestNamespace(t testing.TB, pool *redis.Pool) string {
-	t.Helper()
-	ns := fmt.Sprintf("webui-test-%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid(), nsCounter.Add(1))
-	t.Cleanup(func() {
-		c := pool.Get()
-		defer c.Close()
-		cursor := 0
-		for {
-			r, err := redis.Values(c.Do("SCAN", cursor, "MATCH", ns+":*", "COUNT", 1000))
-			if err != nil {
-				return
-			}
-			cursor, _ = redis.Int(r[0], nil)
-			keys, _ := redis.Strings(r[1], nil)
-			for _, k := range keys {
-				c.Do("DEL", k)
-			}
-			if cursor == 0 {
-				return
-			}
-		}
-	})
-	return ns
+	return redistest.Namespace(t, pool, "webui-test")
 }
 
-func rdo(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) interface{} {
-	t.Helper()
-	c := pool.Get()
-	defer c.Close()
-	r, err := c.Do(cmd, args...)
-	if err != nil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return r
-}
-
-func rInt(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) int64 {
-	t.Helper()
-	n, _ := redis.Int64(rdo(t, pool, cmd, args...), nil)
-	return n
-}
-
-func rStrings(t testing.TB, pool *redis.Pool, cmd string, args ...interface{}) []string {
-	t.Helper()
-	s, err := redis.Strings(rdo(t, pool, cmd, args...), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+var (
+	eventually = redistest.Eventually
+	rdo        = redistest.Do
+	rInt       = redistest.Int
+	rStrings   = redistest.Strings
+)
 
 func jobJSON(t testing.TB, j *work.Job) string {
 	t.Helper()

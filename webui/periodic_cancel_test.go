@@ -15,18 +15,6 @@ import (
 	"github.com/workqueue/work"
 )
 
-// eventually polls cond until it holds or the time is up.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // blockingPool starts a worker pool whose "long" jobs run until their context is cancelled (or the
 // test ends); each job's ID arrives on started when it starts, and its context's cause is kept in
 // causes.

@@ -9,17 +9,8 @@ import (
 	"time"
 
 	"github.com/workqueue/work"
+	"github.com/workqueue/work/internal/redistest"
 )
-
-// eventually polls cond until it holds, failing the test when it still does not after a while.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
 
 // batchOfFive makes a batch of 5 members served by a real worker pool: of the 3 resize members, 2
 // succeed (leaving a record with a result) and 1 dies; the 2 archive members wait in a queue no pool
@@ -51,7 +42,7 @@ func batchOfFive(t *testing.T, e *env) (*work.Batch, *work.BatchStatus, []*work.
 	})
 	c := work.NewClient(e.ns, e.pool)
 	var st *work.BatchStatus
-	eventually(t, "the served members to end", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the served members to end", func() bool {
 		st, err = c.BatchStatus(b.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +86,7 @@ func TestBatchCommand(t *testing.T) {
 		wp.Job("archive", func(*work.Job) error { return nil })
 	})
 	c := work.NewClient(e.ns, e.pool)
-	eventually(t, "the batch to complete", func() bool {
+	redistest.Eventually(t, 20*time.Second, "the batch to complete", func() bool {
 		st, err := c.BatchStatus(b.ID)
 		return err == nil && st.State == "complete"
 	})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work"
+	"github.com/workqueue/work/internal/redistest"
 )
 
 // The tests build the command and run it against the redis-server at WORK_TEST_REDIS (default
@@ -49,12 +50,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testRedisAddr() string {
-	if a := os.Getenv("WORK_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+var testRedisAddr = redistest.Addr
 
 var nsCounter atomic.Int64
 

@@ -8,14 +8,10 @@ import (
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/redistest"
 )
 
-func testRedisAddr() string {
-	if a := os.Getenv("WORK_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+var testRedisAddr = redistest.Addr
 
 func TestEnqueuesOneJob(t *testing.T) {
 	ns := fmt.Sprintf("workenqueue-test-%d", os.Getpid())

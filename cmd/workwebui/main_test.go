@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/redistest"
 )
 
 var binary string
@@ -37,12 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testRedisAddr() string {
-	if a := os.Getenv("WORK_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+var testRedisAddr = redistest.Addr
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -20,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/workqueue/work"
+	"github.com/workqueue/work/internal/redistest"
 	workprom "github.com/workqueue/work/metrics/prometheus"
 )
 
@@ -34,38 +35,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func testPool(t *testing.T) *redis.Pool {
-	t.Helper()
-	addr := os.Getenv("WORK_TEST_REDIS")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	pool := &redis.Pool{
-		MaxActive: 20, MaxIdle: 20, Wait: true,
-		Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr, redis.DialConnectTimeout(5*time.Second)) },
-	}
-	c := pool.Get()
-	defer c.Close()
-	if _, err := c.Do("PING"); err != nil {
-		t.Fatalf("no Redis at %s (set WORK_TEST_REDIS): %v", addr, err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return pool
-}
-
-var nsSeq atomic.Int64
+func testPool(t *testing.T) *redis.Pool { return redistest.Pool(t, 20) }
 
 func testNamespace(t *testing.T, pool *redis.Pool) string {
-	ns := fmt.Sprintf("workprom-test-%d-%d", os.Getpid(), nsSeq.Add(1))
-	t.Cleanup(func() {
-		c := pool.Get()
-		defer c.Close()
-		keys, _ := redis.Strings(c.Do("KEYS", ns+":*"))
-		for _, k := range keys {
-			c.Do("DEL", k)
-		}
-	})
-	return ns
+	return redistest.Namespace(t, pool, "workprom-test")
 }
 
 func do(t *testing.T, pool *redis.Pool, cmd string, args ...interface{}) {

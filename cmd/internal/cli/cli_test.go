@@ -5,11 +5,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/redistest"
 )
 
 func TestParseRedis(t *testing.T) {
@@ -62,12 +63,7 @@ func TestParseRedis(t *testing.T) {
 	}
 }
 
-func testRedisAddr() string {
-	if a := os.Getenv("WORK_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+var testRedisAddr = redistest.Addr
 
 func TestPoolAndPing(t *testing.T) {
 	tg, err := ParseRedis("redis://"+testRedisAddr()+"/1", -1)
