@@ -107,6 +107,7 @@ func (a *acker) putBack(batch []finishOp) {
 // handOver ends a write: the acker's goroutine makes the next one if outcomes are pending, else no
 // write is under way any more.
 func (a *acker) handOver(batch []finishOp) {
+	clear(batch)
 	a.mu.Lock()
 	a.recycleLocked(batch)
 	if len(a.pending) == 0 {
@@ -229,6 +230,7 @@ func (a *acker) step(wait *time.Duration) bool {
 		return true
 	}
 	*wait = 10 * time.Millisecond
+	clear(batch)
 	a.mu.Lock()
 	a.failures = 0
 	a.recycleLocked(batch)
@@ -236,10 +238,9 @@ func (a *acker) step(wait *time.Duration) bool {
 	return true
 }
 
-// recycleLocked keeps a written batch's array for the next pending outcomes, the larger one if
-// there are two. The caller holds mu.
+// recycleLocked keeps a written (and cleared) batch's array for the next pending outcomes, the
+// larger one if there are two. The caller holds mu.
 func (a *acker) recycleLocked(batch []finishOp) {
-	clear(batch)
 	if cap(batch) > cap(a.spare) {
 		a.spare = batch[:0]
 	}
