@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	workredistest "github.com/workqueue/work/internal/redistest"
 )
 
 // Require skips (or, with CI set, fails) the test when redis-server or redis-cli is missing.
@@ -212,17 +213,8 @@ func (s *Server) Info(section string) map[string]string {
 	return out
 }
 
-// Eventually polls cond until it holds, failing the test after within.
-func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// Eventually polls cond until it holds, failing the test after within (the core module's helper).
+var Eventually = workredistest.Eventually
 
 // Cluster is a Redis Cluster of masters, each with its replicas.
 type Cluster struct {
