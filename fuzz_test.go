@@ -514,3 +514,58 @@ func checkMinimalEscapes(t *testing.T, s string) {
 		}
 	}
 }
+
+// FuzzEncodeFast: the encoder of Enqueue writes exactly what json.Marshal writes for any job of the
+// shapes it takes, and declines the others (serialize then falls back to json.Marshal).
+func FuzzEncodeFast(f *testing.F) {
+	f.Add("send_email", "5f0c", int64(1700000000), "addr", "a@b.c", int64(1), 1.5, true, "", "", uint8(0))
+	f.Add("x<y>&z", "id\u2028", int64(-1), "k\"\\", "\x00\x1f\b\f\n\r\t\u2029é", int64(-9), 1e-7, false, "boom", "b1", uint8(0xff))
+	f.Add("x", "", int64(0), "", "\xff", int64(0), math.Inf(1), false, "", "", uint8(3))
+	f.Add("x", "a", int64(0), "f", "", int64(0), 1e21, false, "", "", uint8(4))
+	f.Add("x", "a", int64(0), "f", "", int64(0), 123456789.125, false, "", "", uint8(4))
+	f.Fuzz(func(t *testing.T, name, id string, n int64, key, s string, i int64, fl float64, flag bool, errText, batch string, shape uint8) {
+		j := &Job{Name: name, ID: id, EnqueuedAt: n, Unique: flag, Tracked: !flag, LastErr: errText, Batch: batch}
+		if shape&1 != 0 {
+			j.UniqueKey, j.Fails, j.FailedAt = s, i, n
+		}
+		switch shape >> 1 & 7 {
+		case 0:
+			j.Args = map[string]interface{}{key: s, key + "n": i, key + "f": fl, key + "b": flag, key + "0": nil}
+		case 1:
+			j.Args = map[string]interface{}{}
+		case 2:
+			j.Args = map[string]interface{}{key: uint64(i), "u8": uint8(i), "i32": int32(i), "i": int(i)}
+		case 3:
+			j.Args = map[string]interface{}{key: fl}
+		case 4:
+			j.Args = map[string]interface{}{key: []interface{}{s}, "m": Q{"a": i}} // declined
+		case 5:
+			j.Args = map[string]interface{}{key: json.Number(strconv.FormatInt(i, 10)), "f32": float32(fl)} // declined
+		}
+		want, wantErr := json.Marshal(j)
+		got, ok := encodeFast(nil, j)
+		if !ok {
+			if shape>>1&7 < 4 && wantErr == nil && allValidUTF8(name, id, key, s, errText, batch) && !math.IsNaN(fl) && !math.IsInf(fl, 0) {
+				if a := math.Abs(fl); a == 0 || (a >= 1e-6 && a < 1e21) || shape>>1&7 == 1 || shape>>1&7 == 2 {
+					t.Fatalf("declined a job of a shape it takes: %s", want)
+				}
+			}
+			return
+		}
+		if wantErr != nil {
+			t.Fatalf("encoded %s, json.Marshal fails: %v", got, wantErr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encodeFast:   %s\njson.Marshal: %s", got, want)
+		}
+	})
+}
+
+func allValidUTF8(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}

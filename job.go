@@ -99,9 +99,13 @@ func binaryPutTime(b []byte) {
 func nowEpochSeconds() int64 { return time.Now().Unix() }
 
 // serialize encodes the job in its wire format. A job that carries Raw (a dead record) is encoded as
-// jobJSON; every other job, as on enqueue, as it is.
+// jobJSON; every other job as json.Marshal writes it, without reflection for the usual shapes
+// (encodeFast).
 func (j *Job) serialize() ([]byte, error) {
 	if len(j.Raw) == 0 {
+		if b, ok := encodeFast(make([]byte, 0, 96+len(j.Name)+16*len(j.Args)), j); ok {
+			return b, nil
+		}
 		return json.Marshal(j)
 	}
 	return marshalReadable(newJobJSON(j))
