@@ -2,6 +2,7 @@ package work
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -782,4 +783,81 @@ func TestConcurrentEnqueuesShareRoundTripsAndKeepTheirOwnOutcomes(t *testing.T) 
 		t.Errorf("%d round trips for %d concurrent enqueues: none shared", trips, goroutines*each)
 	}
 	t.Logf("%d round trips for %d enqueues from %d goroutines", trips, goroutines*each, goroutines)
+}
+
+// heldConn holds up the first write made after hold is set until release is closed.
+type heldConn struct {
+	net.Conn
+	hold    *atomic.Bool
+	held    chan<- struct{}
+	release <-chan struct{}
+}
+
+func (c heldConn) Write(b []byte) (int, error) {
+	if c.hold.CompareAndSwap(true, false) {
+		c.held <- struct{}{}
+		<-c.release
+	}
+	return c.Conn.Write(b)
+}
+
+func TestEnoughWaitingEnqueuesWriteWhileAnEarlierWriteIsHeldUp(t *testing.T) {
+	t.Parallel()
+	var hold atomic.Bool
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	dial := redis.DialNetDial(func(network, address string) (net.Conn, error) {
+		c, err := net.Dial(network, address)
+		if err != nil {
+			return nil, err
+		}
+		return heldConn{Conn: c, hold: &hold, held: held, release: release}, nil
+	})
+	pool := &redis.Pool{MaxActive: 10, MaxIdle: 10, Wait: true, Dial: func() (redis.Conn, error) {
+		return redis.Dial("tcp", testRedisAddr(), dial)
+	}}
+	t.Cleanup(func() { pool.Close() })
+	ns := newTestNamespace(t, newTestPool(t))
+	e := NewEnqueuer(ns, pool)
+	for _, name := range []string{"first", "later"} { // known_jobs written: one command per job from here
+		if _, err := e.Enqueue(name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	hold.Store(true)
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := e.Enqueue("first", nil)
+		firstDone <- err
+	}()
+	<-held // the first call's write is on its way to Redis, and stays there
+
+	laterDone := make(chan error, secondWriteAt)
+	for i := 0; i < secondWriteAt; i++ {
+		go func() {
+			_, err := e.Enqueue("later", Q{"i": i})
+			laterDone <- err
+		}()
+	}
+	for i := 0; i < secondWriteAt; i++ {
+		select {
+		case err := <-laterDone:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatalf("%d of %d calls returned while an earlier write was held up: they waited for it", i, secondWriteAt)
+		}
+	}
+	if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "later")); n != 1+secondWriteAt {
+		t.Errorf("the later queue holds %d jobs, want %d", n, 1+secondWriteAt)
+	}
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "first")); n != 2 {
+		t.Errorf("the first queue holds %d jobs, want 2", n)
+	}
 }
