@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -1318,6 +1319,13 @@ func (s *store) enqueueMany(ctx context.Context, w replicaWait, pushes []*push) 
 				c.Send("PUBLISH", s.ks.wakeChannel(), p.name)
 			}
 		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		// While Redis answers, let the goroutines that are runnable (callers making their next
+		// jobs) run: the reply is then more often waiting when this one reads it, which saves
+		// parking and waking for it.
+		runtime.Gosched()
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
