@@ -1322,10 +1322,12 @@ func (s *store) enqueueMany(ctx context.Context, w replicaWait, pushes []*push) 
 		if err := c.Flush(); err != nil {
 			return err
 		}
-		// While Redis answers, let the goroutines that are runnable (callers making their next
-		// jobs) run: the reply is then more often waiting when this one reads it, which saves
-		// parking and waking for it.
-		runtime.Gosched()
+		if len(pushes) > 1 {
+			// Calls come concurrently: while Redis answers, let the runnable goroutines (callers
+			// making their next jobs) run, so that the reply is more often waiting when this one
+			// reads it, which saves parking and waking for it.
+			runtime.Gosched()
+		}
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
