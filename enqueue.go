@@ -13,7 +13,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// Enqueuer can enqueue jobs. It is safe for concurrent use.
+// Enqueuer can enqueue jobs. It is safe for concurrent use: concurrent Enqueue calls share round
+// trips and hold at most two of the pool's connections at once.
 type Enqueuer struct {
 	Namespace string // eg, "myapp-work"
 	Pool      *redis.Pool
