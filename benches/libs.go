@@ -101,8 +101,12 @@ type library interface {
 }
 
 // libraryNames are the libraries the harness knows, in the order a cycle of rounds runs them. The
-// paired ratios compare the first one with each of the others.
-var libraryNames = []string{"work", "gocraft", "asynq"}
+// paired ratios compare the first one with each of the others. floor is not a library (see
+// floorLib) and runs only when named.
+var libraryNames = []string{"floor", "work", "gocraft", "asynq"}
+
+// defaultLibs are the libraries a run compares unless -libs says otherwise.
+const defaultLibs = "work,gocraft,asynq"
 
 // newLibrary returns the library of that name, talking to the Redis at addr.
 func newLibrary(name, addr string, asynqCheckInterval time.Duration) (library, error) {
@@ -113,6 +117,8 @@ func newLibrary(name, addr string, asynqCheckInterval time.Duration) (library, e
 		return gocraftLib{addr: addr}, nil
 	case "asynq":
 		return asynqLib{addr: addr, checkInterval: asynqCheckInterval}, nil
+	case "floor":
+		return floorLib{addr: addr}, nil
 	}
-	return nil, fmt.Errorf("unknown library %q (have work, gocraft, asynq)", name)
+	return nil, fmt.Errorf("unknown library %q (have work, gocraft, asynq, floor)", name)
 }

@@ -375,10 +375,9 @@ func (r *report) tables() []table {
 	return ts
 }
 
-// ratioHeaders names the ratio columns: the first library over each of the others, when the first
-// one is work.
+// ratioHeaders names the ratio columns: the first library over each of the others.
 func (r *report) ratioHeaders() []string {
-	if len(r.libs) < 2 || r.libs[0] != "work" {
+	if len(r.libs) < 2 {
 		return nil
 	}
 	var hs []string
