@@ -9,14 +9,19 @@ import (
 
 // acker records the outcomes of finished jobs in Redis: done, retry, dead, or back to the queue.
 //
-// One write of outcomes is under way at a time, and it carries every outcome submitted before it
-// began (group commit). A worker that finishes a job while no write is under way writes the outcome
-// itself, at once, in the script round trip that also updates counters and workflow state; outcomes
-// that arrive during a write wait for it and go in the next one, which the acker's own goroutine
-// makes. The pool's loop also takes pending outcomes along when it fetches and no write is under way.
-// So a finished job's outcome reaches Redis within two round trips of its end (the write under way,
-// then its own), unless Redis cannot be reached: the window in which a crash would make finished
-// work run again is that short, and under load many outcomes share each round trip.
+// Writes carry every outcome submitted before they began (group commit). A worker that finishes a
+// job while no write is under way writes the outcome itself, at once, in the script round trip that
+// also updates counters and workflow state; outcomes that arrive during a write wait for it and go in
+// the next one, which the acker's own goroutine makes. The pool's loop also takes pending outcomes
+// along when it fetches and no write is under way. So a finished job's outcome reaches Redis within
+// two round trips of its end (the write under way, then its own), unless Redis cannot be reached:
+// the window in which a crash would make finished work run again is that short, and under load many
+// outcomes share each round trip.
+//
+// Once secondAckAt outcomes wait behind a write, the worker that submits the last of them writes
+// them at once on a connection of its own (an extra write, at most one alongside the chain of
+// writes above): under load an outcome then waits for part of a round trip rather than a whole one,
+// and fewer finished jobs are left for a crash to make run again.
 //
 // The acker also sums the per-minute stats, which are written at most once a second.
 type acker struct {
@@ -29,13 +34,15 @@ type acker struct {
 	spare     []finishOp // the last batch written, reused for pending
 	writing   bool       // a write of outcomes is under way
 	handed    bool       // and the acker's goroutine makes it (handed over, or its own)
+	extra     bool       // an extra write is under way beside it (secondAckAt)
 	closed    bool
 	gaveUp    bool // closed, and Redis stayed out of reach
 	counts    map[statKey]int64
 	lastStats time.Time
 	failures  int // writes of the acker's goroutine that failed in a row
 
-	x exchange // the buffer of whoever writes outcomes alone (writing is set)
+	x      exchange // the buffer of whoever makes the chain's writes of outcomes alone (writing is set)
+	xExtra exchange // the extra write's buffer (extra is set)
 }
 
 // statKey names a per-minute stats count: a queue, a minute and 'p' (processed) or 'f' (failed).
@@ -47,6 +54,11 @@ type statKey struct {
 
 // maxAckBatch bounds the outcomes of one round trip.
 const maxAckBatch = 512
+
+// secondAckAt is how many outcomes waiting behind a write make an extra write: fewer wait for the
+// write under way, which is about to end, rather than take a connection and a round trip of their
+// own.
+const secondAckAt = 4
 
 // statsEvery is how often summed stats are written.
 const statsEvery = time.Second
@@ -69,8 +81,16 @@ func (a *acker) submit(op finishOp) {
 	}
 	a.pending = append(a.pending, op)
 	if a.writing {
+		if a.extra || len(a.pending) < secondAckAt {
+			a.mu.Unlock()
+			a.r.fetcher.finished()
+			return
+		}
+		a.extra = true
+		batch := a.takeBatch()
 		a.mu.Unlock()
 		a.r.fetcher.finished()
+		a.writeExtra(batch)
 		return
 	}
 	batch := a.take()
@@ -78,7 +98,7 @@ func (a *acker) submit(op finishOp) {
 	// The outcome is pending (the acker is not idle), so a Drain cannot mistake the freed room for
 	// a finished pool; the loop may fetch again while this write is under way.
 	a.r.fetcher.finished()
-	if err := a.write(batch); err != nil {
+	if err := a.write(&a.x, batch); err != nil {
 		// Redis is out of reach: the acker's goroutine keeps trying, the worker goes on.
 		a.putBack(batch)
 	}
@@ -89,12 +109,53 @@ func (a *acker) submit(op finishOp) {
 // The caller holds mu.
 func (a *acker) take() []finishOp {
 	a.writing = true
+	return a.takeBatch()
+}
+
+// takeBatch returns the pending outcomes, up to maxAckBatch. The caller holds mu.
+func (a *acker) takeBatch() []finishOp {
 	n := min(len(a.pending), maxAckBatch)
 	batch := a.pending[:n:n]
 	rest := a.pending[n:]
 	a.pending = append(a.spare[:0], rest...)
 	a.spare = nil
 	return batch
+}
+
+// writeExtra makes the extra write, and more while outcomes keep waiting behind the chain's write.
+// When the chain has ended meanwhile, what is pending is handed over to the acker's goroutine.
+func (a *acker) writeExtra(batch []finishOp) {
+	for {
+		err := a.write(&a.xExtra, batch)
+		if err != nil {
+			a.putBack(batch)
+		}
+		clear(batch)
+		a.mu.Lock()
+		a.recycleLocked(batch)
+		if err == nil && a.writing && len(a.pending) >= secondAckAt {
+			batch = a.takeBatch()
+			a.mu.Unlock()
+			continue
+		}
+		a.extra = false
+		idle := !a.writing && len(a.pending) == 0
+		handOver := !a.writing && (len(a.pending) > 0 || a.closed)
+		if handOver {
+			a.writing, a.handed = len(a.pending) > 0, len(a.pending) > 0
+		}
+		a.mu.Unlock()
+		if idle {
+			a.nowIdle()
+		}
+		if handOver {
+			select {
+			case a.kick <- struct{}{}:
+			default:
+			}
+		}
+		return
+	}
 }
 
 // putBack returns outcomes whose write failed to the front of pending.
@@ -142,9 +203,8 @@ func (a *acker) takeForFetch() []finishOp {
 	return a.take()
 }
 
-// write records a batch of outcomes alone, and the stats when they are due.
-func (a *acker) write(batch []finishOp) error {
-	x := &a.x
+// write records a batch of outcomes alone, and the stats when they are due, using x.
+func (a *acker) write(x *exchange, batch []finishOp) error {
 	x.reset()
 	x.ops = batch
 	now := time.Now()
@@ -178,7 +238,7 @@ func (a *acker) loop() {
 		for a.step(&wait) {
 		}
 		a.mu.Lock()
-		end := a.gaveUp || (a.closed && len(a.pending) == 0 && !a.writing && len(a.counts) == 0)
+		end := a.gaveUp || (a.closed && len(a.pending) == 0 && !a.writing && !a.extra && len(a.counts) == 0)
 		a.mu.Unlock()
 		if end {
 			return
@@ -212,7 +272,7 @@ func (a *acker) step(wait *time.Duration) bool {
 	batch := a.take()
 	a.handed = true
 	a.mu.Unlock()
-	if err := a.write(batch); err != nil {
+	if err := a.write(&a.x, batch); err != nil {
 		a.putBack(batch)
 		a.mu.Lock()
 		a.failures++
@@ -263,7 +323,7 @@ func (a *acker) close() {
 func (a *acker) idle() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.pending) == 0 && !a.writing
+	return len(a.pending) == 0 && !a.writing && !a.extra
 }
 
 func (a *acker) statsDueLocked(now time.Time) bool {
