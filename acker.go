@@ -18,10 +18,12 @@ import (
 // the window in which a crash would make finished work run again is that short, and under load many
 // outcomes share each round trip.
 //
-// Once secondAckAt outcomes wait behind a write, the worker that submits the last of them writes
-// them at once on a connection of its own (an extra write, at most one alongside the chain of
-// writes above): under load an outcome then waits for part of a round trip rather than a whole one,
-// and fewer finished jobs are left for a crash to make run again.
+// When a write has been under way for extraAfter and secondAckAt outcomes wait behind it, the worker
+// that submits the last of them writes them at once on a connection of its own (an extra write, at
+// most one alongside the chain of writes above): on a Redis slowed by other work an outcome then
+// waits for part of a slow round trip rather than a whole one, and fewer finished jobs are left for a
+// crash to make run again. Quick writes get no company, so a busy pool on a quick Redis makes no
+// more round trips than before.
 //
 // The acker also sums the per-minute stats, which are written at most once a second.
 type acker struct {
@@ -35,6 +37,7 @@ type acker struct {
 	writing   bool       // a write of outcomes is under way
 	handed    bool       // and the acker's goroutine makes it (handed over, or its own)
 	extra     bool       // an extra write is under way beside it (secondAckAt)
+	writeAt   time.Time  // when the chain's write under way began
 	closed    bool
 	gaveUp    bool // closed, and Redis stayed out of reach
 	counts    map[statKey]int64
@@ -55,10 +58,13 @@ type statKey struct {
 // maxAckBatch bounds the outcomes of one round trip.
 const maxAckBatch = 512
 
-// secondAckAt is how many outcomes waiting behind a write make an extra write: fewer wait for the
-// write under way, which is about to end, rather than take a connection and a round trip of their
-// own.
-const secondAckAt = 4
+// An extra write is made once the chain's write has been under way for extraAfter and secondAckAt
+// outcomes wait behind it: fewer outcomes, or a younger write, wait for it to end rather than take a
+// connection and a round trip of their own.
+const (
+	secondAckAt = 4
+	extraAfter  = 500 * time.Microsecond
+)
 
 // statsEvery is how often summed stats are written.
 const statsEvery = time.Second
@@ -81,7 +87,7 @@ func (a *acker) submit(op finishOp) {
 	}
 	a.pending = append(a.pending, op)
 	if a.writing {
-		if a.extra || len(a.pending) < secondAckAt {
+		if !a.extraDueLocked() {
 			a.mu.Unlock()
 			a.r.fetcher.finished()
 			return
@@ -109,7 +115,14 @@ func (a *acker) submit(op finishOp) {
 // The caller holds mu.
 func (a *acker) take() []finishOp {
 	a.writing = true
+	a.writeAt = time.Now()
 	return a.takeBatch()
+}
+
+// extraDueLocked reports whether a submit should make an extra write beside the chain's write under
+// way. The caller holds mu.
+func (a *acker) extraDueLocked() bool {
+	return !a.extra && len(a.pending) >= secondAckAt && time.Since(a.writeAt) >= extraAfter
 }
 
 // takeBatch returns the pending outcomes, up to maxAckBatch. The caller holds mu.
@@ -133,7 +146,7 @@ func (a *acker) writeExtra(batch []finishOp) {
 		clear(batch)
 		a.mu.Lock()
 		a.recycleLocked(batch)
-		if err == nil && a.writing && len(a.pending) >= secondAckAt {
+		if err == nil && a.writing && len(a.pending) >= secondAckAt && time.Since(a.writeAt) >= extraAfter {
 			batch = a.takeBatch()
 			a.mu.Unlock()
 			continue
@@ -178,6 +191,7 @@ func (a *acker) handOver(batch []finishOp) {
 		return
 	}
 	a.handed = true
+	a.writeAt = time.Now() // the chain's next write is about to begin
 	a.mu.Unlock()
 	select {
 	case a.kick <- struct{}{}:
