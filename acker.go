@@ -22,8 +22,8 @@ import (
 // that submits the last of them writes them at once on a connection of its own (an extra write, at
 // most one alongside the chain of writes above): on a Redis slowed by other work an outcome then
 // waits for part of a slow round trip rather than a whole one, and fewer finished jobs are left for a
-// crash to make run again. Quick writes get no company, so a busy pool on a quick Redis makes no
-// more round trips than before.
+// crash to make run again. Quick writes get no company, so a busy pool on a quick Redis makes hardly
+// more round trips than with the chain alone.
 //
 // The acker also sums the per-minute stats, which are written at most once a second.
 type acker struct {
