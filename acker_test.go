@@ -3,52 +3,24 @@ package work
 import (
 	"bytes"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
-
-// markedWriteConn holds up the first write that contains the marker (once one is set) until
-// release is closed.
-type markedWriteConn struct {
-	net.Conn
-	marker  *atomic.Pointer[[]byte]
-	held    chan<- struct{}
-	release <-chan struct{}
-}
-
-func (c markedWriteConn) Write(b []byte) (int, error) {
-	if m := c.marker.Load(); m != nil && bytes.Contains(b, *m) && c.marker.CompareAndSwap(m, nil) {
-		c.held <- struct{}{}
-		<-c.release
-	}
-	return c.Conn.Write(b)
-}
 
 func TestOutcomesWaitingBehindAHeldUpWriteAreWrittenBesideIt(t *testing.T) {
 	t.Parallel()
-	var marker atomic.Pointer[[]byte]
+	var marker atomic.Pointer[[]byte] // the first write containing it is held up
 	held, release := make(chan struct{}, 1), make(chan struct{})
-	released := false
-	releaseOnce := func() {
-		if !released {
-			released = true
-			close(release)
-		}
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	hold := func(b []byte) bool {
+		m := marker.Load()
+		return m != nil && bytes.Contains(b, *m) && marker.CompareAndSwap(m, nil)
 	}
-	dial := redis.DialNetDial(func(network, address string) (net.Conn, error) {
-		c, err := net.Dial(network, address)
-		if err != nil {
-			return nil, err
-		}
-		return markedWriteConn{Conn: c, marker: &marker, held: held, release: release}, nil
+	pool := wrappedPool(t, 20, func(c net.Conn) net.Conn {
+		return heldConn{Conn: c, hold: hold, held: held, release: release}
 	})
-	pool := &redis.Pool{MaxActive: 20, MaxIdle: 20, Wait: true, Dial: func() (redis.Conn, error) {
-		return redis.Dial("tcp", testRedisAddr(), dial)
-	}}
-	t.Cleanup(func() { pool.Close() })
 	ns := newTestNamespace(t, newTestPool(t))
 
 	const later = 2 * secondAckAt

@@ -34,18 +34,7 @@ func (c countingNetConn) Write(p []byte) (int, error) {
 
 func newCountingPool(tb testing.TB) (*redis.Pool, *atomic.Int64) {
 	n := new(atomic.Int64)
-	addr := testRedisAddr()
-	dial := redis.DialNetDial(func(network, address string) (net.Conn, error) {
-		c, err := net.Dial(network, address)
-		if err != nil {
-			return nil, err
-		}
-		return countingNetConn{Conn: c, n: n}, nil
-	})
-	pool := &redis.Pool{MaxActive: 100, MaxIdle: 100, Wait: true, Dial: func() (redis.Conn, error) {
-		return redis.Dial("tcp", addr, dial)
-	}}
-	tb.Cleanup(func() { pool.Close() })
+	pool := wrappedPool(tb, 100, func(c net.Conn) net.Conn { return countingNetConn{Conn: c, n: n} })
 	return pool, n
 }
 

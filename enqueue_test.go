@@ -785,16 +785,17 @@ func TestConcurrentEnqueuesShareRoundTripsAndKeepTheirOwnOutcomes(t *testing.T) 
 	t.Logf("%d round trips for %d enqueues from %d goroutines", trips, goroutines*each, goroutines)
 }
 
-// heldConn holds up the first write made after hold is set until release is closed.
+// heldConn holds up a write for which hold reports true (it says so once for the write it wants)
+// until release is closed, telling held first.
 type heldConn struct {
 	net.Conn
-	hold    *atomic.Bool
+	hold    func(b []byte) bool
 	held    chan<- struct{}
 	release <-chan struct{}
 }
 
 func (c heldConn) Write(b []byte) (int, error) {
-	if c.hold.CompareAndSwap(true, false) {
+	if c.hold(b) {
 		c.held <- struct{}{}
 		<-c.release
 	}
@@ -803,19 +804,11 @@ func (c heldConn) Write(b []byte) (int, error) {
 
 func TestEnoughWaitingEnqueuesWriteWhileAnEarlierWriteIsHeldUp(t *testing.T) {
 	t.Parallel()
-	var hold atomic.Bool
+	var hold atomic.Bool // the first write after hold is set is held up
 	held, release := make(chan struct{}, 1), make(chan struct{})
-	dial := redis.DialNetDial(func(network, address string) (net.Conn, error) {
-		c, err := net.Dial(network, address)
-		if err != nil {
-			return nil, err
-		}
-		return heldConn{Conn: c, hold: &hold, held: held, release: release}, nil
+	pool := wrappedPool(t, 10, func(c net.Conn) net.Conn {
+		return heldConn{Conn: c, hold: func([]byte) bool { return hold.CompareAndSwap(true, false) }, held: held, release: release}
 	})
-	pool := &redis.Pool{MaxActive: 10, MaxIdle: 10, Wait: true, Dial: func() (redis.Conn, error) {
-		return redis.Dial("tcp", testRedisAddr(), dial)
-	}}
-	t.Cleanup(func() { pool.Close() })
 	ns := newTestNamespace(t, newTestPool(t))
 	e := NewEnqueuer(ns, pool)
 	for _, name := range []string{"first", "later"} { // known_jobs written: one command per job from here

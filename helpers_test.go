@@ -3,6 +3,7 @@ package work
 import (
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"testing"
 
@@ -36,3 +37,21 @@ var (
 	rInt          = redistest.Int
 	rStrings      = redistest.Strings
 )
+
+// wrappedPool is a pool of size connections to the test server whose network connections pass
+// through wrap (to count or hold up what the library writes).
+func wrappedPool(tb testing.TB, size int, wrap func(net.Conn) net.Conn) *redis.Pool {
+	addr := testRedisAddr()
+	dial := redis.DialNetDial(func(network, address string) (net.Conn, error) {
+		c, err := net.Dial(network, address)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	})
+	pool := &redis.Pool{MaxActive: size, MaxIdle: size, Wait: true, Dial: func() (redis.Conn, error) {
+		return redis.Dial("tcp", addr, dial)
+	}}
+	tb.Cleanup(func() { pool.Close() })
+	return pool
+}
