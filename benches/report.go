@@ -123,6 +123,8 @@ func crashMetrics() []metricDef {
 		{"crash.fin_unacked", "  of which finished, not acknowledged", kindRate},
 		{"crash.started_unfinished", "  of which started, not finished", kindRate},
 		{"crash.never_started", "in progress, never started (fetched ahead)", kindRate},
+		{"crash.run_window_ms", "ms a handler runs (started, not finished ÷ jobs/s)", kindSig},
+		{"crash.fin_window_ms", "ms a finished job waits for its ack (÷ jobs/s)", kindSig},
 	}
 }
 

@@ -411,10 +411,19 @@ func (b *bench) crashRun(l library, n, rate int, runFor time.Duration, conc int,
 			neverStarted++
 		}
 	}
+	// By Little's law a count of jobs in a state is the rate times the time a job spends in it, so
+	// dividing by the rate compares libraries that run at different rates: the time a handler runs
+	// (the same handler for all) and the time a finished job waits for its acknowledgement.
+	jobsS := float64(len(finished)) / ranFor.Seconds()
+	if jobsS == 0 {
+		return nil, fmt.Errorf("crash: no job finished in the %v before the kill", ranFor)
+	}
 	return map[string]float64{
 		"crash.ran_s":              ranFor.Seconds(),
 		"crash.finished":           float64(len(finished)),
-		"crash.jobs_s":             float64(len(finished)) / ranFor.Seconds(),
+		"crash.jobs_s":             jobsS,
+		"crash.run_window_ms":      1000 * float64(startedOnly) / jobsS,
+		"crash.fin_window_ms":      1000 * float64(finUnacked) / jobsS,
 		"crash.inprog":             float64(len(inProg)),
 		"crash.twice":              float64(finUnacked + startedOnly),
 		"crash.fin_unacked":        float64(finUnacked),
