@@ -87,7 +87,7 @@ func (a *acker) submit(op finishOp) {
 	}
 	a.pending = append(a.pending, op)
 	if a.writing {
-		if !a.extraDueLocked() {
+		if a.extra || !a.extraDueLocked() {
 			a.mu.Unlock()
 			a.r.fetcher.finished()
 			return
@@ -119,10 +119,11 @@ func (a *acker) take() []finishOp {
 	return a.takeBatch()
 }
 
-// extraDueLocked reports whether a submit should make an extra write beside the chain's write under
-// way. The caller holds mu.
+// extraDueLocked reports whether the outcomes pending behind the chain's write under way are due an
+// extra write: a submit makes one unless one is under way, and the extra write goes on while it holds.
+// The caller holds mu.
 func (a *acker) extraDueLocked() bool {
-	return !a.extra && len(a.pending) >= secondAckAt && time.Since(a.writeAt) >= extraAfter
+	return a.writing && len(a.pending) >= secondAckAt && time.Since(a.writeAt) >= extraAfter
 }
 
 // takeBatch returns the pending outcomes, up to maxAckBatch. The caller holds mu.
@@ -146,7 +147,7 @@ func (a *acker) writeExtra(batch []finishOp) {
 		clear(batch)
 		a.mu.Lock()
 		a.recycleLocked(batch)
-		if err == nil && a.writing && len(a.pending) >= secondAckAt && time.Since(a.writeAt) >= extraAfter {
+		if err == nil && a.extraDueLocked() {
 			batch = a.takeBatch()
 			a.mu.Unlock()
 			continue
