@@ -253,6 +253,28 @@ func (s *redisServer) incrAOF() (string, error) {
 	return filepath.Join(dir, best), nil
 }
 
+// aofContent returns the append-only files as Redis would load them now, concatenated: every file of
+// the multi-part AOF directory of Redis 7, or the single appendonly.aof of older servers.
+func (s *redisServer) aofContent() ([]byte, error) {
+	dir := filepath.Join(s.dir, "appendonlydir")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return os.ReadFile(filepath.Join(s.dir, "appendonly.aof"))
+	}
+	var all []byte
+	for _, ent := range entries {
+		if ent.IsDir() || strings.HasSuffix(ent.Name(), ".manifest") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, b...)
+	}
+	return all, nil
+}
+
 // newPool returns a client pool on addr (no read timeout unless given).
 func newPool(addr string, readTimeout time.Duration) *redis.Pool {
 	opts := []redis.DialOption{redis.DialConnectTimeout(time.Second)}
