@@ -130,6 +130,18 @@
 // When a process dies without stopping its pool, other pools of the namespace put its unfinished jobs
 // back on their queues within seconds.
 //
+// # Delivery and durability
+//
+// A job runs at least once. It stays in its pool's in-progress list until its outcome is written, a
+// round trip or two after its handler returns, so a process that dies in between makes the job run
+// again elsewhere: write handlers that can be repeated.
+//
+// A job is as safe as Redis keeps it. With appendfsync always in redis.conf, an enqueue Redis has
+// acknowledged survives a crash of redis-server. With everysec (the default once the AOF is on) such
+// a crash can lose the last second or two of writes, enqueues among them: while a background fsync
+// is slow, Redis replies before it writes. Enqueuer.WaitReplicas makes each enqueue wait for
+// replicas instead.
+//
 // # Batches, chains and job records
 //
 // A batch groups jobs and runs a callback job once they have all ended; members may add more members
