@@ -254,7 +254,8 @@ func (s *redisServer) incrAOF() (string, error) {
 }
 
 // aofContent returns the append-only files as Redis would load them now, concatenated: every file of
-// the multi-part AOF directory of Redis 7, or the single appendonly.aof of older servers.
+// the multi-part AOF directory of Redis 7, or the single appendonly.aof of older servers. With
+// rewrites off (startRedis) every write is in them as a command, so a job's key appears as written.
 func (s *redisServer) aofContent() ([]byte, error) {
 	dir := filepath.Join(s.dir, "appendonlydir")
 	entries, err := os.ReadDir(dir)
