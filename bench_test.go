@@ -231,6 +231,16 @@ func BenchmarkJobCodec(b *testing.B) {
 			}
 		}
 	})
+	b.Run("decode fetched", func(b *testing.B) { // a worker's decoder
+		b.ReportAllocs()
+		q := &queue{name: "send_email"}
+		for i := 0; i < b.N; i++ {
+			j := Job{raw: raw, q: q}
+			if err := decodeFetched(&j, q.name); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkEnqueueConcurrent measures single Enqueue calls from many goroutines (GOMAXPROCS x the

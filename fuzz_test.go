@@ -406,6 +406,13 @@ func FuzzDecodeFetchedAgreesWithDecodeJob(f *testing.F) {
 		`{"name":"x","id":"\u0041"}`,
 		`{"name":"x","args":[1]}`,
 		`{"name":"x","args":{"a":1},"args":{"b":2}}`,
+		`{"name":"x","args":{"a":1,"b":"s","c":true,"d":null,"e":-5,"f":false,"a":2}}`,
+		`{"name":"x","args":{"n":-0}}`,
+		`{"name":"x","args":{"m":9007199254740992,"k":-9007199254740992}}`,
+		`{"name":"x","args":{"m":9007199254740993}}`,
+		`{"name":"x","args":{"a":truex}}`,
+		`{"name":"x","args":{"a":1,}}`,
+		`{"name":"x","args":{"a":1.5,"b":"\u00e9"}}`,
 		`{"name":"x","raw_payload":"e30="}`,
 		`{"name":"x"} trailing`,
 		`{"name":"x","unique":null}`,
@@ -432,7 +439,8 @@ func FuzzDecodeFetchedAgreesWithDecodeJob(f *testing.F) {
 			return
 		}
 		got.raw, got.rawArg, got.q, want.raw = nil, nil, nil, nil
-		if !reflect.DeepEqual(got, want) {
+		// Printed as well: DeepEqual takes -0 and 0 for equal.
+		if !reflect.DeepEqual(got, want) || fmt.Sprint(got.Args) != fmt.Sprint(want.Args) {
 			t.Fatalf("%q:\ndecodeFetched %#v\ndecodeJob     %#v", data, got, want)
 		}
 	})

@@ -264,6 +264,7 @@ func (p *fastParser) bool() (bool, bool) {
 }
 
 // args reads null (nil args) or an object, decoded with UseNumber and normalized as decodeWire does.
+// A flat object, the usual shape of args, is read without encoding/json (flatArgs).
 func (p *fastParser) args() (map[string]interface{}, bool) {
 	switch p.peek() {
 	case 'n':
@@ -276,6 +277,11 @@ func (p *fastParser) args() (map[string]interface{}, bool) {
 	default:
 		return nil, false
 	}
+	start := p.i
+	if m, ok := p.flatArgs(); ok {
+		return m, true
+	}
+	p.i = start
 	end, ok := skipObject(p.b, p.i)
 	if !ok {
 		return nil, false
@@ -291,6 +297,57 @@ func (p *fastParser) args() (map[string]interface{}, bool) {
 	}
 	p.i = end
 	return m, true
+}
+
+// flatArgs reads an object whose values are strings (as str reads them), integers within ±2^53 (as
+// int reads them; not -0), booleans or null, into what decoding with UseNumber and normalizing
+// gives: float64 for the integers. It reports false, with p.i anywhere, on any other object.
+func (p *fastParser) flatArgs() (map[string]interface{}, bool) {
+	p.i++ // '{'
+	m := make(map[string]interface{})
+	if p.peek() == '}' {
+		p.i++
+		return m, true
+	}
+	for {
+		key, ok := p.str()
+		if !ok || !p.byte(':') {
+			return nil, false
+		}
+		var v interface{}
+		switch c := p.peek(); {
+		case c == '"':
+			s, ok := p.str()
+			if !ok {
+				return nil, false
+			}
+			v = string(s)
+		case c == '-' || (c >= '0' && c <= '9'):
+			n, ok := p.int()
+			if !ok || n < -(1<<53) || n > 1<<53 || (n == 0 && c == '-') {
+				return nil, false
+			}
+			v = float64(n)
+		case c == 't' || c == 'f':
+			b, ok := p.bool()
+			if !ok {
+				return nil, false
+			}
+			v = b
+		case c == 'n' && bytes.HasPrefix(p.b[p.i:], []byte("null")):
+			p.i += 4
+		default:
+			return nil, false
+		}
+		m[string(key)] = v // a repeated key keeps its last value, as with encoding/json
+		switch p.next() {
+		case ',':
+		case '}':
+			return m, true
+		default:
+			return nil, false
+		}
+	}
 }
 
 // skipObject returns the index just past the object that starts at b[i] ('{'), following nesting
