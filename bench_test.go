@@ -231,16 +231,26 @@ func BenchmarkJobCodec(b *testing.B) {
 			}
 		}
 	})
-	b.Run("decode fetched", func(b *testing.B) { // a worker's decoder
-		b.ReportAllocs()
-		q := &queue{name: "send_email"}
-		for i := 0; i < b.N; i++ {
-			j := Job{raw: raw, q: q}
-			if err := decodeFetched(&j, q.name); err != nil {
-				b.Fatal(err)
+	nj := newJob("send_email", Q{"to": []interface{}{"a@example.com", "b@example.com"}, "opts": Q{"retry": true, "n": 3}})
+	nested, err := nj.serialize()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		raw  []byte
+	}{{"decode fetched", raw}, {"decode fetched nested", nested}} {
+		b.Run(c.name, func(b *testing.B) { // a worker's decoder
+			b.ReportAllocs()
+			q := &queue{name: "send_email"}
+			for i := 0; i < b.N; i++ {
+				j := Job{raw: c.raw, q: q}
+				if err := decodeFetched(&j, q.name); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkEnqueueConcurrent measures single Enqueue calls from many goroutines (GOMAXPROCS x the

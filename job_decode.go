@@ -264,7 +264,7 @@ func (p *fastParser) bool() (bool, bool) {
 }
 
 // args reads null (nil args) or an object, decoded with UseNumber and normalized as decodeWire does.
-// A flat object, the usual shape of args, is read without encoding/json (flatArgs).
+// Args of the usual shapes are read without encoding/json (flatArgs).
 func (p *fastParser) args() (map[string]interface{}, bool) {
 	switch p.peek() {
 	case 'n':
@@ -299,10 +299,20 @@ func (p *fastParser) args() (map[string]interface{}, bool) {
 	return m, true
 }
 
-// flatArgs reads an object whose values are strings (as str reads them), integers within ±2^53 (as
-// int reads them; not -0), booleans or null, into what decoding with UseNumber and normalizing
-// gives: float64 for the integers. It reports false, with p.i anywhere, on any other object.
+// flatArgs reads args without encoding/json when they hold only strings (as str reads them),
+// integers within ±2^53 (as int reads them; not -0), booleans, null, and objects and arrays of those
+// nested up to maxFastDepth deep, into what decoding with UseNumber and normalizing gives: float64
+// for the integers, map[string]interface{} and []interface{} for objects and arrays. It reports
+// false, with p.i anywhere, on anything else.
 func (p *fastParser) flatArgs() (map[string]interface{}, bool) {
+	return p.object(0)
+}
+
+// maxFastDepth bounds the nesting flatArgs reads; deeper args go to encoding/json.
+const maxFastDepth = 16
+
+// object reads an object at p.i ('{').
+func (p *fastParser) object(depth int) (map[string]interface{}, bool) {
 	p.i++ // '{'
 	m := make(map[string]interface{})
 	if p.peek() == '}' {
@@ -314,29 +324,8 @@ func (p *fastParser) flatArgs() (map[string]interface{}, bool) {
 		if !ok || !p.byte(':') {
 			return nil, false
 		}
-		var v interface{}
-		switch c := p.peek(); {
-		case c == '"':
-			s, ok := p.str()
-			if !ok {
-				return nil, false
-			}
-			v = string(s)
-		case c == '-' || (c >= '0' && c <= '9'):
-			n, ok := p.int()
-			if !ok || n < -(1<<53) || n > 1<<53 || (n == 0 && c == '-') {
-				return nil, false
-			}
-			v = float64(n)
-		case c == 't' || c == 'f':
-			b, ok := p.bool()
-			if !ok {
-				return nil, false
-			}
-			v = b
-		case c == 'n' && bytes.HasPrefix(p.b[p.i:], []byte("null")):
-			p.i += 4
-		default:
+		v, ok := p.value(depth)
+		if !ok {
 			return nil, false
 		}
 		m[string(key)] = v // a repeated key keeps its last value, as with encoding/json
@@ -348,6 +337,70 @@ func (p *fastParser) flatArgs() (map[string]interface{}, bool) {
 			return nil, false
 		}
 	}
+}
+
+// array reads an array at p.i ('[').
+func (p *fastParser) array(depth int) ([]interface{}, bool) {
+	p.i++ // '['
+	a := []interface{}{}
+	if p.peek() == ']' {
+		p.i++
+		return a, true
+	}
+	for {
+		v, ok := p.value(depth)
+		if !ok {
+			return nil, false
+		}
+		a = append(a, v)
+		switch p.next() {
+		case ',':
+		case ']':
+			return a, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// value reads one value of an object or array at depth.
+func (p *fastParser) value(depth int) (interface{}, bool) {
+	switch c := p.peek(); {
+	case c == '"':
+		s, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		return string(s), true
+	case c == '-' || (c >= '0' && c <= '9'):
+		n, ok := p.int()
+		if !ok || n < -(1<<53) || n > 1<<53 || (n == 0 && c == '-') {
+			return nil, false
+		}
+		return float64(n), true
+	case c == 't' || c == 'f':
+		b, ok := p.bool()
+		if !ok {
+			return nil, false
+		}
+		return b, true
+	case c == 'n' && bytes.HasPrefix(p.b[p.i:], []byte("null")):
+		p.i += 4
+		return nil, true
+	case c == '{' && depth < maxFastDepth:
+		m, ok := p.object(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		return m, true
+	case c == '[' && depth < maxFastDepth:
+		a, ok := p.array(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		return a, true
+	}
+	return nil, false
 }
 
 // skipObject returns the index just past the object that starts at b[i] ('{'), following nesting
