@@ -264,7 +264,7 @@ func (p *fastParser) bool() (bool, bool) {
 }
 
 // args reads null (nil args) or an object, decoded with UseNumber and normalized as decodeWire does.
-// Args of the usual shapes are read without encoding/json (flatArgs).
+// Args of the usual shapes are read without encoding/json (object).
 func (p *fastParser) args() (map[string]interface{}, bool) {
 	switch p.peek() {
 	case 'n':
@@ -278,7 +278,7 @@ func (p *fastParser) args() (map[string]interface{}, bool) {
 		return nil, false
 	}
 	start := p.i
-	if m, ok := p.flatArgs(); ok {
+	if m, ok := p.object(0); ok {
 		return m, true
 	}
 	p.i = start
@@ -299,19 +299,14 @@ func (p *fastParser) args() (map[string]interface{}, bool) {
 	return m, true
 }
 
-// flatArgs reads args without encoding/json when they hold only strings (as str reads them),
-// integers within ±2^53 (as int reads them; not -0), booleans, null, and objects and arrays of those
-// nested up to maxFastDepth deep, into what decoding with UseNumber and normalizing gives: float64
-// for the integers, map[string]interface{} and []interface{} for objects and arrays. It reports
-// false, with p.i anywhere, on anything else.
-func (p *fastParser) flatArgs() (map[string]interface{}, bool) {
-	return p.object(0)
-}
-
-// maxFastDepth bounds the nesting flatArgs reads; deeper args go to encoding/json.
+// maxFastDepth bounds the nesting object reads; deeper args go to encoding/json.
 const maxFastDepth = 16
 
-// object reads an object at p.i ('{').
+// object reads the object at p.i ('{') without encoding/json when it holds only strings (as str
+// reads them), integers within ±2^53 (as int reads them; not -0), booleans, null, and objects and
+// arrays of those nested up to maxFastDepth deep, into what decoding with UseNumber and normalizing
+// gives: float64 for the integers, map[string]interface{} and []interface{} for objects and arrays.
+// It reports false, with p.i anywhere, on anything else.
 func (p *fastParser) object(depth int) (map[string]interface{}, bool) {
 	p.i++ // '{'
 	m := make(map[string]interface{})

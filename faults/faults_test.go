@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -564,9 +563,6 @@ func (e *env) excuseAbsent(from, to time.Time) {
 		return !at.Before(from) && at.Before(to) && !mentioned[e.load.specs[i].k]
 	}
 }
-
-// specKeyRE matches a spec's key (planJobs), quoted as in a job's JSON.
-var specKeyRE = regexp.MustCompile(`"j[0-9]{7}"`)
 
 // restartRedis stops redis-server with SIGTERM (it flushes its AOF) and starts it again.
 func restartRedis(e *env) {
