@@ -99,3 +99,97 @@ func argsT(raw []byte) int64 {
 	t, _ := strconv.ParseInt(string(s[:end]), 10, 64)
 	return t
 }
+
+// floorAckLib is the floor of a consumer that keeps every job safe: the least it can do per job
+// while it starts each job as soon as it is enqueued, keeps the job in an in-progress list until its
+// handler has run, and then acknowledges it at once. Each job name has a goroutine and a connection
+// of its own, looping on one write per job: the LREM that acknowledges the job just run and the
+// BLMOVE that moves the next job from the queue to the in-progress list, in one pipeline, so the
+// acknowledgement reaches Redis the moment the handler returns and costs no round trip of its own.
+// It reads no wake-up message, hands nothing to another goroutine and decodes nothing but the
+// enqueue time. It cannot honour priorities, pauses, concurrency limits or retries (one blocking
+// command watches one queue), which is why no library of several queues is built this way; the
+// configured concurrency is ignored (one job at a time per name).
+type floorAckLib struct{ addr string }
+
+func (l floorAckLib) name() string { return "floor-ack" }
+
+func (l floorAckLib) newProducer(conns int) producer { return workLib(l).newProducer(conns) }
+
+func (l floorAckLib) inProgress(redisDo) ([]string, error) {
+	return nil, errors.New("floor-ack runs only the latency workload")
+}
+
+type floorAckConsumer struct {
+	addr  string
+	cfg   consumerConfig
+	conns []redigo.Conn
+	done  chan struct{} // closed by stop
+	wg    sync.WaitGroup
+}
+
+func (l floorAckLib) newConsumer(cfg consumerConfig) consumer {
+	return &floorAckConsumer{addr: l.addr, cfg: cfg, done: make(chan struct{})}
+}
+
+func (c *floorAckConsumer) start() error {
+	for _, n := range c.cfg.names {
+		conn, err := redigo.Dial("tcp", c.addr, redigo.DialContextFunc(dialCounting))
+		if err != nil {
+			for _, conn := range c.conns {
+				conn.Close()
+			}
+			return err
+		}
+		c.conns = append(c.conns, conn)
+		queue := workNamespace + ":jobs:" + n
+		c.wg.Add(1)
+		go c.loop(conn, queue, queue+":floor-ack:inprogress")
+	}
+	return nil
+}
+
+func (c *floorAckConsumer) loop(conn redigo.Conn, queue, inProgress string) {
+	defer c.wg.Done()
+	var ran []byte // the job whose handler has run, not yet acknowledged
+	for {
+		select {
+		case <-c.done:
+			if ran != nil {
+				_, _ = conn.Do("LREM", inProgress, 1, ran)
+			}
+			return
+		default:
+		}
+		if ran != nil {
+			_ = conn.Send("LREM", inProgress, 1, ran)
+		}
+		_ = conn.Send("BLMOVE", queue, inProgress, "RIGHT", "LEFT", 0.1)
+		err := conn.Flush()
+		if err == nil && ran != nil {
+			_, err = conn.Receive()
+			ran = nil
+		}
+		var raw []byte
+		if err == nil {
+			raw, err = redigo.Bytes(conn.Receive())
+		}
+		if err == redigo.ErrNil {
+			continue // timed out: look at stop
+		}
+		if err != nil {
+			progress("floor-ack: %v", err)
+			return
+		}
+		_ = c.cfg.h("", argsT(raw))
+		ran = raw
+	}
+}
+
+func (c *floorAckConsumer) stop() {
+	close(c.done)
+	c.wg.Wait()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+}
