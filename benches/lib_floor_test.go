@@ -2,8 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work"
 )
 
@@ -21,5 +26,62 @@ func TestArgsTReadsTheEnqueueTimeOfWorkJobs(t *testing.T) {
 		if got := argsT([]byte(raw)); got != 0 {
 			t.Errorf("argsT(%s) = %d, want 0", raw, got)
 		}
+	}
+}
+
+// floor-ack must run every job once and leave nothing in its in-progress lists: otherwise its CPU
+// per job would not be that of a consumer that acknowledges each job.
+func TestFloorAckRunsAndAcknowledgesEveryJob(t *testing.T) {
+	addr := os.Getenv("WORK_TEST_REDIS")
+	if addr == "" {
+		t.Skip("WORK_TEST_REDIS is not set")
+	}
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	names := []string{"floor-ack-a-" + suffix, "floor-ack-b-" + suffix}
+	const n = 200
+	var ran atomic.Int64
+	all := make(chan struct{})
+	lib := floorAckLib{addr: addr}
+	c := lib.newConsumer(consumerConfig{names: names, h: func(_ string, ts int64) error {
+		if ts == 0 {
+			t.Error("a job reached its handler without its enqueue time")
+		}
+		if ran.Add(1) == n {
+			close(all)
+		}
+		return nil
+	}})
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	p := lib.newProducer(2)
+	defer p.close()
+	for i := 0; i < n; i++ {
+		if err := p.enqueue(names[i%2], argsTimestamp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-all:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d of %d jobs ran", ran.Load(), n)
+	}
+	c.stop()
+	if got := ran.Load(); got != n {
+		t.Fatalf("%d runs of %d jobs", got, n)
+	}
+	conn, err := redigo.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, name := range names {
+		queue := workNamespace + ":jobs:" + name
+		for _, key := range []string{queue, queue + ":floor-ack:inprogress"} {
+			if l, err := redigo.Int(conn.Do("LLEN", key)); err != nil || l != 0 {
+				t.Errorf("LLEN %s = %d, %v; want 0", key, l, err)
+			}
+		}
+		_, _ = conn.Do("DEL", queue, queue+":floor-ack:inprogress")
 	}
 }
