@@ -35,8 +35,9 @@ type Enqueuer struct {
 	mu        sync.RWMutex
 	knownJobs map[string]int64 // job name -> when to SADD it to known_jobs again (epoch s)
 
-	// drained remembers, per job name, whether the last push found the queue empty: then workers keep
-	// up, and the next push sends its wake-up in the same round trip.
+	// drained remembers, per job name, whether the last push found at most keptUp jobs in the queue
+	// (its own included): then workers keep up, and the next push sends its wake-up in the same round
+	// trip.
 	drained sync.Map // job name -> *atomic.Bool
 
 	// Concurrent Enqueue calls share round trips (group commit): the first caller with nothing under
@@ -133,9 +134,16 @@ func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, e
 		e.forgetKnown(jobName)
 		return nil, err
 	}
-	drained.Store(n == 1)
+	drained.Store(n <= keptUp)
 	return job, nil
 }
+
+// keptUp is the most jobs a push may find in its queue, its own included, for the next push of that
+// name to send its wake-up along. A queue that was one job behind is almost always empty again at
+// the next push, under a steady load whose pickup takes about as long as the gap between pushes;
+// guessing otherwise costs that push a second round trip for its wake-up (see enqueueMany), and its
+// job the time of it.
+const keptUp = 2
 
 // write returns once p is written (or failed), in a round trip of its own or shared with other
 // calls: a call that finds no write under way writes at once, so one goroutine's Enqueue costs

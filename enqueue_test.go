@@ -131,11 +131,12 @@ func TestEveryEnqueueVariantRegistersTheJobName(t *testing.T) {
 }
 
 // A push that finds the queue empty always wakes the pools. The next push of that name sends its
-// wake-up in the same round trip, in case the queue is empty again (workers keeping up); once a push
-// finds a backlog, pushes send none until the queue is found empty again.
+// wake-up in the same round trip, in case the queue is empty again (workers keeping up), and so does
+// the push after one that found a single job waiting; once a push finds more, pushes send none until
+// the queue is found (nearly) empty again.
 func TestEnqueuePublishesAWakeUpWhenTheQueueWasEmptyAndNoneWhileABacklogBuilds(t *testing.T) {
 	t.Parallel()
-	pool := newTestPool(t)
+	pool, writes := newCountingPool(t)
 	ns := newTestNamespace(t, pool)
 	psc := redis.PubSubConn{Conn: pool.Get()}
 	defer psc.Close()
@@ -156,15 +157,41 @@ func TestEnqueuePublishesAWakeUpWhenTheQueueWasEmptyAndNoneWhileABacklogBuilds(t
 		return ""
 	}
 	e := NewEnqueuer(ns, pool)
-	for _, name := range []string{"x", "x", "x", "y"} {
+	for _, name := range []string{"x", "x", "x", "x", "y"} {
 		if _, err := e.Enqueue(name, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i, want := range []string{"x", "x", "y"} {
+	for i, want := range []string{"x", "x", "x", "y"} {
 		if got := next(); got != want {
-			t.Errorf("wake-up %d: %q, want %q (the third push of x, onto a backlog, sends none)", i+1, got, want)
+			t.Errorf("wake-up %d: %q, want %q (the fourth push of x, onto two waiting jobs, sends none)", i+1, got, want)
 		}
+	}
+
+	// Workers one job behind: the push after one that found a job waiting sends its wake-up along, so
+	// when the queue is empty again it takes one round trip, not a second one for the wake-up.
+	for _, waiting := range []int{0, 1} {
+		rdo(t, pool, "DEL", bhvKey(ns, "jobs", "z"))
+		for i := 0; i < waiting; i++ {
+			rdo(t, pool, "LPUSH", bhvKey(ns, "jobs", "z"), "{}") // a job the workers have not taken yet
+		}
+		if _, err := e.Enqueue("z", nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := next(); got != "z" {
+			t.Fatalf("wake-up %q, want z", got)
+		}
+	}
+	rdo(t, pool, "DEL", bhvKey(ns, "jobs", "z")) // the workers took both
+	before := writes.Load()
+	if _, err := e.Enqueue("z", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load() - before; n != 1 {
+		t.Errorf("the push onto the emptied queue took %d round trips, want 1 (its wake-up sent along)", n)
+	}
+	if got := next(); got != "z" {
+		t.Errorf("wake-up %q, want z", got)
 	}
 }
 
