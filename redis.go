@@ -1298,7 +1298,7 @@ type push struct {
 	name     string
 	payload  []byte
 	addKnown bool // register the job name in known_jobs too
-	publish  bool // send the wake-up with the push (the caller expects the queue to be empty)
+	publish  bool // send the wake-up with the push (the caller expects the queue to be empty, or nearly)
 
 	n   int64
 	err error
