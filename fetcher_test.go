@@ -135,3 +135,50 @@ func TestPoolOfSlowJobsFetchesAheadAtMostItsConcurrency(t *testing.T) {
 		t.Errorf("a pool of 2 workers running slow jobs held %d at once, want at most 4", most)
 	}
 }
+
+// Wake-ups that come in a stream are fetched by the pool's loop, which takes every queue they made
+// ready in one round trip, rather than one fetch per wake-up on the goroutine that reads them (which
+// reads no wake-up while it waits for a fetch).
+func TestAStreamOfWakeUpsIsFetchedInFewRoundTrips(t *testing.T) {
+	t.Parallel()
+	pool, writes := newCountingPool(t)
+	ns := newTestNamespace(t, pool)
+	const n = 20
+	gate := newBhvGate()
+	var started atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, n, ns, pool)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "s" + strconv.Itoa(i)
+		wp.Job(names[i], func(*Job) error {
+			started.Add(1)
+			gate.Wait()
+			return nil
+		})
+	}
+	bhvStart(t, wp)
+	t.Cleanup(gate.Open) // runs before the pool's Stop
+	wp.Drain()
+	eventually(t, 10*time.Second, "the pool to subscribe to wake-ups", wp.run.fetcher.ready.subscribed.Load)
+
+	// The jobs and their wake-ups in one pipeline, on a connection the count leaves out: the wake-ups
+	// reach the pool together.
+	c := newTestPool(t).Get()
+	defer c.Close()
+	for _, name := range names {
+		c.Send("LPUSH", bhvKey(ns, "jobs", name), `{"name":"`+name+`","id":"id-`+name+`","t":1700000000}`)
+	}
+	for _, name := range names {
+		c.Send("PUBLISH", bhvKey(ns, "wake"), name)
+	}
+	before := writes.Load()
+	if _, err := c.Do(""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "every job to start", func() bool { return started.Load() == n })
+	// One fetch for the first wake-up, then the loop's for the rest (one or two), and perhaps a
+	// heartbeat or a look; one fetch per wake-up would be 20.
+	if got := writes.Load() - before; got > 6 {
+		t.Errorf("%d round trips to start %d jobs woken together, want at most 6", got, n)
+	}
+}
