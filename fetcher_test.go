@@ -176,9 +176,11 @@ func TestAStreamOfWakeUpsIsFetchedInFewRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "every job to start", func() bool { return started.Load() == n })
-	// One fetch for the first wake-up, then the loop's for the rest (one or two), and perhaps a
-	// heartbeat or a look; one fetch per wake-up would be 20.
-	if got := writes.Load() - before; got > 6 {
-		t.Errorf("%d round trips to start %d jobs woken together, want at most 6", got, n)
+	// One fetch for the first wake-up, then the loop's for the rest: one or two, a few more when the
+	// loop fetches while wake-ups are still being read (a busy machine); one per wake-up would be 20.
+	got := writes.Load() - before
+	t.Logf("%d round trips to start %d jobs woken together", got, n)
+	if got >= n/2 {
+		t.Errorf("%d round trips to start %d jobs woken together, want fewer than %d", got, n, n/2)
 	}
 }
