@@ -142,11 +142,15 @@ func (c *floorAckConsumer) start() error {
 			return err
 		}
 		c.conns = append(c.conns, conn)
-		queue := workNamespace + ":jobs:" + n
 		c.wg.Add(1)
-		go c.loop(conn, queue, queue+":floor-ack:inprogress")
+		go c.loop(conn, workNamespace+":jobs:"+n, floorAckInProgress(n))
 	}
 	return nil
+}
+
+// floorAckInProgress is the in-progress list of floor-ack's consumer of the job name.
+func floorAckInProgress(name string) string {
+	return workNamespace + ":jobs:" + name + ":floor-ack:inprogress"
 }
 
 func (c *floorAckConsumer) loop(conn redigo.Conn, queue, inProgress string) {

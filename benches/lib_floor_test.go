@@ -76,12 +76,12 @@ func TestFloorAckRunsAndAcknowledgesEveryJob(t *testing.T) {
 	}
 	defer conn.Close()
 	for _, name := range names {
-		queue := workNamespace + ":jobs:" + name
-		for _, key := range []string{queue, queue + ":floor-ack:inprogress"} {
+		keys := []interface{}{workNamespace + ":jobs:" + name, floorAckInProgress(name)}
+		for _, key := range keys {
 			if l, err := redigo.Int(conn.Do("LLEN", key)); err != nil || l != 0 {
 				t.Errorf("LLEN %s = %d, %v; want 0", key, l, err)
 			}
 		}
-		_, _ = conn.Do("DEL", queue, queue+":floor-ack:inprogress")
+		_, _ = conn.Do("DEL", keys...)
 	}
 }

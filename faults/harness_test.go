@@ -593,11 +593,11 @@ const (
 	kindByKeyIn
 )
 
-// jobSpec is one job of a scenario: its tracking key (args "k", unique across the run), its name,
-// how it is enqueued, how long it works and whether it fails.
 // specKeyRE matches a spec's key, quoted as in a job's JSON (planJobs makes the keys).
 var specKeyRE = regexp.MustCompile(`"j[0-9]{7}"`)
 
+// jobSpec is one job of a scenario: its tracking key (args "k", unique across the run), its name,
+// how it is enqueued, how long it works and whether it fails.
 type jobSpec struct {
 	k    string
 	name string
