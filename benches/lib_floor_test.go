@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,5 +84,63 @@ func TestFloorAckRunsAndAcknowledgesEveryJob(t *testing.T) {
 			}
 		}
 		_, _ = conn.Do("DEL", keys...)
+	}
+}
+
+// floor-enqueue must push every job, once, as a job work's workers can run: otherwise its rate
+// would not bound an enqueuer's.
+func TestFloorEnqueuePushesEveryJobAsAWorkJob(t *testing.T) {
+	addr := os.Getenv("WORK_TEST_REDIS")
+	if addr == "" {
+		t.Skip("WORK_TEST_REDIS is not set")
+	}
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	names := []string{"floor-enqueue-a-" + suffix, "floor-enqueue-b-" + suffix}
+	const goroutines, each = 10, 50
+	p := floorEnqueueLib{addr: addr}.newProducer(goroutines)
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if err := p.enqueue(names[i%2], argsTimestamp); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	p.close()
+	conn, err := redigo.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ids := make(map[string]bool)
+	for _, name := range names {
+		key := workNamespace + ":jobs:" + name
+		raws, err := redigo.ByteSlices(conn.Do("LRANGE", key, 0, -1))
+		_, _ = conn.Do("DEL", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raws) != goroutines*each/2 {
+			t.Errorf("%s holds %d jobs, want %d", key, len(raws), goroutines*each/2)
+		}
+		for _, raw := range raws {
+			var job work.Job
+			if err := json.Unmarshal(raw, &job); err != nil {
+				t.Fatalf("%s: %v", raw, err)
+			}
+			if job.Name != name || job.ID == "" || job.EnqueuedAt == 0 || ids[job.ID] || argsT(raw) == 0 {
+				t.Errorf("job %s: want name %s, a new ID, an enqueue time and args.t", raw, name)
+			}
+			ids[job.ID] = true
+		}
+	}
+	if err := p.enqueue(names[0], argsNone); err == nil {
+		t.Error("an enqueue after close succeeded")
 	}
 }

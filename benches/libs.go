@@ -101,9 +101,9 @@ type library interface {
 }
 
 // libraryNames are the libraries the harness knows, in the order a cycle of rounds runs them. The
-// paired ratios compare the first one with each of the others. floor and floor-ack are not
-// libraries (see floorLib and floorAckLib) and run only when named.
-var libraryNames = []string{"floor", "floor-ack", "work", "gocraft", "asynq"}
+// paired ratios compare the first one with each of the others. floor, floor-ack and floor-enqueue
+// are not libraries (see floorLib, floorAckLib and floorEnqueueLib) and run only when named.
+var libraryNames = []string{"floor", "floor-ack", "floor-enqueue", "work", "gocraft", "asynq"}
 
 // defaultLibs are the libraries a run compares unless -libs says otherwise.
 const defaultLibs = "work,gocraft,asynq"
@@ -121,6 +121,8 @@ func newLibrary(name, addr string, asynqCheckInterval time.Duration) (library, e
 		return floorLib{addr: addr}, nil
 	case "floor-ack":
 		return floorAckLib{addr: addr}, nil
+	case "floor-enqueue":
+		return floorEnqueueLib{addr: addr}, nil
 	}
-	return nil, fmt.Errorf("unknown library %q (have work, gocraft, asynq, floor, floor-ack)", name)
+	return nil, fmt.Errorf("unknown library %q (have work, gocraft, asynq, floor, floor-ack, floor-enqueue)", name)
 }

@@ -54,7 +54,7 @@ func main() {
 	}
 	var (
 		rounds        = flag.Int("rounds", 5, "rounds per library per workload (work gocraft asynq work gocraft asynq ...)")
-		libs          = flag.String("libs", defaultLibs, "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (floor, floor-ack: the latency workload only)")
+		libs          = flag.String("libs", defaultLibs, "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (floor, floor-ack: the latency workload only; floor-enqueue: the enqueue workload only)")
 		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all")
 		n             = flag.Int("n", 100000, "jobs per burn and manynames run")
 		millionN      = flag.Int("million-n", 1000000, "jobs per million run")
@@ -130,13 +130,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benches: -libs names no library")
 		os.Exit(2)
 	}
-	for _, floor := range []string{"floor", "floor-ack"} {
+	for floor, only := range map[string]string{"floor": "latency", "floor-ack": "latency", "floor-enqueue": "enqueue"} {
 		if !contains(libNames, floor) {
 			continue
 		}
 		for w := range selected {
-			if w != "latency" {
-				fmt.Fprintf(os.Stderr, "benches: %s runs only the latency workload, not %s\n", floor, w)
+			if w != only {
+				fmt.Fprintf(os.Stderr, "benches: %s runs only the %s workload, not %s\n", floor, only, w)
 				os.Exit(2)
 			}
 		}
