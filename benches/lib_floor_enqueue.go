@@ -57,11 +57,11 @@ type floorCall struct {
 type floorPipe struct {
 	conn redigo.Conn
 
-	mu     sync.Mutex
-	wake   *sync.Cond
-	queue  []*floorCall // calls not yet sent
-	spare  []*floorCall
-	closed bool
+	mu    sync.Mutex
+	wake  *sync.Cond
+	queue []*floorCall // calls not yet sent
+	spare []*floorCall
+	err   error // why calls fail from now on: the dial, a write, or close
 
 	sent chan []*floorCall // batches sent, for the reader, in order
 	wg   sync.WaitGroup
@@ -73,14 +73,8 @@ func (l floorEnqueueLib) newProducer(int) producer {
 	for i := 0; i < floorEnqueueConns; i++ {
 		fp := &floorPipe{sent: make(chan []*floorCall, 64)}
 		fp.wake = sync.NewCond(&fp.mu)
-		conn, err := redigo.Dial("tcp", l.addr, redigo.DialContextFunc(dialCounting))
-		if err != nil {
-			// Every call on this pipe fails with the dial's error.
-			fp.closed = true
-			fp.conn = failedConn{err}
-		} else {
-			fp.conn = conn
-		}
+		// A pipe that could not dial fails every call with the dial's error.
+		fp.conn, fp.err = redigo.Dial("tcp", l.addr, redigo.DialContextFunc(dialCounting))
 		fp.wg.Add(2)
 		go fp.write()
 		go fp.read()
@@ -125,9 +119,9 @@ func (p *floorEnqueueProducer) close() {
 // call queues c for the writer and returns its reply's error.
 func (fp *floorPipe) call(c *floorCall) error {
 	fp.mu.Lock()
-	if fp.closed {
+	if err := fp.err; err != nil {
 		fp.mu.Unlock()
-		return errors.New("floor-enqueue: connection closed")
+		return err
 	}
 	fp.queue = append(fp.queue, c)
 	first := len(fp.queue) == 1
@@ -143,12 +137,12 @@ func (fp *floorPipe) write() {
 	defer close(fp.sent)
 	for {
 		fp.mu.Lock()
-		for len(fp.queue) == 0 && !fp.closed {
+		for len(fp.queue) == 0 && fp.err == nil {
 			fp.wake.Wait()
 		}
-		if fp.closed {
+		if fp.err != nil {
 			for _, c := range fp.queue {
-				c.done <- errors.New("floor-enqueue: connection closed")
+				c.done <- fp.err
 			}
 			fp.queue = nil
 			fp.mu.Unlock()
@@ -168,7 +162,7 @@ func (fp *floorPipe) write() {
 				c.done <- err
 			}
 			fp.mu.Lock()
-			fp.closed = true
+			fp.err = err
 			fp.mu.Unlock()
 			continue
 		}
@@ -192,21 +186,17 @@ func (fp *floorPipe) read() {
 	}
 }
 
+var errFloorClosed = errors.New("floor-enqueue: producer closed")
+
 func (fp *floorPipe) close() {
 	fp.mu.Lock()
-	fp.closed = true
+	if fp.err == nil {
+		fp.err = errFloorClosed
+	}
 	fp.mu.Unlock()
 	fp.wake.Broadcast()
 	fp.wg.Wait()
-	fp.conn.Close()
+	if fp.conn != nil {
+		fp.conn.Close()
+	}
 }
-
-// failedConn is a connection that could not be made: every use returns the dial's error.
-type failedConn struct{ err error }
-
-func (c failedConn) Close() error                                   { return nil }
-func (c failedConn) Err() error                                     { return c.err }
-func (c failedConn) Do(string, ...interface{}) (interface{}, error) { return nil, c.err }
-func (c failedConn) Send(string, ...interface{}) error              { return c.err }
-func (c failedConn) Flush() error                                   { return c.err }
-func (c failedConn) Receive() (interface{}, error)                  { return nil, c.err }

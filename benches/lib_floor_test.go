@@ -30,15 +30,21 @@ func TestArgsTReadsTheEnqueueTimeOfWorkJobs(t *testing.T) {
 	}
 }
 
-// floor-ack must run every job once and leave nothing in its in-progress lists: otherwise its CPU
-// per job would not be that of a consumer that acknowledges each job.
-func TestFloorAckRunsAndAcknowledgesEveryJob(t *testing.T) {
-	addr := os.Getenv("WORK_TEST_REDIS")
+// testRedisAndNames returns the test Redis's address, skipping the test without one, and two job
+// names no other run uses.
+func testRedisAndNames(t *testing.T, prefix string) (addr string, names []string) {
+	addr = os.Getenv("WORK_TEST_REDIS")
 	if addr == "" {
 		t.Skip("WORK_TEST_REDIS is not set")
 	}
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
-	names := []string{"floor-ack-a-" + suffix, "floor-ack-b-" + suffix}
+	return addr, []string{prefix + "-a-" + suffix, prefix + "-b-" + suffix}
+}
+
+// floor-ack must run every job once and leave nothing in its in-progress lists: otherwise its CPU
+// per job would not be that of a consumer that acknowledges each job.
+func TestFloorAckRunsAndAcknowledgesEveryJob(t *testing.T) {
+	addr, names := testRedisAndNames(t, "floor-ack")
 	const n = 200
 	var ran atomic.Int64
 	all := make(chan struct{})
@@ -90,12 +96,7 @@ func TestFloorAckRunsAndAcknowledgesEveryJob(t *testing.T) {
 // floor-enqueue must push every job, once, as a job work's workers can run: otherwise its rate
 // would not bound an enqueuer's.
 func TestFloorEnqueuePushesEveryJobAsAWorkJob(t *testing.T) {
-	addr := os.Getenv("WORK_TEST_REDIS")
-	if addr == "" {
-		t.Skip("WORK_TEST_REDIS is not set")
-	}
-	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
-	names := []string{"floor-enqueue-a-" + suffix, "floor-enqueue-b-" + suffix}
+	addr, names := testRedisAndNames(t, "floor-enqueue")
 	const goroutines, each = 10, 50
 	p := floorEnqueueLib{addr: addr}.newProducer(goroutines)
 	var wg sync.WaitGroup
