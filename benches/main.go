@@ -76,7 +76,7 @@ func main() {
 		verbose       = flag.Bool("v", false, "also print the Redis commands per job, by command, and every run of the crash workload")
 		skipCeiling   = flag.Bool("skip-ceiling", false, "skip the redis-benchmark ceiling")
 		crashN        = flag.Int("crash-n", 100000, "backlog of the crash workload, no-op jobs")
-		crashRate     = flag.Int("crash-rate", 2000, "offered load of the crash workload's steady variant, jobs/s (0: no steady variant)")
+		crashRates    = flag.String("crash-rate", "2000,15000", "offered loads of the crash workload's steady variants, jobs/s, comma-separated (0 or empty: no steady variant)")
 		crashRun      = flag.Duration("crash-run", 1500*time.Millisecond, "how long the crash workload's pool works before the SIGKILL")
 		crashConc     = flag.Int("crash-concurrency", 50, "workers in the crash workload")
 		profileDir    = flag.String("profile", "", "write a Go CPU profile of the consumer (the harness process) over every burn, million and manynames process phase and every latency run to this directory")
@@ -86,8 +86,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
 		os.Exit(2)
 	}
-	if *crashN < 1 || *crashConc < 1 || *crashRate < 0 || *crashRun <= 0 {
-		fmt.Fprintln(os.Stderr, "benches: -crash-n, -crash-concurrency and -crash-run must be positive, -crash-rate at least 0")
+	var crashRate []int
+	var err error
+	if r := strings.TrimSpace(*crashRates); r != "" && r != "0" {
+		crashRate, err = parseRates(r)
+	}
+	if *crashN < 1 || *crashConc < 1 || err != nil || *crashRun <= 0 {
+		fmt.Fprintln(os.Stderr, "benches: -crash-n, -crash-concurrency and -crash-run must be positive, -crash-rate a list of rates at least 0")
 		os.Exit(2)
 	}
 	selected := map[string]bool{}
@@ -147,14 +152,10 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	var rates []int
-	for _, r := range strings.Split(*latRates, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(r))
-		if err != nil || v <= 0 {
-			fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
-			os.Exit(2)
-		}
-		rates = append(rates, v)
+	rates, err := parseRates(*latRates)
+	if err != nil || len(rates) == 0 {
+		fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
+		os.Exit(2)
 	}
 
 	srv, err := startRedis()
@@ -295,9 +296,9 @@ func main() {
 		}
 		vs := []variant{{"crash/backlog", fmt.Sprintf("crash, backlog of %s (c=%d)", commas(float64(*crashN)), *crashConc),
 			fmt.Sprintf("a backlog of %s no-op jobs over 5 names", commas(float64(*crashN))), 0}}
-		if *crashRate > 0 {
-			vs = append(vs, variant{"crash/steady", fmt.Sprintf("crash, steady %s jobs/s (c=%d)", commas(float64(*crashRate)), *crashConc),
-				fmt.Sprintf("%s no-op jobs/s over 5 names offered by the harness, starting on empty queues", commas(float64(*crashRate))), *crashRate})
+		for _, rate := range crashRate {
+			vs = append(vs, variant{fmt.Sprintf("crash/steady-%d", rate), fmt.Sprintf("crash, steady %s jobs/s (c=%d)", commas(float64(rate)), *crashConc),
+				fmt.Sprintf("%s no-op jobs/s over 5 names offered by the harness, starting on empty queues", commas(float64(rate))), rate})
 		}
 		for _, v := range vs {
 			v := v
@@ -364,6 +365,22 @@ func (b *bench) runCase(c *benchCase) {
 	if err := b.srv.flushAll(); err != nil {
 		b.fatalf("FLUSHALL: %v", err)
 	}
+}
+
+// parseRates reads a comma-separated list of positive rates.
+func parseRates(list string) ([]int, error) {
+	var rates []int
+	for _, r := range strings.Split(list, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil {
+			return nil, err
+		}
+		if v <= 0 {
+			return nil, fmt.Errorf("rate %d is not positive", v)
+		}
+		rates = append(rates, v)
+	}
+	return rates, nil
 }
 
 func progress(format string, args ...interface{}) {
