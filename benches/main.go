@@ -92,7 +92,7 @@ func main() {
 		crashRate, err = parseRates(r)
 	}
 	if *crashN < 1 || *crashConc < 1 || err != nil || *crashRun <= 0 {
-		fmt.Fprintln(os.Stderr, "benches: -crash-n, -crash-concurrency and -crash-run must be positive, -crash-rate a list of rates at least 0")
+		fmt.Fprintln(os.Stderr, "benches: -crash-n, -crash-concurrency and -crash-run must be positive, -crash-rate 0 or a comma-separated list of positive rates")
 		os.Exit(2)
 	}
 	selected := map[string]bool{}
@@ -153,7 +153,7 @@ func main() {
 		}
 	}
 	rates, err := parseRates(*latRates)
-	if err != nil || len(rates) == 0 {
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
 		os.Exit(2)
 	}
