@@ -86,10 +86,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
 		os.Exit(2)
 	}
-	var crashRate []int
+	var steadyRates []int
 	var err error
 	if r := strings.TrimSpace(*crashRates); r != "" && r != "0" {
-		crashRate, err = parseRates(r)
+		steadyRates, err = parseRates(r)
 	}
 	if *crashN < 1 || *crashConc < 1 || err != nil || *crashRun <= 0 {
 		fmt.Fprintln(os.Stderr, "benches: -crash-n, -crash-concurrency and -crash-run must be positive, -crash-rate 0 or a comma-separated list of positive rates")
@@ -296,7 +296,7 @@ func main() {
 		}
 		vs := []variant{{"crash/backlog", fmt.Sprintf("crash, backlog of %s (c=%d)", commas(float64(*crashN)), *crashConc),
 			fmt.Sprintf("a backlog of %s no-op jobs over 5 names", commas(float64(*crashN))), 0}}
-		for _, rate := range crashRate {
+		for _, rate := range steadyRates {
 			vs = append(vs, variant{fmt.Sprintf("crash/steady-%d", rate), fmt.Sprintf("crash, steady %s jobs/s (c=%d)", commas(float64(rate)), *crashConc),
 				fmt.Sprintf("%s no-op jobs/s over 5 names offered by the harness, starting on empty queues", commas(float64(rate))), rate})
 		}
