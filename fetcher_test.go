@@ -159,7 +159,7 @@ func TestAStreamOfWakeUpsIsFetchedInFewRoundTrips(t *testing.T) {
 	bhvStart(t, wp)
 	t.Cleanup(gate.Open) // runs before the pool's Stop
 	wp.Drain()
-	eventually(t, 10*time.Second, "the pool to subscribe to wake-ups", wp.run.fetcher.ready.subscribed.Load)
+	eventually(t, 10*time.Second, "the pool to subscribe to wake-ups", wp.reg.run.fetcher.ready.subscribed.Load)
 
 	// The jobs and their wake-ups in one pipeline, on a connection the count leaves out: the wake-ups
 	// reach the pool together.

@@ -45,13 +45,13 @@ func newHeartbeater(r *poolRun) *heartbeater {
 		host:        hostname(),
 		pid:         os.Getpid(),
 	}
-	if len(r.wp.periodicJobs) > 0 {
+	if len(r.wp.reg.periodicJobs) > 0 {
 		type entry struct {
 			JobName string `json:"job_name"`
 			Spec    string `json:"spec"`
 		}
-		list := make([]entry, len(r.wp.periodicJobs))
-		for i, pj := range r.wp.periodicJobs {
+		list := make([]entry, len(r.wp.reg.periodicJobs))
+		for i, pj := range r.wp.reg.periodicJobs {
 			list[i] = entry{JobName: pj.jobName, Spec: pj.spec}
 		}
 		b, _ := json.Marshal(list) // strings only: cannot fail

@@ -152,7 +152,7 @@ func (w *worker) runJob(ctx context.Context, jt *jobType, job *Job) (res runResu
 		}
 	}()
 	wp := w.r.wp
-	res.err = runChain(wp.contextType, wp.needsCtx, wp.middleware, jt.handler, ctx, job)
+	res.err = runChain(wp.contextType, wp.reg.needsCtx, wp.reg.middleware, jt.handler, ctx, job)
 	if res.err == nil && jt.Timeout > 0 && ctx.Err() == context.DeadlineExceeded {
 		res.err = context.DeadlineExceeded
 	}

@@ -27,6 +27,15 @@ type WorkerPool struct {
 	opts         WorkerPoolOptions
 	logger       *slog.Logger
 
+	// reg sits behind a pointer so that the WorkerPool value holds no lock: gocraft/work's pool held
+	// none, and its users copy it (reflect.ValueOf(*wp) to read workerPoolID), which go vet's
+	// copylocks check would flag.
+	reg *poolRegistry
+}
+
+// poolRegistry is what a WorkerPool's registration methods build and Start reads, and the run
+// while started.
+type poolRegistry struct {
 	mu           sync.Mutex
 	jobTypes     map[string]*jobType
 	middleware   []boundMiddleware
@@ -195,7 +204,7 @@ func NewWorkerPoolWithBackend(ctx interface{}, concurrency uint, namespace strin
 		contextType:  ctxType,
 		opts:         opts,
 		logger:       opts.Logger.With("pool_id", id),
-		jobTypes:     make(map[string]*jobType),
+		reg:          &poolRegistry{jobTypes: make(map[string]*jobType)},
 	}
 }
 
@@ -206,12 +215,12 @@ func NewWorkerPoolWithBackend(ctx interface{}, concurrency uint, namespace strin
 // pool's context. It panics on any other form, and when called after Start.
 func (wp *WorkerPool) Middleware(fn interface{}) *WorkerPool {
 	m, usesCtx := bindMiddleware(wp.contextType, fn)
-	wp.mu.Lock()
-	defer wp.mu.Unlock()
+	wp.reg.mu.Lock()
+	defer wp.reg.mu.Unlock()
 	wp.mustNotBeStarted("Middleware")
-	wp.middleware = append(wp.middleware, m)
-	wp.needsCtx = wp.needsCtx || usesCtx
-	wp.mwContext = wp.mwContext || receivesContext(fn)
+	wp.reg.middleware = append(wp.reg.middleware, m)
+	wp.reg.needsCtx = wp.reg.needsCtx || usesCtx
+	wp.reg.mwContext = wp.reg.mwContext || receivesContext(fn)
 	return wp
 }
 
@@ -241,11 +250,11 @@ func (wp *WorkerPool) JobWithOptions(name string, jobOpts JobOptions, fn interfa
 		jobOpts.MaxFails = defaultMaxFails
 	}
 	h, usesCtx := bindHandler(wp.contextType, fn)
-	wp.mu.Lock()
-	defer wp.mu.Unlock()
+	wp.reg.mu.Lock()
+	defer wp.reg.mu.Unlock()
 	wp.mustNotBeStarted("Job")
-	wp.jobTypes[name] = &jobType{Name: name, JobOptions: jobOpts, handler: h, receivesCtx: receivesContext(fn)}
-	wp.needsCtx = wp.needsCtx || usesCtx
+	wp.reg.jobTypes[name] = &jobType{Name: name, JobOptions: jobOpts, handler: h, receivesCtx: receivesContext(fn)}
+	wp.reg.needsCtx = wp.reg.needsCtx || usesCtx
 	return wp
 }
 
@@ -261,10 +270,10 @@ func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPo
 	if jobName == "" {
 		panic("work: job name is empty")
 	}
-	wp.mu.Lock()
-	defer wp.mu.Unlock()
+	wp.reg.mu.Lock()
+	defer wp.reg.mu.Unlock()
 	wp.mustNotBeStarted("PeriodicallyEnqueue")
-	wp.periodicJobs = append(wp.periodicJobs, &periodicJob{jobName: jobName, spec: spec, schedule: sched})
+	wp.reg.periodicJobs = append(wp.reg.periodicJobs, &periodicJob{jobName: jobName, spec: spec, schedule: sched})
 	return wp
 }
 
@@ -289,20 +298,20 @@ func parseCronSpec(spec string) (sched cron.Schedule, err error) {
 }
 
 func (wp *WorkerPool) mustNotBeStarted(what string) {
-	if wp.run != nil {
+	if wp.reg.run != nil {
 		panic("work: " + what + " called after Start")
 	}
 }
 
 // Start starts the workers and associated processes. Calling Start on a started pool does nothing.
 func (wp *WorkerPool) Start() {
-	wp.mu.Lock()
-	defer wp.mu.Unlock()
-	if wp.run != nil {
+	wp.reg.mu.Lock()
+	defer wp.reg.mu.Unlock()
+	if wp.reg.run != nil {
 		return
 	}
-	wp.run = newPoolRun(wp)
-	wp.run.start()
+	wp.reg.run = newPoolRun(wp)
+	wp.reg.run.start()
 }
 
 // Stop stops the workers and associated processes. It waits for running jobs to finish; jobs fetched
@@ -317,10 +326,10 @@ func (wp *WorkerPool) Stop() {
 // run again, in this or another pool) and returns ctx.Err(). A handler that ignores its context may
 // still be running when StopContext returns; its outcome is then discarded.
 func (wp *WorkerPool) StopContext(ctx context.Context) error {
-	wp.mu.Lock()
-	r := wp.run
-	wp.run = nil
-	wp.mu.Unlock()
+	wp.reg.mu.Lock()
+	r := wp.reg.run
+	wp.reg.run = nil
+	wp.reg.mu.Unlock()
 	if r == nil {
 		return nil
 	}
@@ -331,9 +340,9 @@ func (wp *WorkerPool) StopContext(ctx context.Context) error {
 // empty and has finished every job it fetched. It does not wait for scheduled or retry jobs.
 // Calling Drain on a pool that is not started returns at once.
 func (wp *WorkerPool) Drain() {
-	wp.mu.Lock()
-	r := wp.run
-	wp.mu.Unlock()
+	wp.reg.mu.Lock()
+	r := wp.reg.run
+	wp.reg.mu.Unlock()
 	if r != nil {
 		r.drain()
 	}
@@ -382,8 +391,8 @@ type queue struct {
 
 func newPoolRun(wp *WorkerPool) *poolRun {
 	r := &poolRun{wp: wp, poolID: wp.workerPoolID, boxedPoolID: wp.workerPoolID,
-		jobTypes: make(map[string]*jobType, len(wp.jobTypes)), queues: make(map[string]*queue, len(wp.jobTypes))}
-	for name, jt := range wp.jobTypes {
+		jobTypes: make(map[string]*jobType, len(wp.reg.jobTypes)), queues: make(map[string]*queue, len(wp.reg.jobTypes))}
+	for name, jt := range wp.reg.jobTypes {
 		r.jobTypes[name] = jt
 		r.names = append(r.names, name)
 		var rl rateLimit
@@ -391,7 +400,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 			rl = rateLimit{jobs: jt.RateLimit.Jobs, periodMs: max(jt.RateLimit.Period.Milliseconds(), 1)}
 		}
 		r.queues[name] = &queue{name: name, jt: jt, args: wp.store.newQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl),
-			contextual: jt.receivesCtx || wp.mwContext || jt.Timeout > 0}
+			contextual: jt.receivesCtx || wp.reg.mwContext || jt.Timeout > 0}
 	}
 	sort.Strings(r.names)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -406,7 +415,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.observer = newObserver(r)
 	r.heartbeater = newHeartbeater(r)
 	r.requeuer = newRequeuer(r)
-	r.periodic = newPeriodicEnqueuer(r, wp.periodicJobs)
+	r.periodic = newPeriodicEnqueuer(r, wp.reg.periodicJobs)
 	r.trimmer = newDeadTrimmer(r)
 	return r
 }
