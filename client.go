@@ -1192,7 +1192,8 @@ func (c *Client) BatchStatus(id string) (*BatchStatus, error) {
 }
 
 // Batches returns a page (1-based, 20 per page) of batches, newest first, and how many batches the
-// index holds. Batches whose status has expired are dropped from the index as they are met.
+// index holds. The pools drop the batches whose status has expired from the index every minute;
+// one met here before that is dropped at once.
 func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 	if page == 0 {
 		page = 1

@@ -68,6 +68,7 @@ func (k keyspace) uniquePrefix(name string) string { return k.p + "unique:" + na
 // of batches, and a job's record and the list of jobs waiting for it.
 func (k keyspace) batch(id string) string     { return k.p + "batch:" + id }
 func (k keyspace) batches() string            { return k.p + "batches" }
+func (k keyspace) batchesExpiry() string      { return k.p + "batches_expiry" }
 func (k keyspace) jobRecord(id string) string { return k.p + "job:" + id }
 
 // stats is the hash of a job name's processed and failed counts on one UTC day (days since the
@@ -122,7 +123,8 @@ end
 // success_fired once they ran. c counts the members still pending plus 2^26 times the members that
 // died, so that a member's end is one HINCRBY. Members carry "batch":"<id>" in their payload; the
 // hash keeps no list of them, so its size does not grow with the batch. <ns>:batches indexes batches
-// by creation time.
+// by creation time; <ns>:batches_expiry holds the complete ones by when their hash expires, so that
+// the pools' upkeep drops them from the index then (trimBatchesScript).
 //
 // A job record is the hash <ns>:job:<id>: name, state (waiting, queued, retrying, done, dead,
 // dropped), enqueued_at, finished_at, attempts, pool, err, result, batch, keep; a job waiting for
@@ -213,6 +215,7 @@ local function batchComplete(prefix, id, c, now, channel)
   settle(prefix, bk .. ':next', dead == 0, 'batch ' .. id .. ' had ' .. dead .. ' dead members', now, channel)
   local keep = tonumber(f[8]) or 86400
   pc('expire', bk, keep)
+  pc('zadd', prefix .. 'batches_expiry', now + keep, id)
   return true
 end
 -- batchCount adds delta to a batch's counter (-1: a member done; WK - 1: a member died; n: n members
@@ -1108,6 +1111,40 @@ if removed > 0 then redis.call('incrby', KEYS[2], removed) end
 return removed
 `)
 
+// trimBatchesScript removes from the batch index the batches whose status has expired: those listed
+// in batches_expiry as due by the server's clock, then, in a walk of at most ARGV[1] entries of the
+// index from rank ARGV[2], any entry whose batch hash is gone by another way (completed before
+// batches_expiry existed, deleted by hand). O(log n + ARGV[1]) a call, whatever the index holds.
+//
+//	KEYS[1] batches index; KEYS[2] batches_expiry
+//	ARGV[1] most entries to remove, and to check, in this call; ARGV[2] the rank to walk the index
+//	from; ARGV[3] the prefix of batch keys
+//
+// Returns {entries removed, the rank to walk from next time (0 once the walk reached the end)}.
+var trimBatchesScript = redis.NewScript(2, `
+local now = tonumber(redis.call('time')[1])
+local budget = tonumber(ARGV[1])
+local removed = 0
+local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'LIMIT', 0, budget)
+if #due > 0 then
+  redis.call('zrem', KEYS[1], unpack(due))
+  removed = redis.call('zrem', KEYS[2], unpack(due))
+end
+local start = tonumber(ARGV[2])
+local ids = redis.call('zrange', KEYS[1], start, start + budget - 1)
+local gone = {}
+for _, id in ipairs(ids) do
+  if redis.call('exists', ARGV[3] .. id) == 0 then gone[#gone + 1] = id end
+end
+if #gone > 0 then
+  removed = removed + redis.call('zrem', KEYS[1], unpack(gone))
+  redis.call('zrem', KEYS[2], unpack(gone))
+end
+local nextStart = start + #ids - #gone
+if #ids < budget then nextStart = 0 end
+return {removed, nextStart}
+`)
+
 // Backend is how the package reaches Redis. NewEnqueuer, NewWorkerPool and NewClient use a redigo
 // *redis.Pool (see PoolBackend); the ...WithBackend constructors take any Backend, so that an adapter
 // for another client (Redis Cluster, Sentinel) can sit behind the same code. Implementations must be
@@ -1513,13 +1550,33 @@ func (s *store) batchIDs(ctx context.Context, start, stop int64) ([]string, int6
 // forgetBatches removes batch IDs (whose status expired) from the index.
 func (s *store) forgetBatches(ctx context.Context, ids []string) error {
 	return s.do(ctx, func(c redis.Conn) error {
-		args := []interface{}{s.ks.batches()}
-		for _, id := range ids {
-			args = append(args, id)
+		for _, key := range []string{s.ks.batches(), s.ks.batchesExpiry()} {
+			args := []interface{}{key}
+			for _, id := range ids {
+				args = append(args, id)
+			}
+			c.Send("ZREM", args...)
 		}
-		_, err := c.Do("ZREM", args...)
+		_, err := c.Do("")
 		return err
 	})
+}
+
+// trimBatches drops expired batches from the index (see trimBatchesScript), checking up to budget
+// entries from rank walkFrom; it returns how many it removed and the rank to walk from next.
+func (s *store) trimBatches(ctx context.Context, budget int, walkFrom int64) (removed, next int64, err error) {
+	err = s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Int64s(trimBatchesScript.Do(c, s.ks.batches(), s.ks.batchesExpiry(), budget, walkFrom, s.ks.batch("")))
+		if err != nil {
+			return err
+		}
+		if len(r) != 2 {
+			return fmt.Errorf("work: trim batches: unexpected reply of %d elements", len(r))
+		}
+		removed, next = r[0], r[1]
+		return nil
+	})
+	return removed, next, err
 }
 
 // jobRecord reads a job's record; nil when there is none.

@@ -371,7 +371,7 @@ type poolRun struct {
 	heartbeater *heartbeater
 	requeuer    *requeuer
 	periodic    *periodicEnqueuer
-	trimmer     *deadTrimmer
+	upkeep      *upkeep
 
 	abandoned   atomic.Bool // the stop deadline passed: outcomes of running jobs are dropped
 	workersDone sync.WaitGroup
@@ -416,7 +416,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.heartbeater = newHeartbeater(r)
 	r.requeuer = newRequeuer(r)
 	r.periodic = newPeriodicEnqueuer(r, wp.reg.periodicJobs)
-	r.trimmer = newDeadTrimmer(r)
+	r.upkeep = newUpkeep(r)
 	return r
 }
 
@@ -434,7 +434,7 @@ func (r *poolRun) start() {
 	r.heartbeater.start(&r.bgDone)
 	r.requeuer.start(&r.bgDone)
 	r.periodic.start(&r.bgDone)
-	r.trimmer.start(&r.bgDone)
+	r.upkeep.start(&r.bgDone)
 	for _, w := range r.workers {
 		r.workersDone.Add(1)
 		go w.loop(&r.workersDone)

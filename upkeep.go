@@ -1,0 +1,102 @@
+package work
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// upkeep bounds what would otherwise grow in Redis for as long as a service runs: every minute (with
+// some jitter, so pools spread their passes) it trims the dead set within
+// WorkerPoolOptions.DeadMaxJobs and DeadMaxAge, and drops from the batch index the batches whose
+// status has expired. Each call costs O(log n + removed) in Redis and removes at most upkeepBudget
+// entries, looping while there is more, so a large backlog goes in short steps. Several pools doing
+// it at once is harmless.
+type upkeep struct {
+	r *poolRun
+	// batchWalk is the rank of the batch index from which the next pass checks for entries whose
+	// batch is gone (see store.trimBatches).
+	batchWalk int64
+}
+
+const (
+	upkeepEvery  = time.Minute
+	upkeepBudget = 10000
+	// batchBudget bounds the entries of the batch index one call removes or checks.
+	batchBudget = 1000
+)
+
+func newUpkeep(r *poolRun) *upkeep { return &upkeep{r: r} }
+
+func (u *upkeep) start(wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			u.pass()
+			wait := upkeepEvery + time.Duration(rand.Int64N(int64(5*time.Second)))
+			select {
+			case <-u.r.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+	}()
+}
+
+// pass runs every task of the upkeep once.
+func (u *upkeep) pass() {
+	opts := u.r.wp.opts
+	if opts.DeadMaxJobs > 0 || opts.DeadMaxAge > 0 {
+		u.trimDead()
+	}
+	u.trimBatches()
+}
+
+// trimDead runs calls until nothing is left to trim; it returns the number trimmed.
+func (u *upkeep) trimDead() int64 {
+	opts := u.r.wp.opts
+	var minDiedAt int64
+	if opts.DeadMaxAge > 0 {
+		minDiedAt = time.Now().Add(-opts.DeadMaxAge).Unix()
+	}
+	var total int64
+	for u.r.ctx.Err() == nil {
+		n, err := u.r.wp.store.trimDead(u.r.ctx, int64(max(opts.DeadMaxJobs, 0)), minDiedAt, upkeepBudget)
+		if err != nil {
+			if u.r.ctx.Err() == nil {
+				u.r.wp.logger.Error("work: trimming the dead set", "err", err)
+			}
+			break
+		}
+		total += n
+		if n < upkeepBudget {
+			break
+		}
+	}
+	if total > 0 {
+		u.r.wp.logger.Info("work: trimmed the dead set", "jobs_removed", total)
+	}
+	return total
+}
+
+// trimBatches drops expired batches from the batch index: every one that is due, and a walk of a
+// part of the index for entries whose batch is gone by another way. It returns the number removed.
+func (u *upkeep) trimBatches() int64 {
+	var total int64
+	for u.r.ctx.Err() == nil {
+		n, next, err := u.r.wp.store.trimBatches(u.r.ctx, batchBudget, u.batchWalk)
+		if err != nil {
+			if u.r.ctx.Err() == nil {
+				u.r.wp.logger.Error("work: trimming the batch index", "err", err)
+			}
+			break
+		}
+		u.batchWalk = next
+		total += n
+		if n < batchBudget {
+			break
+		}
+	}
+	return total
+}
