@@ -129,7 +129,10 @@ func (b *Batch) Close() error {
 
 // addToBatch queues jobs as members of batch id (steps as for batchScript).
 func (e *Enqueuer) addToBatch(id, steps string, opts *BatchOptions, jobs []BatchJob) ([]*Job, error) {
-	out, names, payloads, err := makeJobs(jobs, id)
+	out, names, payloads, keyed, err := makeJobs(jobs, id)
+	if len(keyed) > 0 {
+		return nil, errors.New("work: members of a batch cannot have a key yet")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,21 @@ type EnqueueOptions struct {
 	Track bool
 	// Keep is how long the record of a tracked job stays after the job ended. Zero: 24 hours.
 	Keep time.Duration
+
+	// Key makes the job a keyed job (see keyed.go's overview in the package documentation): it waits
+	// in its key's queue and is served in its key's turn, within the per-key limits of its name
+	// (JobOptions.KeyConcurrency, KeyRateLimit, KeyMaxWaiting). It keeps its key through retries,
+	// scheduling and a retry from the dead set. A key is 1 to MaxKeyLen bytes of UTF-8 without
+	// control characters or braces; an enqueue past the key's KeyMaxWaiting fails with ErrKeyFull.
+	Key string
+	// At schedules the job to run at that time (to the second), as EnqueueAt does.
+	At time.Time
+	// Unique enqueues the job only when no job of the same name, key and args waits, as
+	// EnqueueUnique does; UniqueBy compares that map instead of the args, as EnqueueUniqueByKey
+	// does (and implies Unique). EnqueueWith returns a nil job for a duplicate. A unique job cannot
+	// have dependencies or a record.
+	Unique   bool
+	UniqueBy map[string]interface{}
 }
 
 // ErrUnknownDependency is returned when a job or batch named as a dependency has no record: it was
@@ -50,7 +65,34 @@ const defaultRecordKeep = 24 * time.Hour
 // whose dependencies have all succeeded already is queued at once. The returned job's ID is what
 // later jobs name in After.
 func (e *Enqueuer) EnqueueWith(jobName string, args map[string]interface{}, opts EnqueueOptions) (*Job, error) {
-	if len(opts.After) == 0 && len(opts.AfterBatches) == 0 && !opts.Track {
+	if opts.Key != "" {
+		if err := checkKey(opts.Key); err != nil {
+			return nil, err
+		}
+	}
+	waits := len(opts.After) > 0 || len(opts.AfterBatches) > 0 || opts.Track
+	unique := opts.Unique || opts.UniqueBy != nil
+	switch {
+	case unique && waits:
+		return nil, errors.New("work: a unique job cannot have dependencies or a record")
+	case !opts.At.IsZero() && waits:
+		return nil, errors.New("work: a scheduled job cannot have dependencies or a record")
+	case unique:
+		var secs int64
+		if !opts.At.IsZero() {
+			secs = opts.At.Unix() - nowEpochSeconds()
+		}
+		job, _, err := e.enqueueUnique(jobName, !opts.At.IsZero(), secs, args, opts.UniqueBy, opts.Key)
+		return job, err
+	case !opts.At.IsZero():
+		sj, err := e.enqueueIn(jobName, opts.At.Unix()-nowEpochSeconds(), args, opts.Key)
+		if err != nil {
+			return nil, err
+		}
+		return sj.Job, nil
+	case !waits && opts.Key != "":
+		return e.enqueueKeyed(jobName, args, opts.Key)
+	case !waits:
 		return e.Enqueue(jobName, args)
 	}
 	var deps []string

@@ -119,6 +119,39 @@ func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, e
 	if err != nil {
 		return nil, err
 	}
+	return e.push(job, raw)
+}
+
+// enqueueKeyed enqueues a job with a key (checked by the caller) to its key's queue, sharing round
+// trips with concurrent Enqueue calls.
+func (e *Enqueuer) enqueueKeyed(jobName string, args map[string]interface{}, key string) (*Job, error) {
+	if err := checkJobName(jobName); err != nil {
+		return nil, err
+	}
+	job := newJob(jobName, args)
+	job.Key = key
+	raw, err := job.serialize()
+	if err != nil {
+		return nil, err
+	}
+	return e.push(job, raw)
+}
+
+// push writes an encoded job to its queue (its key's, for a keyed job).
+func (e *Enqueuer) push(job *Job, raw []byte) (*Job, error) {
+	jobName := job.Name
+	if job.Key != "" {
+		p := pendingPushes.Get().(*pendingPush)
+		p.push = push{name: jobName, key: job.Key, payload: raw}
+		e.write(p)
+		err := p.err
+		p.push = push{}
+		pendingPushes.Put(p)
+		if err != nil {
+			return nil, err
+		}
+		return job, nil
+	}
 	flag, ok := e.drained.Load(jobName)
 	if !ok {
 		flag, _ = e.drained.LoadOrStore(jobName, new(atomic.Bool))
@@ -218,6 +251,8 @@ const (
 type BatchJob struct {
 	Name string
 	Args map[string]interface{}
+	// Key makes the job a keyed job; see EnqueueOptions.Key.
+	Key string
 }
 
 // EnqueueBatch enqueues many jobs in one round trip and atomically: either every job is queued or,
@@ -228,9 +263,19 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	out, names, payloads, err := makeJobs(jobs, "")
+	out, names, payloads, keyed, err := makeJobs(jobs, "")
 	if err != nil {
 		return nil, err
+	}
+	if len(keyed) > 0 {
+		// Keyed jobs go to their keys' queues, the others with them in the same script.
+		for _, n := range names {
+			keyed = append(keyed, keyedGroup{name: n, payloads: payloads[n]})
+		}
+		if err := e.store.enqueueKeyed(context.Background(), e.replicaWait(), keyed); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	var addKnown []string
 	for _, n := range names {
@@ -248,36 +293,63 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 }
 
 // makeJobs makes and encodes the jobs of a batch call (members of the batch batchID, unless it is
-// ""): it returns them in the order given, and their payloads grouped by job name, names in the
+// ""): it returns them in the order given, the payloads of jobs without a key grouped by job name,
+// names in the order they first appear, and those of keyed jobs grouped by job name and key, in the
 // order they first appear.
-func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payloads map[string][]interface{}, err error) {
+func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payloads map[string][]interface{}, keyed []keyedGroup, err error) {
 	out = make([]*Job, len(jobs))
 	payloads = make(map[string][]interface{})
+	var group map[[2]string]int // (name, key) -> index in keyed
 	for i, bj := range jobs {
 		if err := checkJobName(bj.Name); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
+		}
+		if bj.Key != "" {
+			if err := checkKey(bj.Key); err != nil {
+				return nil, nil, nil, nil, err
+			}
 		}
 		job := newJob(bj.Name, bj.Args)
 		job.Batch = batchID
+		job.Key = bj.Key
 		raw, err := job.serialize()
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
+		}
+		out[i] = job
+		if bj.Key != "" {
+			if group == nil {
+				group = make(map[[2]string]int)
+			}
+			g, ok := group[[2]string{bj.Name, bj.Key}]
+			if !ok {
+				g = len(keyed)
+				group[[2]string{bj.Name, bj.Key}] = g
+				keyed = append(keyed, keyedGroup{name: bj.Name, key: bj.Key})
+			}
+			keyed[g].payloads = append(keyed[g].payloads, raw)
+			continue
 		}
 		if _, seen := payloads[bj.Name]; !seen {
 			names = append(names, bj.Name)
 		}
 		payloads[bj.Name] = append(payloads[bj.Name], raw)
-		out[i] = job
 	}
-	return out, names, payloads, nil
+	return out, names, payloads, keyed, nil
 }
 
 // EnqueueIn enqueues a job in the scheduled job queue for execution in secondsFromNow seconds.
 func (e *Enqueuer) EnqueueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
+	return e.enqueueIn(jobName, secondsFromNow, args, "")
+}
+
+// enqueueIn schedules a job, keyed when key is not "".
+func (e *Enqueuer) enqueueIn(jobName string, secondsFromNow int64, args map[string]interface{}, key string) (*ScheduledJob, error) {
 	if err := checkJobName(jobName); err != nil {
 		return nil, err
 	}
 	job := newJob(jobName, args)
+	job.Key = key
 	raw, err := job.serialize()
 	if err != nil {
 		return nil, err
@@ -301,14 +373,14 @@ func (e *Enqueuer) EnqueueAt(jobName string, t time.Time, args map[string]interf
 // again. Jobs in the retry and dead sets don't count against uniqueness. A unique lock lives 24 hours.
 // EnqueueUnique returns the job if it was enqueued and (nil, nil) if it was a duplicate.
 func (e *Enqueuer) EnqueueUnique(jobName string, args map[string]interface{}) (*Job, error) {
-	job, _, err := e.enqueueUnique(jobName, false, 0, args, nil)
+	job, _, err := e.enqueueUnique(jobName, false, 0, args, nil, "")
 	return job, err
 }
 
 // EnqueueUniqueIn enqueues a unique job in the scheduled job queue for execution in secondsFromNow
 // seconds. See EnqueueUnique for the semantics of unique jobs.
 func (e *Enqueuer) EnqueueUniqueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
-	job, runAt, err := e.enqueueUnique(jobName, true, secondsFromNow, args, nil)
+	job, runAt, err := e.enqueueUnique(jobName, true, secondsFromNow, args, nil, "")
 	if job == nil {
 		return nil, err
 	}
@@ -319,23 +391,23 @@ func (e *Enqueuer) EnqueueUniqueIn(jobName string, secondsFromNow int64, args ma
 // A duplicate replaces the args of the job already enqueued, so the single run uses the latest args.
 // See EnqueueUnique for the other semantics of unique jobs.
 func (e *Enqueuer) EnqueueUniqueByKey(jobName string, args map[string]interface{}, keyMap map[string]interface{}) (*Job, error) {
-	job, _, err := e.enqueueUnique(jobName, false, 0, args, keyMap)
+	job, _, err := e.enqueueUnique(jobName, false, 0, args, keyMap, "")
 	return job, err
 }
 
 // EnqueueUniqueInByKey enqueues a job in the scheduled job queue, unique by keyMap, for execution in
 // secondsFromNow seconds. See EnqueueUniqueByKey.
 func (e *Enqueuer) EnqueueUniqueInByKey(jobName string, secondsFromNow int64, args map[string]interface{}, keyMap map[string]interface{}) (*ScheduledJob, error) {
-	job, runAt, err := e.enqueueUnique(jobName, true, secondsFromNow, args, keyMap)
+	job, runAt, err := e.enqueueUnique(jobName, true, secondsFromNow, args, keyMap, "")
 	if job == nil {
 		return nil, err
 	}
 	return &ScheduledJob{RunAt: runAt, Job: job}, err
 }
 
-// enqueueUnique enqueues a unique job (into the scheduled set when scheduled), keyed by keyMap when it
-// is non-nil.
-func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow int64, args, keyMap map[string]interface{}) (*Job, int64, error) {
+// enqueueUnique enqueues a unique job (into the scheduled set when scheduled), unique by keyMap when
+// it is non-nil, and a keyed job of key when key is not "".
+func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow int64, args, keyMap map[string]interface{}, key string) (*Job, int64, error) {
 	if err := checkJobName(jobName); err != nil {
 		return nil, 0, err
 	}
@@ -347,9 +419,11 @@ func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow 
 	if err != nil {
 		return nil, 0, err
 	}
+	uniqueKey = keyedUniqueLock(uniqueKey, key)
 	job := newJob(jobName, args)
 	job.Unique = true
 	job.UniqueKey = uniqueKey
+	job.Key = key
 	raw, err := job.serialize()
 	if err != nil {
 		return nil, 0, err
@@ -366,7 +440,7 @@ func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow 
 	if e.UniqueTTL > 0 {
 		ttl = max(int64((e.UniqueTTL+time.Second-1)/time.Second), 1)
 	}
-	ok, err := e.store.enqueueUnique(context.Background(), e.replicaWait(), jobName, uniqueKey, raw, lockValue, runAt, ttl)
+	ok, err := e.store.enqueueUnique(context.Background(), e.replicaWait(), jobName, key, uniqueKey, raw, lockValue, runAt, ttl)
 	if err != nil || !ok {
 		return nil, 0, err
 	}

@@ -41,6 +41,10 @@ type Job struct {
 	// Tracked is set for a job that has a record from its enqueue on (see EnqueueOptions.Track):
 	// the pool that finishes it updates the record and starts the jobs waiting for it.
 	Tracked bool `json:"tracked,omitempty"`
+	// Key is the job's key (EnqueueOptions.Key): the tenant, account or other party it works for,
+	// whose jobs of its name are dispatched fairly against other keys' and within the limits set per
+	// key (JobOptions.KeyConcurrency, KeyRateLimit). Empty for a job without one.
+	Key string `json:"key,omitempty"`
 
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.

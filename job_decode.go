@@ -43,6 +43,7 @@ const (
 	fastFailedAt
 	fastBatch
 	fastTracked
+	fastKey
 )
 
 // decodeFast decodes data into j without reflection when data has the shape that encoders of the
@@ -139,6 +140,13 @@ func decodeFast(j *Job, data []byte, queueName string) bool {
 			if j.Tracked, ok = p.bool(); !ok {
 				return false
 			}
+		case "key":
+			bit = fastKey
+			s, ok := p.str()
+			if !ok {
+				return false
+			}
+			j.Key = string(s)
 		default:
 			return false
 		}

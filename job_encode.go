@@ -55,6 +55,10 @@ func encodeFast(b []byte, j *Job) ([]byte, bool) {
 	if j.Tracked {
 		b = append(b, `,"tracked":true`...)
 	}
+	if j.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendJSONString(b, j.Key)
+	}
 	return append(b, '}'), validStrings(j)
 }
 
@@ -62,7 +66,7 @@ func encodeFast(b []byte, j *Job) ([]byte, bool) {
 // invalid bytes; the fast path leaves such jobs to it).
 func validStrings(j *Job) bool {
 	return utf8.ValidString(j.Name) && utf8.ValidString(j.ID) && utf8.ValidString(j.UniqueKey) &&
-		utf8.ValidString(j.LastErr) && utf8.ValidString(j.Batch)
+		utf8.ValidString(j.LastErr) && utf8.ValidString(j.Batch) && utf8.ValidString(j.Key)
 }
 
 // appendArgs appends args as encoding/json writes a map[string]interface{}: null when nil, else an

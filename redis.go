@@ -1333,6 +1333,7 @@ func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 // outcome (the queue's length after the push, or the error of this job's push).
 type push struct {
 	name     string
+	key      string // a keyed job's key: the push runs enqueueKeyedScript
 	payload  []byte
 	addKnown bool // register the job name in known_jobs too
 	publish  bool // send the wake-up with the push (the caller expects the queue to be empty, or nearly)
@@ -1348,6 +1349,11 @@ type push struct {
 func (s *store) enqueueMany(ctx context.Context, w replicaWait, pushes []*push) {
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		for _, p := range pushes {
+			if p.key != "" {
+				// The script registers the name and wakes pools itself.
+				enqueueKeyedScript.SendHash(c, s.keyedPushArgs(p)...)
+				continue
+			}
 			if p.addKnown {
 				c.Send("SADD", s.ks.knownJobs(), p.name)
 			}
@@ -1370,8 +1376,9 @@ func (s *store) enqueueMany(ctx context.Context, w replicaWait, pushes []*push) 
 			return err
 		}
 		at, late := 0, 0
+		var noScript []*push
 		for _, p := range pushes {
-			if p.addKnown {
+			if p.addKnown && p.key == "" {
 				at++
 			}
 			if at >= len(r) {
@@ -1379,6 +1386,14 @@ func (s *store) enqueueMany(ctx context.Context, w replicaWait, pushes []*push) 
 			}
 			p.n, p.err = redis.Int64(r[at], nil)
 			at++
+			if p.key != "" {
+				if re, ok := p.err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
+					noScript = append(noScript, p)
+				} else {
+					p.err = keyedPushError(p.err, p)
+				}
+				continue
+			}
 			if p.publish {
 				at++
 			} else if p.err == nil && p.n == 1 {
@@ -1390,6 +1405,12 @@ func (s *store) enqueueMany(ctx context.Context, w replicaWait, pushes []*push) 
 			// The jobs are queued whatever this reply says: without the wake-up, a pool's next look
 			// finds them.
 			_, _ = c.Do("")
+		}
+		for _, p := range noScript {
+			// The server did not know the script yet (the first keyed push since it started): Do
+			// loads it.
+			p.n, p.err = redis.Int64(enqueueKeyedScript.Do(c, s.keyedPushArgs(p)...))
+			p.err = keyedPushError(p.err, p)
 		}
 		return nil
 	})
@@ -1447,7 +1468,7 @@ func (s *store) schedule(ctx context.Context, w replicaWait, name string, runAt 
 }
 
 // enqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
-func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
+func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, key, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
 	dest, score := s.ks.jobs(name), ""
 	if runAt != 0 {
 		dest, score = s.ks.scheduled(), strconv.FormatInt(runAt, 10)

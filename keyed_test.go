@@ -1,0 +1,120 @@
+package work
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A keyed job waits in its key's queue, in the documented layout, and its key gets a turn.
+func TestKeyedEnqueueWritesTheKeyedLayout(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	for i := 0; i < 3; i++ {
+		job, err := e.EnqueueWith("mail", Q{"i": i}, EnqueueOptions{Key: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.Key != "acme" {
+			t.Fatalf("job.Key = %q", job.Key)
+		}
+	}
+	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "globex:eu"}); err != nil {
+		t.Fatal(err)
+	}
+	p := ns + ":keyed:mail:"
+	if n := rInt(t, pool, "LLEN", p+"{acme}"); n != 3 {
+		t.Fatalf("acme's queue holds %d jobs, want 3", n)
+	}
+	if got := rStrings(t, pool, "ZRANGE", p+"ready", 0, -1); len(got) != 2 {
+		t.Fatalf("ready keys %v, want acme and globex:eu", got)
+	}
+	if got := rStrings(t, pool, "ZRANGE", p+"waiting", 0, -1, "WITHSCORES"); strings.Join(got, " ") != "globex:eu 1 acme 3" {
+		t.Fatalf("waiting index %v", got)
+	}
+	if n := rInt(t, pool, "HGET", p+"meta", "waiting"); n != 4 {
+		t.Fatalf("meta waiting %d, want 4", n)
+	}
+	if n := rInt(t, pool, "LLEN", ns+":jobs:mail"); n != 0 {
+		t.Fatalf("%d keyed jobs on the name's own queue", n)
+	}
+	raw := rStrings(t, pool, "LRANGE", p+"{acme}", -1, -1)[0]
+	if !strings.HasSuffix(raw, `,"key":"acme"}`) {
+		t.Fatalf("payload %s does not end with its key", raw)
+	}
+}
+
+func TestKeyedEnqueueRefusesMalformedKeys(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	for _, key := range []string{"a{b", "a}b", "tab\there", "nul\x00", "\xff\xfe", strings.Repeat("k", MaxKeyLen+1), "del\x7f"} {
+		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); !errors.Is(err, ErrMalformedKey) {
+			t.Errorf("key %q: %v, want ErrMalformedKey", key, err)
+		}
+		if _, err := e.EnqueueBatch([]BatchJob{{Name: "mail"}, {Name: "mail", Key: key}}); !errors.Is(err, ErrMalformedKey) {
+			t.Errorf("batch with key %q: %v, want ErrMalformedKey", key, err)
+		}
+	}
+	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: strings.Repeat("k", MaxKeyLen)}); err != nil {
+		t.Errorf("a key of MaxKeyLen bytes: %v", err)
+	}
+	if keys := rStrings(t, pool, "KEYS", ns+":jobs:*"); len(keys) != 0 {
+		t.Errorf("refused enqueues wrote %v", keys)
+	}
+}
+
+// A batch of keyed and unkeyed jobs is queued whole, or not at all when one key is past its cap.
+func TestKeyedBatchIsAtomicAndHonoursTheCap(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	rdo(t, pool, "HSET", ns+":keyed:mail:meta", "max_waiting", 3)
+	jobs := []BatchJob{{Name: "mail", Key: "a"}, {Name: "mail"}, {Name: "mail", Key: "b"}, {Name: "mail", Key: "a"}, {Name: "other"}}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	if a, b, plain := rInt(t, pool, "LLEN", ns+":keyed:mail:{a}"), rInt(t, pool, "LLEN", ns+":keyed:mail:{b}"), rInt(t, pool, "LLEN", ns+":jobs:mail"); a != 2 || b != 1 || plain != 1 {
+		t.Fatalf("queues a %d, b %d, mail %d; want 2, 1, 1", a, b, plain)
+	}
+	// Two more of a would leave it with 4 waiting, past its cap of 3: nothing is written.
+	_, err := e.EnqueueBatch([]BatchJob{{Name: "mail", Key: "b"}, {Name: "mail", Key: "a"}, {Name: "mail", Key: "a"}, {Name: "mail"}})
+	if !errors.Is(err, ErrKeyFull) || !strings.Contains(err.Error(), `key "a"`) {
+		t.Fatalf("over the cap: %v, want ErrKeyFull naming key a", err)
+	}
+	if a, b, plain := rInt(t, pool, "LLEN", ns+":keyed:mail:{a}"), rInt(t, pool, "LLEN", ns+":keyed:mail:{b}"), rInt(t, pool, "LLEN", ns+":jobs:mail"); a != 2 || b != 1 || plain != 1 {
+		t.Fatalf("a refused batch changed the queues: a %d, b %d, mail %d", a, b, plain)
+	}
+	// A single enqueue is refused past the cap too, and a key's override lifts it.
+	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "a"}); !errors.Is(err, ErrKeyFull) {
+		t.Fatalf("a fourth job of a: %v, want ErrKeyFull", err)
+	}
+	rdo(t, pool, "HSET", ns+":keyed:mail:conf", "m:a", -1)
+	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "a"}); err != nil {
+		t.Fatalf("with the cap lifted for a: %v", err)
+	}
+}
+
+// A scheduled keyed job carries its key into the scheduled set.
+func TestKeyedScheduledJobKeepsItsKey(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	job, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "acme", At: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rStrings(t, pool, "ZRANGE", ns+":scheduled", 0, -1)
+	if len(m) != 1 || !strings.Contains(m[0], `"key":"acme"`) || job.Key != "acme" {
+		t.Fatalf("scheduled %v, job key %q", m, job.Key)
+	}
+}
