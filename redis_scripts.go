@@ -1,0 +1,201 @@
+package work
+
+// The Lua scripts live in lua/, one file per script, and the helpers several of them share in
+// lua/lib/. This file carries them into the binary and builds each redis.Script: the helpers a
+// script names, then the script itself, sent to Redis as one text.
+//
+// A script file opens with a header of comment lines: what it does, then two lines the loader reads,
+//
+//	-- keys: 2                    (how many KEYS it takes, or "varies": the caller passes the count first)
+//	-- uses: keychecks, workflow  (helpers from lua/lib, or "none")
+//
+// then its KEYS, its ARGV and what it returns. A helper file has the same header with "-- defines:"
+// (the functions it declares) in place of "-- keys:"; a helper may use others, which come before it.
+// Values Go owns are written into the text where it says ${name} (see luaConstants).
+
+import (
+	"embed"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+//go:embed lua/*.lua lua/lib/*.lua
+var luaFiles embed.FS
+
+// luaConstants are the Go values the scripts use, by the name a script writes as ${name}.
+var luaConstants = map[string]string{
+	"batchCounterUnit": strconv.Itoa(batchCounterUnit),
+}
+
+// The scripts, in the order of a job's life. Each file's header documents its KEYS, ARGV and reply.
+var (
+	// enqueueBatchScript queues many payloads at once, all or none: lua/enqueue_batch.lua.
+	enqueueBatchScript = loadScript("enqueue_batch")
+	// enqueueUniqueScript enqueues a job unless its unique lock is held: lua/enqueue_unique.lua.
+	enqueueUniqueScript = loadScript("enqueue_unique")
+	// batchScript opens, adds to and closes a batch: lua/batch.lua.
+	batchScript = loadScript("batch")
+	// enqueueAfterScript enqueues jobs that wait for others: lua/enqueue_after.lua.
+	enqueueAfterScript = loadScript("enqueue_after")
+	// exchangeScript records finished jobs and fetches new ones, the hot path: lua/exchange.lua.
+	exchangeScript = loadScript("exchange")
+	// claimUniqueScript releases the unique locks of jobs that start: lua/claim_unique.lua.
+	claimUniqueScript = loadScript("claim_unique")
+	// sweepScript puts back in-progress entries the pool does not hold: lua/sweep.lua.
+	sweepScript = loadScript("sweep")
+	// dueScript lists the members of the scheduled and retry sets that are due: lua/due.lua.
+	dueScript = loadScript("due")
+	// enqueueDueScript moves due members onto their queues: lua/enqueue_due.lua.
+	enqueueDueScript = loadScript("enqueue_due")
+	// zsetMoveScript moves a member between sorted sets under a new payload: lua/zset_move.lua.
+	zsetMoveScript = loadScript("zset_move")
+	// schedulePeriodicScript adds periodic jobs to the scheduled set: lua/schedule_periodic.lua.
+	schedulePeriodicScript = loadScript("schedule_periodic")
+	// pollScript looks for waiting jobs: lua/poll.lua.
+	pollScript = loadScript("poll")
+	// heartbeatScript records a pool's heartbeat and looks at the others: lua/heartbeat.lua.
+	heartbeatScript = loadScript("heartbeat")
+	// reapScript puts a dead pool's jobs back on their queues: lua/reap.lua.
+	reapScript = loadScript("reap")
+	// trimDeadScript trims the dead set: lua/trim_dead.lua.
+	trimDeadScript = loadScript("trim_dead")
+	// deleteMemberScript deletes a member of a sorted set by hand: lua/delete_member.lua.
+	deleteMemberScript = loadScript("delete_member")
+	// deleteListMemberScript deletes a job from a queue by hand: lua/delete_list_member.lua.
+	deleteListMemberScript = loadScript("delete_list_member")
+	// requeueMembersScript moves members of a sorted set onto their queues: lua/requeue_members.lua.
+	requeueMembersScript = loadScript("requeue_members")
+)
+
+// loadScript returns the script of lua/<name>.lua with its helpers (see scriptSource). It panics on a
+// malformed file, which every test run therefore reports.
+func loadScript(name string) *redis.Script {
+	keys, src, err := scriptSource(name)
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(keys, src)
+}
+
+// scriptSource returns the key count of lua/<name>.lua (-1 for "varies") and the text sent to Redis:
+// the helpers its "uses" line names, each after the helpers it uses in turn and each once, then the
+// script, with the ${name} placeholders of luaConstants filled in.
+func scriptSource(name string) (keys int, src string, err error) {
+	h, body, err := readLua("lua/" + name + ".lua")
+	if err != nil {
+		return 0, "", err
+	}
+	switch k := h["keys"]; k {
+	case "":
+		return 0, "", fmt.Errorf("lua/%s.lua: no %q line in its header", name, "-- keys:")
+	case "varies":
+		keys = -1
+	default:
+		if keys, err = strconv.Atoi(k); err != nil || keys < 0 {
+			return 0, "", fmt.Errorf("lua/%s.lua: keys %q is neither a count nor \"varies\"", name, k)
+		}
+	}
+	var b strings.Builder
+	state := map[string]int{} // 1: being added, 2: added
+	var add func(from, helper string) error
+	add = func(from, helper string) error {
+		switch state[helper] {
+		case 1:
+			return fmt.Errorf("%s: helper %q uses itself, through the helpers it uses", from, helper)
+		case 2:
+			return nil
+		}
+		state[helper] = 1
+		path := "lua/lib/" + helper + ".lua"
+		hh, text, err := readLua(path)
+		if err != nil {
+			return fmt.Errorf("%s uses %q: %w", from, helper, err)
+		}
+		for _, u := range luaUses(hh) {
+			if err := add(path, u); err != nil {
+				return err
+			}
+		}
+		b.WriteString(text)
+		b.WriteString("\n")
+		state[helper] = 2
+		return nil
+	}
+	for _, u := range luaUses(h) {
+		if err := add("lua/"+name+".lua", u); err != nil {
+			return 0, "", err
+		}
+	}
+	b.WriteString(body)
+	if src, err = fillLuaConstants(b.String()); err != nil {
+		return 0, "", fmt.Errorf("lua/%s.lua: %w", name, err)
+	}
+	return keys, src, nil
+}
+
+// luaHeaderField matches a machine-read line of a header: "-- keys: 2".
+var luaHeaderField = regexp.MustCompile(`^-- (keys|uses|defines):(.*)$`)
+
+// readLua returns the fields of a Lua file's header (the comment lines it opens with) and its text.
+// Every file has a "uses" line.
+func readLua(path string) (header map[string]string, text string, err error) {
+	data, err := luaFiles.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	text = string(data)
+	header = map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "--") {
+			break
+		}
+		if m := luaHeaderField.FindStringSubmatch(line); m != nil {
+			if _, dup := header[m[1]]; dup {
+				return nil, "", fmt.Errorf("%s: two %q lines in its header", path, m[1])
+			}
+			header[m[1]] = strings.TrimSpace(m[2])
+		}
+	}
+	if header["uses"] == "" {
+		return nil, "", fmt.Errorf("%s: no %q line in its header", path, "-- uses:")
+	}
+	return header, text, nil
+}
+
+// luaUses lists the helpers of a header's "uses" line.
+func luaUses(header map[string]string) []string {
+	return luaList(header["uses"])
+}
+
+// luaList splits a header's list ("a, b"); "none" is the empty list.
+func luaList(s string) []string {
+	if s == "none" || s == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
+// luaPlaceholder is where a script takes a value from Go: ${batchCounterUnit}.
+var luaPlaceholder = regexp.MustCompile(`\$\{([A-Za-z0-9_]*)\}`)
+
+// fillLuaConstants writes the values of luaConstants in place of their placeholders.
+func fillLuaConstants(src string) (string, error) {
+	var err error
+	out := luaPlaceholder.ReplaceAllStringFunc(src, func(p string) string {
+		name := p[2 : len(p)-1]
+		v, ok := luaConstants[name]
+		if !ok && err == nil {
+			err = fmt.Errorf("no Go value for the placeholder %s", p)
+		}
+		return v
+	})
+	return out, err
+}
