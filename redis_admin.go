@@ -14,60 +14,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// deleteMemberScript removes one member from a sorted set and, only if it was still there, the unique
-// lock that guarded it, so a job deleted twice never frees a lock that a newer job holds.
-//
-//	KEYS[1] sorted set; KEYS[2] (optional) unique lock to delete with it
-//	ARGV[1] member
-//
-// Returns 1 when removed, 0 when the member was gone.
-var deleteMemberScript = redis.NewScript(-1, luaWorkflow+luaRemovedByHand+`
-if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then
-  if KEYS[2] then redis.call('del', KEYS[2]) end
-  removedByHand()
-  return 1
-end
-return 0
-`)
-
-// luaRemovedByHand defines removedByHand(), which tells a removed job's workflow state that it will
-// not run: a batch member still pending counts as dead, so its batch can complete, and the jobs
-// waiting for a tracked job go to the dead set. ARGV[2..7], when given: namespace prefix, wake-up
-// channel, job ID, batch ID, "1" for a tracked job, "1" when the job had not ended (a dead job was
-// counted when it died).
-const luaRemovedByHand = `
-local function removedByHand()
-  if not ARGV[7] or ARGV[7] ~= '1' then return end
-  local prefix, channel, id, batch = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-  local now = tonumber(redis.call('time')[1])
-  if batch ~= '' then batchCount(prefix, batch, WK - 1, now, channel) end
-  if ARGV[6] == '1' then
-    pc('hset', prefix .. 'job:' .. id, 'state', 'deleted', 'finished_at', now)
-    settle(prefix, prefix .. 'job:' .. id .. ':next', false, 'job ' .. id .. ' deleted', now, channel)
-  end
-end
-`
-
-// requeueMembersScript moves members of a sorted set onto the back of their queues under new payloads,
-// each at most once: a member already removed (by a racing client) is skipped, so nothing runs twice.
-// A queue that goes from empty to one job wakes idle pools.
-//
-//	KEYS[1] the sorted set; KEYS[1+i] the queue list for member i
-//	ARGV[1] wake-up channel; ARGV[3i-1], ARGV[3i], ARGV[3i+1]: member i, the payload to push, its job name
-//
-// Returns the number of members moved.
-var requeueMembersScript = redis.NewScript(-1, `
-local moved = 0
-for i = 2, #KEYS do
-  local a = 3 * (i - 1) - 1
-  if redis.call('zrem', KEYS[1], ARGV[a]) == 1 then
-    if redis.call('lpush', KEYS[i], ARGV[a+1]) == 1 then redis.call('publish', ARGV[1], ARGV[a+2]) end
-    moved = moved + 1
-  end
-end
-return moved
-`)
-
 // zmember is one member of a sorted set with its score (epoch seconds in every set of the layout).
 type zmember struct {
 	member []byte
@@ -208,8 +154,9 @@ func memberArgs(key string, member []byte, lockKey string) []interface{} {
 	return []interface{}{1, key, member}
 }
 
-// withWorkflow appends to memberArgs what luaRemovedByHand needs for a job removed by hand: j is the
-// decoded job (nil when it could not be decoded), pending whether it had not ended yet.
+// withWorkflow appends to memberArgs what removedByHand (lua/lib/removedbyhand.lua) needs for a job
+// removed by hand: j is the decoded job (nil when it could not be decoded), pending whether it had not
+// ended yet.
 func (s *store) withWorkflow(args []interface{}, j *Job, pending bool) []interface{} {
 	if j == nil || (j.Batch == "" && !j.Tracked) || checkBatchID(j.ID) != nil || (j.Batch != "" && checkBatchID(j.Batch) != nil) {
 		return args
@@ -379,20 +326,6 @@ func (s *store) hashes(c redis.Conn, ids []string, key func(string) string) ([]m
 	}
 	return out, nil
 }
-
-// deleteListMemberScript removes every copy of one exact member from a list and, only if something was
-// removed, the unique lock that guarded it, so deleting a job twice never frees a newer job's lock.
-//
-//	KEYS[1] list; KEYS[2] (optional) unique lock to delete with it
-//	ARGV[1] member
-//
-// Returns the number of copies removed.
-var deleteListMemberScript = redis.NewScript(-1, luaWorkflow+luaRemovedByHand+`
-local n = redis.call('lrem', KEYS[1], 0, ARGV[1])
-if n > 0 and KEYS[2] then redis.call('del', KEYS[2]) end
-if n > 0 then removedByHand() end
-return n
-`)
 
 // listRange returns the members start..stop (inclusive, by index) of a list.
 func (s *store) listRange(ctx context.Context, key string, start, stop int64) ([][]byte, error) {

@@ -31,6 +31,48 @@ var luaConstants = map[string]string{
 	"batchCounterUnit": strconv.Itoa(batchCounterUnit),
 }
 
+// The scripts, in the order of a job's life. Each file's header documents its KEYS, ARGV and reply.
+var (
+	// enqueueBatchScript queues many payloads at once, all or none: lua/enqueue_batch.lua.
+	enqueueBatchScript = loadScript("enqueue_batch")
+	// enqueueUniqueScript enqueues a job unless its unique lock is held: lua/enqueue_unique.lua.
+	enqueueUniqueScript = loadScript("enqueue_unique")
+	// batchScript opens, adds to and closes a batch: lua/batch.lua.
+	batchScript = loadScript("batch")
+	// enqueueAfterScript enqueues jobs that wait for others: lua/enqueue_after.lua.
+	enqueueAfterScript = loadScript("enqueue_after")
+	// exchangeScript records finished jobs and fetches new ones, the hot path: lua/exchange.lua.
+	exchangeScript = loadScript("exchange")
+	// claimUniqueScript releases the unique locks of jobs that start: lua/claim_unique.lua.
+	claimUniqueScript = loadScript("claim_unique")
+	// sweepScript puts back in-progress entries the pool does not hold: lua/sweep.lua.
+	sweepScript = loadScript("sweep")
+	// dueScript lists the members of the scheduled and retry sets that are due: lua/due.lua.
+	dueScript = loadScript("due")
+	// enqueueDueScript moves due members onto their queues: lua/enqueue_due.lua.
+	enqueueDueScript = loadScript("enqueue_due")
+	// zsetMoveScript moves a member between sorted sets under a new payload: lua/zset_move.lua.
+	zsetMoveScript = loadScript("zset_move")
+	// schedulePeriodicScript adds periodic jobs to the scheduled set: lua/schedule_periodic.lua.
+	schedulePeriodicScript = loadScript("schedule_periodic")
+	// pollScript looks for waiting jobs: lua/poll.lua.
+	pollScript = loadScript("poll")
+	// heartbeatScript records a pool's heartbeat and looks at the others: lua/heartbeat.lua.
+	heartbeatScript = loadScript("heartbeat")
+	// reapScript puts a dead pool's jobs back on their queues: lua/reap.lua.
+	reapScript = loadScript("reap")
+	// trimDeadScript trims the dead set: lua/trim_dead.lua.
+	trimDeadScript = loadScript("trim_dead")
+	// trimBatchesScript drops expired batches from the batch index: lua/trim_batches.lua.
+	trimBatchesScript = loadScript("trim_batches")
+	// deleteMemberScript deletes a member of a sorted set by hand: lua/delete_member.lua.
+	deleteMemberScript = loadScript("delete_member")
+	// deleteListMemberScript deletes a job from a queue by hand: lua/delete_list_member.lua.
+	deleteListMemberScript = loadScript("delete_list_member")
+	// requeueMembersScript moves members of a sorted set onto their queues: lua/requeue_members.lua.
+	requeueMembersScript = loadScript("requeue_members")
+)
+
 // loadScript returns the script of lua/<name>.lua with its helpers (see scriptSource). It panics on a
 // malformed file, which every test run therefore reports.
 func loadScript(name string) *redis.Script {

@@ -1,0 +1,82 @@
+-- Opens a batch, adds jobs to it and closes it, or any of these in that order, at once: the jobs
+-- of one call are queued together or not at all, and a closed batch whose members all ended fires
+-- its callbacks (batchComplete, lib/workflow.lua).
+--
+-- keys: varies
+-- uses: keychecks, workflow
+--
+-- KEYS[1] the batch hash; KEYS[2] the batches index; KEYS[3] known_jobs; KEYS[3+i] the queue of
+--   job name i
+-- ARGV[1] steps: 'o' open, 'a' add, 'c' close, in that order ("oac" does all three)
+-- ARGV[2] namespace prefix; ARGV[3] wake-up channel; ARGV[4] batch ID
+-- ARGV[5..10] (open) description, keep seconds, on_complete head, its job name, on_success head,
+--   its job name ("" for none)
+-- ARGV[11..] (add) per job name i: name, count; then the payloads, name by name
+--
+-- Returns "complete" when the close fired the callbacks at once, else "ok".
+-- Errors: WORKBATCH exists / unknown / complete / empty (close of a batch without members),
+-- WRONGTYPE for a queue or batch key of another type; nothing is changed then.
+
+local steps, prefix, channel, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local bk = KEYS[1]
+if not isType(bk, 'hash') then
+  return redis.error_reply('WRONGTYPE the batch key ' .. bk .. ' holds another type')
+end
+local state = redis.call('hget', bk, 'state')
+if string.find(steps, 'o', 1, true) then
+  if redis.call('exists', bk) == 1 then return redis.error_reply('WORKBATCH exists') end
+  state = 'open'
+elseif not state then
+  return redis.error_reply('WORKBATCH unknown')
+elseif state == 'complete' then
+  return redis.error_reply('WORKBATCH complete')
+end
+local n = #KEYS - 3
+if string.find(steps, 'a', 1, true) then
+  for i = 4, #KEYS do
+    if not isType(KEYS[i], 'list') then
+      return redis.error_reply('WRONGTYPE the queue key ' .. KEYS[i] .. ' holds another type; nothing was queued')
+    end
+  end
+end
+local c = tonumber(redis.call('hget', bk, 'c') or '0') or 0
+local total = tonumber(redis.call('hget', bk, 'total') or '0') or 0
+local added = 0
+for i = 1, n do added = added + tonumber(ARGV[10 + 2*i]) end
+if string.find(steps, 'c', 1, true) and total + added == 0 then return redis.error_reply('WORKBATCH empty') end
+local now = tonumber(redis.call('time')[1])
+if string.find(steps, 'o', 1, true) then
+  local fields = {'state', 'open', 'created_at', now, 'description', ARGV[5], 'keep', ARGV[6], 'total', 0, 'c', 0, 'failed', 0}
+  if ARGV[7] ~= '' then
+    fields[#fields+1] = 'on_complete'; fields[#fields+1] = ARGV[7]
+    fields[#fields+1] = 'on_complete_name'; fields[#fields+1] = ARGV[8]
+  end
+  if ARGV[9] ~= '' then
+    fields[#fields+1] = 'on_success'; fields[#fields+1] = ARGV[9]
+    fields[#fields+1] = 'on_success_name'; fields[#fields+1] = ARGV[10]
+  end
+  redis.call('hset', bk, unpack(fields))
+  redis.call('zadd', KEYS[2], now, id)
+end
+if added > 0 then
+  local at = 11 + 2 * n
+  for i = 1, n do
+    local name, count = ARGV[9 + 2*i], tonumber(ARGV[10 + 2*i])
+    redis.call('sadd', KEYS[3], name)
+    local done = 0
+    while done < count do
+      local chunk = math.min(count - done, 1000)
+      redis.call('lpush', KEYS[3+i], unpack(ARGV, at + done, at + done + chunk - 1))
+      done = done + chunk
+    end
+    at = at + count
+    redis.call('publish', channel, name)
+  end
+  c = redis.call('hincrby', bk, 'c', added)
+  redis.call('hincrby', bk, 'total', added)
+end
+if string.find(steps, 'c', 1, true) and state == 'open' then
+  redis.call('hset', bk, 'state', 'closed')
+  if c % WK == 0 and batchComplete(prefix, id, c, now, channel) then return 'complete' end
+end
+return 'ok'

@@ -1,0 +1,45 @@
+-- scan: answers "what is waiting?" for a pool's sets and queues. An idle namespace costs one EXISTS
+-- (an empty set or list does not exist), whatever the number of queues; TIME is read only when needed.
+--
+-- uses: none
+-- defines: scan
+--
+-- scan(s, e, now) looks at KEYS[s] and KEYS[s+1] (the scheduled and retry sets) and the queues
+-- KEYS[s+2..e]; now is the server's clock in epoch seconds, or nil to read it when needed.
+--
+-- It returns {due, i...}: due is -1 when both sets are empty, else the seconds until their earliest
+-- member is due (0: due now; at most 3600, a look comes sooner anyway); each i (1-based from
+-- KEYS[s+2]) is a queue that holds jobs.
+local function scan(s, e, now)
+  local out = {-1}
+  local total = 0
+  for i = s, e, 1000 do total = total + redis.call('exists', unpack(KEYS, i, math.min(i + 999, e))) end
+  if total == 0 then return out end
+  local sets = redis.call('exists', KEYS[s], KEYS[s + 1])
+  if sets > 0 then
+    now = now or tonumber(redis.call('time')[1])
+    for i = s, s + 1 do
+      local m = redis.pcall('zrange', KEYS[i], 0, 0, 'WITHSCORES')
+      local at = type(m) == 'table' and tonumber(m[2])
+      if at then
+        local d = at - now
+        -- Scores are anyone's to write: NaN, negative and huge ones are clamped.
+        if d ~= d or d < 0 then d = 0 elseif d > 3600 then d = 3600 end
+        d = math.floor(d)
+        if out[1] < 0 or d < out[1] then out[1] = d end
+      end
+    end
+  end
+  local lists = total - sets
+  for i = s + 2, e do
+    if lists <= 0 then break end
+    local n = redis.pcall('llen', KEYS[i])
+    if type(n) ~= 'number' then
+      lists = lists - 1 -- a key of another type exists too: counted off, not reported
+    elseif n > 0 then
+      out[#out + 1] = i - s - 1
+      lists = lists - 1
+    end
+  end
+  return out
+end

@@ -1,0 +1,47 @@
+-- Puts a dead pool's in-progress jobs back at the fetch end of their queues (oldest first, no retry
+-- counted) and releases what it held of each concurrency lock, unless the pool sent a heartbeat after
+-- all. Only one of several reapers racing for the same pool does anything.
+--
+-- keys: varies
+-- uses: keychecks
+--
+-- KEYS[1] worker_pools set; KEYS[2] the dead pool's heartbeat hash
+-- KEYS[4i-1..4i+2], one group per job name i: jobs list, the pool's in-progress list, lock, lock_info
+-- ARGV[1] dead pool ID; ARGV[2] dead-after seconds (-1: reap whatever the heartbeat says, as a
+--   stopping pool does for itself); ARGV[3] wake-up channel; ARGV[3+i] job name i
+--
+-- Returns the number of jobs requeued, or -1 when the pool turned out to be alive.
+
+local now = tonumber(redis.call('time')[1])
+local at = redis.pcall('hget', KEYS[2], 'heartbeat_at')
+if type(at) ~= 'string' then at = nil else at = tonumber(at) end
+if at and now - at <= tonumber(ARGV[2]) then return -1 end
+local moved = 0
+for i = 1, (#KEYS - 2) / 4 do
+  local b = 2 + (i - 1) * 4
+  local c = 0
+  -- A queue or in-progress key of the wrong type is left alone (nothing can move safely).
+  if isType(KEYS[b+1], 'list') and isType(KEYS[b+2], 'list') then
+    while true do
+      local v = redis.call('lpop', KEYS[b+2])
+      if not v then break end
+      redis.call('rpush', KEYS[b+1], v)
+      c = c + 1
+    end
+  end
+  if isType(KEYS[b+4], 'hash') then
+    local held = tonumber(redis.call('hget', KEYS[b+4], ARGV[1]) or 0) or 0
+    redis.call('hdel', KEYS[b+4], ARGV[1])
+    if held ~= 0 then
+      local left = redis.pcall('decrby', KEYS[b+3], held)
+      if type(left) == 'number' and left < 0 then redis.call('set', KEYS[b+3], 0) end
+    end
+  end
+  if c > 0 then
+    redis.call('publish', ARGV[3], ARGV[3+i])
+    moved = moved + c
+  end
+end
+redis.call('del', KEYS[2])
+redis.call('srem', KEYS[1], ARGV[1])
+return moved

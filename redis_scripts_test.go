@@ -1,0 +1,222 @@
+package work
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// luaNames lists the files of a folder of luaFiles, without their extension.
+func luaNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := fs.ReadDir(luaFiles, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".lua") {
+			names = append(names, strings.TrimSuffix(e.Name(), ".lua"))
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no .lua files in %s", dir)
+	}
+	return names
+}
+
+// luaHeader returns the comment lines a Lua file opens with.
+func luaHeader(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := luaFiles.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "--") {
+			break
+		}
+		h = append(h, line)
+	}
+	return h
+}
+
+// hasLine reports whether a header has a line starting with prefix.
+func hasLine(header []string, prefix string) bool {
+	for _, l := range header {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLuaScriptHeadersSayWhatTheyTakeAndReturn(t *testing.T) {
+	for _, name := range luaNames(t, "lua") {
+		file := "lua/" + name + ".lua"
+		h := luaHeader(t, file)
+		if len(h) == 0 || luaHeaderField.MatchString(h[0]) || strings.TrimSpace(strings.TrimPrefix(h[0], "--")) == "" {
+			t.Errorf("%s: the header does not open with what the script does", file)
+		}
+		fields, _, err := readLua(file)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if fields["keys"] == "" {
+			t.Errorf("%s: no \"-- keys:\" line", file)
+		}
+		if fields["defines"] != "" {
+			t.Errorf("%s: a script defines nothing for others; helpers go in lua/lib", file)
+		}
+		for _, section := range []string{"-- KEYS", "-- ARGV", "-- Returns"} {
+			if !hasLine(h, section) {
+				t.Errorf("%s: the header has no line starting %q", file, section)
+			}
+		}
+	}
+}
+
+func TestLuaHelpersDefineWhatTheirHeaderSays(t *testing.T) {
+	for _, name := range luaNames(t, "lua/lib") {
+		file := "lua/lib/" + name + ".lua"
+		fields, text, err := readLua(file)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if fields["keys"] != "" {
+			t.Errorf("%s: a helper takes no keys of its own", file)
+		}
+		defines := luaList(fields["defines"])
+		if len(defines) == 0 {
+			t.Errorf("%s: no \"-- defines:\" line", file)
+		}
+		for _, d := range defines {
+			re := regexp.MustCompile(`(?m)^local (function )?` + regexp.QuoteMeta(d) + `\b`)
+			if !re.MatchString(text) {
+				t.Errorf("%s: defines %s, but declares no local of that name", file, d)
+			}
+		}
+	}
+}
+
+func TestLuaUsesNameHelpersThatExistAndEveryHelperIsUsed(t *testing.T) {
+	helpers := map[string]bool{}
+	for _, name := range luaNames(t, "lua/lib") {
+		helpers[name] = false
+	}
+	for _, dir := range []string{"lua", "lua/lib"} {
+		for _, name := range luaNames(t, dir) {
+			file := path.Join(dir, name+".lua")
+			fields, _, err := readLua(file)
+			if err != nil {
+				t.Errorf("%v", err)
+				continue
+			}
+			for _, u := range luaUses(fields) {
+				if _, ok := helpers[u]; !ok {
+					t.Errorf("%s uses %q: there is no lua/lib/%s.lua", file, u, u)
+					continue
+				}
+				helpers[u] = true
+			}
+		}
+	}
+	for h, used := range helpers {
+		if !used {
+			t.Errorf("lua/lib/%s.lua is used by no script", h)
+		}
+	}
+}
+
+// Every script is loaded once, by the file of the Redis layer that owns its family of state
+// (redis_scripts.go, or redis_keyed.go for keyed jobs).
+func TestEveryLuaScriptIsLoadedByAGoVar(t *testing.T) {
+	loaded := map[string]int{}
+	for _, file := range []string{"redis_scripts.go", "redis_keyed.go"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`loadScript\("([^"]+)"\)`).FindAllStringSubmatch(string(src), -1) {
+			loaded[m[1]]++
+		}
+	}
+	files := luaNames(t, "lua")
+	for _, name := range files {
+		if loaded[name] != 1 {
+			t.Errorf("lua/%s.lua is loaded %d times, want once", name, loaded[name])
+		}
+		delete(loaded, name)
+	}
+	for name := range loaded {
+		t.Errorf("a script %q is loaded, which is no file in lua/", name)
+	}
+}
+
+func TestLuaScriptsLoadIntoRedis(t *testing.T) {
+	pool := newTestPool(t)
+	conn := pool.Get()
+	defer conn.Close()
+	names := luaNames(t, "lua")
+	sort.Strings(names)
+	for _, name := range names {
+		keys, src, err := scriptSource(name)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if strings.Contains(src, "${") {
+			t.Errorf("lua/%s.lua: a placeholder is left in the text sent to Redis", name)
+		}
+		// SCRIPT LOAD compiles the script: a syntax error (in the script or a helper) fails here.
+		sha, err := redis.String(conn.Do("SCRIPT", "LOAD", src))
+		if err != nil {
+			t.Errorf("lua/%s.lua does not load: %v", name, err)
+			continue
+		}
+		if want := redis.NewScript(keys, src).Hash(); sha != want {
+			t.Errorf("lua/%s.lua: SCRIPT LOAD returned %s, want %s", name, sha, want)
+		}
+	}
+}
+
+func TestLuaConstantsComeFromGo(t *testing.T) {
+	for _, name := range []string{"exchange", "batch", "enqueue_after", "delete_member"} {
+		_, src, err := scriptSource(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "local WK = " + strconv.Itoa(batchCounterUnit) + "\n"; !strings.Contains(src, want) {
+			t.Errorf("lua/%s.lua with its helpers has no line %q", name, strings.TrimSpace(want))
+		}
+	}
+	if _, err := fillLuaConstants("local x = ${noSuchConstant}"); err == nil {
+		t.Error("an unknown placeholder was filled in without an error")
+	}
+}
+
+func TestLuaHelpersComeFirstAndOnce(t *testing.T) {
+	// delete_member uses workflow and removedbyhand, which uses workflow in turn: workflow once, first.
+	_, src, err := scriptSource("delete_member")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(src, "local function settle("); n != 1 {
+		t.Errorf("workflow's settle is declared %d times, want once", n)
+	}
+	w, r, body := strings.Index(src, "local function settle("), strings.Index(src, "local function removedByHand("),
+		strings.Index(src, "if redis.call('zrem'")
+	if !(w >= 0 && w < r && r < body) {
+		t.Errorf("want workflow, then removedbyhand, then the script: at %d, %d, %d", w, r, body)
+	}
+}
