@@ -130,23 +130,24 @@ func (b *Batch) Close() error {
 // addToBatch queues jobs as members of batch id (steps as for batchScript).
 func (e *Enqueuer) addToBatch(id, steps string, opts *BatchOptions, jobs []BatchJob) ([]*Job, error) {
 	out, names, payloads, keyed, err := makeJobs(jobs, id)
-	if len(keyed) > 0 {
-		return nil, errors.New("work: members of a batch cannot have a key yet")
-	}
 	if err != nil {
 		return nil, err
 	}
-	if err := e.runBatchWith(id, steps, opts, names, payloads); err != nil {
+	groups := make([]keyedGroup, 0, len(names)+len(keyed))
+	for _, n := range names {
+		groups = append(groups, keyedGroup{name: n, payloads: payloads[n]})
+	}
+	if err := e.runBatchWith(id, steps, opts, append(groups, keyed...)); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 func (e *Enqueuer) runBatch(id, steps string, opts *BatchOptions) error {
-	return e.runBatchWith(id, steps, opts, nil, nil)
+	return e.runBatchWith(id, steps, opts, nil)
 }
 
-func (e *Enqueuer) runBatchWith(id, steps string, opts *BatchOptions, names []string, payloads map[string][]interface{}) error {
+func (e *Enqueuer) runBatchWith(id, steps string, opts *BatchOptions, groups []keyedGroup) error {
 	if err := checkBatchID(id); err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func (e *Enqueuer) runBatchWith(id, steps string, opts *BatchOptions, names []st
 			return err
 		}
 	}
-	err := e.store.batch(context.Background(), e.replicaWait(), id, steps, open, names, payloads)
+	err := e.store.batch(context.Background(), e.replicaWait(), id, steps, open, groups)
 	return batchError(err)
 }
 

@@ -57,6 +57,8 @@ var ErrUnknownDependency = errors.New("work: unknown dependency")
 type ChainStep struct {
 	Name string
 	Args map[string]interface{}
+	// Key makes the step a keyed job; see EnqueueOptions.Key.
+	Key string
 }
 
 const defaultRecordKeep = 24 * time.Hour
@@ -108,7 +110,7 @@ func (e *Enqueuer) EnqueueWith(jobName string, args map[string]interface{}, opts
 		}
 		deps = append(deps, "b:"+id)
 	}
-	jobs, err := e.enqueueAfter([]ChainStep{{Name: jobName, Args: args}}, deps, opts)
+	jobs, err := e.enqueueAfter([]ChainStep{{Name: jobName, Args: args, Key: opts.Key}}, deps, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -142,13 +144,19 @@ func (e *Enqueuer) enqueueAfter(steps []ChainStep, deps []string, opts EnqueueOp
 		if err := checkJobName(st.Name); err != nil {
 			return nil, err
 		}
+		if st.Key != "" {
+			if err := checkKey(st.Key); err != nil {
+				return nil, err
+			}
+		}
 		job := newJob(st.Name, st.Args)
 		job.Tracked = true
+		job.Key = st.Key
 		raw, err := job.serialize()
 		if err != nil {
 			return nil, err
 		}
-		specs[i] = afterJob{id: job.ID, name: st.Name, payload: raw, policy: policy, keep: keep, deps: deps}
+		specs[i] = afterJob{id: job.ID, name: st.Name, payload: raw, policy: policy, keep: keep, key: st.Key, deps: deps}
 		if i > 0 {
 			specs[i].deps = []string{"j:" + out[i-1].ID}
 		}

@@ -527,13 +527,23 @@ func retryOp(member []byte, j *Job, decoded bool, now int64) (requeueOp, error) 
 		return requeueOp{}, fmt.Errorf("job %q cannot be decoded, so it cannot be queued", j.ID)
 	}
 	if len(j.Raw) > 0 {
-		return requeueOp{member: member, payload: j.Raw, name: j.Name}, nil
+		op := requeueOp{member: member, payload: j.Raw, name: j.Name}
+		if orig, err := decodeJob(j.Raw); err == nil && orig.Name == j.Name && orig.Key != "" && checkKey(orig.Key) == nil {
+			// A keyed payload found where it did not belong (pushed by hand onto its name's queue,
+			// say) goes to its key's queue this time.
+			op.key = orig.Key
+		}
+		return op, nil
 	}
 	payload, err := retryPayload(member, now)
 	if err != nil {
 		return requeueOp{}, err
 	}
-	return requeueOp{member: member, payload: payload, name: j.Name}, nil
+	op := requeueOp{member: member, payload: payload, name: j.Name}
+	if j.Key != "" && checkKey(j.Key) == nil {
+		op.key = j.Key
+	}
+	return op, nil
 }
 
 // retryPayload re-encodes a dead job for its queue: fails, err and failed_at cleared, t set to now.
@@ -548,6 +558,7 @@ func retryPayload(member []byte, now int64) ([]byte, error) {
 		Args       json.RawMessage `json:"args"`
 		Unique     bool            `json:"unique,omitempty"`
 		UniqueKey  string          `json:"unique_key,omitempty"`
+		Key        string          `json:"key,omitempty"`
 	}
 	if err := json.Unmarshal(member, &w); err != nil {
 		return nil, fmt.Errorf("malformed job payload: %w", err)
@@ -869,7 +880,11 @@ func (c *Client) runNow(key string, score int64, jobID string) error {
 	var ops []requeueOp
 	for _, f := range found {
 		if f.ok {
-			ops = append(ops, requeueOp{member: f.member, payload: f.member, name: f.job.Name})
+			op := requeueOp{member: f.member, payload: f.member, name: f.job.Name}
+			if f.job.Key != "" && checkKey(f.job.Key) == nil {
+				op.key = f.job.Key
+			}
+			ops = append(ops, op)
 		}
 	}
 	n, err := c.store.requeueMembers(ctx, key, ops)

@@ -1,6 +1,7 @@
 package work
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -310,6 +311,12 @@ func (f *fetcher) exchange(n int) error {
 		for ; c > 0 && k < len(x.jobs); c-- {
 			raw, _ := x.jobs[k].([]byte)
 			j := &Job{raw: raw, rawArg: x.jobs[k], q: q}
+			if q.keyed {
+				// A keyed job's in-progress entry is "<key>\n<payload>" (lua/lib/keyed.lua).
+				if i := bytes.IndexByte(raw, '\n'); i > 0 {
+					j.fetchedKey, j.raw = string(raw[:i]), raw[i+1:]
+				}
+			}
 			k++
 			f.sweeper.hold(j)
 			f.held.Add(1)

@@ -11,20 +11,26 @@ import (
 // decodeJob would, and checks that it names its queue. Payloads of the usual shape take a path
 // without reflection (decodeFast); anything else goes through encoding/json.
 func decodeFetched(j *Job, queueName string) error {
-	raw, rawArg, q := j.raw, j.rawArg, j.q
+	raw, rawArg, q, fetchedKey := j.raw, j.rawArg, j.q, j.fetchedKey
 	if !decodeFast(j, raw, queueName) {
 		w, err := decodeWire(raw)
 		if err != nil {
 			return fmt.Errorf("malformed job payload: %w", err)
 		}
 		*j = Job(*w)
-		j.raw, j.rawArg, j.q = raw, rawArg, q
+		j.raw, j.rawArg, j.q, j.fetchedKey = raw, rawArg, q, fetchedKey
 	}
 	if j.Name == "" {
 		return errors.New("malformed job payload: no job name")
 	}
 	if j.Name != queueName {
 		return fmt.Errorf("job name %q does not match its queue %q", j.Name, queueName)
+	}
+	if q != nil && j.Key != fetchedKey {
+		if q.keyed {
+			return fmt.Errorf("job key %q does not match the queue of key %q it was taken from", j.Key, fetchedKey)
+		}
+		return fmt.Errorf("job key %q found in the queue of its name, not in its key's queue", j.Key)
 	}
 	return nil
 }

@@ -48,9 +48,9 @@ type drainWaiter struct {
 }
 
 func newReadiness(r *poolRun) *readiness {
-	prio := make(map[string]uint, len(r.jobTypes))
-	for name, jt := range r.jobTypes {
-		prio[name] = jt.Priority
+	prio := make(map[string]uint, len(r.queues))
+	for id, q := range r.queues {
+		prio[id] = q.jt.Priority
 	}
 	return &readiness{
 		r:       r,
@@ -72,15 +72,18 @@ func (q *readiness) poke() {
 	}
 }
 
-// notify marks a queue ready (a wake-up message named it).
+// notify marks a job name's queues ready (a wake-up message named it): its own and its keyed jobs'
+// (a wake-up does not say which; the other one's fetch finds it empty).
 func (q *readiness) notify(name string) {
 	q.mu.Lock()
 	if _, ok := q.r.jobTypes[name]; !ok {
 		q.mu.Unlock()
 		return
 	}
-	q.ready[name] = true
+	keyed := keyedQueueID(name)
+	q.ready[name], q.ready[keyed] = true, true
 	q.gen[name]++
+	q.gen[keyed]++
 	q.mu.Unlock()
 	q.r.fetcher.fetchNow()
 }
@@ -88,9 +91,9 @@ func (q *readiness) notify(name string) {
 // markAllReady makes every queue ready: wake-ups may have been missed.
 func (q *readiness) markAllReady() {
 	q.mu.Lock()
-	for _, name := range q.r.names {
-		q.ready[name] = true
-		q.gen[name]++
+	for _, id := range q.r.queueIDs {
+		q.ready[id] = true
+		q.gen[id]++
 	}
 	q.mu.Unlock()
 	q.poke()
@@ -121,10 +124,14 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 		st, _ := status[i].(int64)
 		if st == -5 && time.Since(q.warned[name]) > time.Minute {
 			q.warned[name] = time.Now()
-			ks := q.r.wp.store.ks
+			ks, qu := q.r.wp.store.ks, q.r.queues[name]
+			keys := []string{ks.jobs(qu.name), ks.inProgress(qu.name, q.r.poolID)}
+			if qu.keyed {
+				keys = []string{ks.keyed(qu.name) + "*", ks.keyedInProgress(qu.name, q.r.poolID)}
+			}
 			q.r.wp.logger.Warn("work: WRONGTYPE: a key of this queue holds the wrong type; skipping the queue until it is repaired",
-				"job_name", name, "keys", []string{ks.jobs(name), ks.inProgress(name, q.r.poolID), ks.lock(name),
-					ks.lockInfo(name), ks.maxConcurrency(name), ks.rate(name)})
+				"job_name", qu.name, "keyed", qu.keyed, "keys", append(keys, ks.lock(qu.name), ks.lockInfo(qu.name),
+					ks.maxConcurrency(qu.name), ks.rate(qu.name)))
 		}
 		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 {
 			if q.gen[name] == gens[i] {

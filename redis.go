@@ -422,6 +422,9 @@ func (s *store) schedule(ctx context.Context, w replicaWait, name string, runAt 
 // enqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
 func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, key, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
 	dest, score := s.ks.jobs(name), ""
+	if key != "" {
+		dest = s.ks.keyedQueue(name, key)
+	}
 	if runAt != 0 {
 		dest, score = s.ks.scheduled(), strconv.FormatInt(runAt, 10)
 	}
@@ -429,31 +432,35 @@ func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, key, uni
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		var err error
 		res, err = redis.String(enqueueUniqueScript.Do(c, dest, uniqueKey, s.ks.knownJobs(),
-			payload, lockValue, score, name, s.ks.wakeChannel(), ttl, s.ks.dueChannel()))
-		return err
+			payload, lockValue, score, name, s.ks.wakeChannel(), ttl, s.ks.dueChannel(), key, s.ks.keyed(name)))
+		return keyedError(err, []keyedGroup{{name: name, key: key}})
 	})
 	return res == "ok", err
 }
 
 // batch runs batchScript for batch id: steps as it takes them, open what opening writes, and the
 // payloads of the members to add, by job name in the order of names.
-func (s *store) batch(ctx context.Context, w replicaWait, id, steps string, open batchOpen, names []string, payloads map[string][]interface{}) error {
-	args := make([]interface{}, 0, 3+len(names)+12+2*len(names))
-	args = append(args, 3+len(names), s.ks.batch(id), s.ks.batches(), s.ks.knownJobs())
-	for _, name := range names {
-		args = append(args, s.ks.jobs(name))
+func (s *store) batch(ctx context.Context, w replicaWait, id, steps string, open batchOpen, groups []keyedGroup) error {
+	args := make([]interface{}, 0, 3+len(groups)+12+3*len(groups))
+	args = append(args, 3+len(groups), s.ks.batch(id), s.ks.batches(), s.ks.knownJobs())
+	for _, g := range groups {
+		if g.key != "" {
+			args = append(args, s.ks.keyedQueue(g.name, g.key))
+		} else {
+			args = append(args, s.ks.jobs(g.name))
+		}
 	}
 	args = append(args, steps, s.ks.p, s.ks.wakeChannel(), id, open.description, open.keep,
 		open.onComplete, open.onCompleteName, open.onSuccess, open.onSuccessName)
-	for _, name := range names {
-		args = append(args, name, len(payloads[name]))
+	for _, g := range groups {
+		args = append(args, g.name, g.key, len(g.payloads))
 	}
-	for _, name := range names {
-		args = append(args, payloads[name]...)
+	for _, g := range groups {
+		args = append(args, g.payloads...)
 	}
 	return s.doWrite(ctx, w, func(c redis.Conn) error {
 		_, err := batchScript.Do(c, args...)
-		return err
+		return keyedError(err, groups)
 	})
 }
 
@@ -464,6 +471,7 @@ type afterJob struct {
 	payload  []byte
 	policy   string // "dead" or "run"
 	keep     int64
+	key      string // a keyed job's key
 	deps     []string
 }
 
@@ -471,7 +479,7 @@ type afterJob struct {
 func (s *store) enqueueAfter(ctx context.Context, w replicaWait, jobs []afterJob) ([]string, error) {
 	args := []interface{}{1, s.ks.knownJobs(), s.ks.p, s.ks.wakeChannel(), len(jobs)}
 	for _, j := range jobs {
-		args = append(args, j.id, j.name, j.payload, j.keep, j.policy, len(j.deps))
+		args = append(args, j.id, j.name, j.payload, j.keep, j.policy, j.key, len(j.deps))
 		for _, d := range j.deps {
 			args = append(args, d)
 		}
@@ -575,6 +583,8 @@ type rateLimit struct {
 // queueArgs are one of a pool's queues as exchangeScript takes it: its keys, name and settings,
 // boxed once per pool run so that a round trip allocates nothing per queue.
 type queueArgs struct {
+	kind    interface{}   // the script's group kind
+	extra   []interface{} // the fields of the group's kind after the rate limit
 	name    string
 	keys    [7]interface{} // jobs, in-progress, paused, lock, lock_info, max_concurrency, rate
 	nameArg interface{}
@@ -587,7 +597,7 @@ type queueArgs struct {
 
 // newQueueArgs encodes a queue of poolID for exchanges.
 func (s *store) newQueueArgs(name, poolID string, limited bool, rl rateLimit) *queueArgs {
-	q := &queueArgs{name: name, nameArg: name, limited: "0", rate: [2]interface{}{0, 0}}
+	q := &queueArgs{kind: "queue", name: name, nameArg: name, limited: "0", rate: [2]interface{}{0, 0}}
 	q.keys = [7]interface{}{s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.paused(name),
 		s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name), s.ks.rate(name)}
 	if limited {
@@ -979,15 +989,20 @@ func (s *store) due(ctx context.Context, sets []string, limit int) (int64, [][][
 }
 
 // enqueueDue moves set members onto the queues of the given names (see enqueueDueScript).
-func (s *store) enqueueDue(ctx context.Context, set string, members [][]byte, names []string) (int64, error) {
-	args := make([]interface{}, 0, 2+3*len(members)+1)
+// keys[i] is the key of member i ("" for none).
+func (s *store) enqueueDue(ctx context.Context, set string, members [][]byte, names, keys []string) (int64, error) {
+	args := make([]interface{}, 0, 3+4*len(members))
 	args = append(args, 1+len(members), set)
-	for _, name := range names {
-		args = append(args, s.ks.jobs(name))
+	for i, name := range names {
+		if keys[i] != "" {
+			args = append(args, s.ks.keyedQueue(name, keys[i]))
+		} else {
+			args = append(args, s.ks.jobs(name))
+		}
 	}
-	args = append(args, s.ks.wakeChannel())
+	args = append(args, s.ks.wakeChannel(), s.ks.p)
 	for i, m := range members {
-		args = append(args, m, names[i])
+		args = append(args, m, names[i], keys[i])
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {

@@ -189,6 +189,7 @@ type requeueOp struct {
 	member  []byte // exact bytes in the set
 	payload []byte // what to push
 	name    string // the job name: its queue, and the wake-up message
+	key     string // a keyed job's key: its key's queue is the one
 }
 
 // requeueMembers moves members of a sorted set onto their queues (see requeueMembersScript), in one
@@ -197,14 +198,18 @@ func (s *store) requeueMembers(ctx context.Context, set string, ops []requeueOp)
 	if len(ops) == 0 {
 		return 0, nil
 	}
-	args := make([]interface{}, 0, 3+4*len(ops))
+	args := make([]interface{}, 0, 4+5*len(ops))
 	args = append(args, 1+len(ops), set)
 	for i := range ops {
-		args = append(args, s.ks.jobs(ops[i].name))
+		if ops[i].key != "" {
+			args = append(args, s.ks.keyedQueue(ops[i].name, ops[i].key))
+		} else {
+			args = append(args, s.ks.jobs(ops[i].name))
+		}
 	}
-	args = append(args, s.ks.wakeChannel())
+	args = append(args, s.ks.wakeChannel(), s.ks.p)
 	for i := range ops {
-		args = append(args, ops[i].member, ops[i].payload, ops[i].name)
+		args = append(args, ops[i].member, ops[i].payload, ops[i].name, ops[i].key)
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {

@@ -1,6 +1,7 @@
 package work
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -118,6 +119,7 @@ func (q *requeuer) once() (bool, int64) {
 		}
 		good := make([][]byte, 0, len(members))
 		names := make([]string, 0, len(members))
+		keys := make([]string, 0, len(members))
 		for _, m := range members {
 			job, err := decodeJob(m)
 			if err != nil {
@@ -129,13 +131,22 @@ func (q *requeuer) once() (bool, int64) {
 				}
 				continue
 			}
+			if job.Key != "" && checkKey(job.Key) != nil {
+				// A key no enqueue accepts (written by hand): its job would have no queue to wait in.
+				rec := deadLetterRecord(job.Name, m, fmt.Errorf("job key: %w", checkKey(job.Key)), now)
+				if _, merr := st.zsetMove(q.r.ctx, sets[i], st.ks.dead(), m, now, rec); merr != nil {
+					q.r.wp.logger.Error("work: moving a job with a malformed key to the dead set", "err", merr)
+				}
+				continue
+			}
 			good = append(good, m)
 			names = append(names, job.Name)
+			keys = append(keys, job.Key)
 		}
 		if len(good) == 0 {
 			continue
 		}
-		if _, err := st.enqueueDue(q.r.ctx, sets[i], good, names); err != nil {
+		if _, err := st.enqueueDue(q.r.ctx, sets[i], good, names, keys); err != nil {
 			if q.r.ctx.Err() == nil {
 				q.r.wp.logger.Error("work: moving due jobs to their queues", "err", err)
 				q.in(time.Second)

@@ -62,11 +62,13 @@ func (s *sweeper) due() bool {
 func (s *sweeper) sweep() {
 	s.lastSweep = time.Now()
 	s.sweptErrs = s.r.wp.store.errs.Load()
-	held := make(map[string][][]byte, len(s.r.names))
+	held := make(map[string][][]byte, len(s.r.queueIDs))
 	s.mu.Lock()
 	s.active = false
 	for j := range s.held {
-		held[j.q.name] = append(held[j.q.name], j.raw)
+		// The in-progress entry, by the id of the queue whose list holds it.
+		entry, _ := j.rawArg.([]byte)
+		held[j.q.id] = append(held[j.q.id], entry)
 	}
 	s.mu.Unlock()
 	n, err := s.r.wp.store.sweep(s.r.ctx, s.r.poolID, s.r.names, held)

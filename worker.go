@@ -133,7 +133,7 @@ func (w *worker) uniqueKey(job *Job) string {
 		return job.UniqueKey
 	}
 	key, _ := ks.unique(job.Name, job.Args)
-	return key
+	return keyedUniqueLock(key, job.Key)
 }
 
 // runJob runs the middleware chain and the handler, turning a panic into an error (its text is

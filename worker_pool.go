@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,23 @@ type JobOptions struct {
 	// Enqueuer's UniqueTTL. With EnqueueUniqueByKey, args stored by duplicates after the job started
 	// are not run.
 	UniqueUntilDone bool
+
+	// KeyConcurrency, when positive, is the most jobs of one key (EnqueueOptions.Key) of this name
+	// that run at once across all pools of the namespace; 1 runs a key's jobs one after another, in
+	// the order they were enqueued. Client.SetKeyLimits overrides it for one key. Give every pool the
+	// same value. It does not apply to jobs without a key.
+	KeyConcurrency uint
+
+	// KeyRateLimit, when its Jobs is positive, limits how many jobs of one key of this name start per
+	// Period across all pools, as RateLimit does for the whole name; a key past it waits while other
+	// keys go on. Client.SetKeyLimits overrides it for one key.
+	KeyRateLimit RateLimit
+
+	// KeyMaxWaiting, when positive, caps the jobs of one key of this name waiting in its queue: an
+	// enqueue past it fails with ErrKeyFull and writes nothing. The pool writes it to Redis when it
+	// starts, so every enqueuer of the namespace applies it; Client.SetKeyLimits overrides it for one
+	// key. Jobs moved to the queue by the pools (due scheduled jobs and retries) are never refused.
+	KeyMaxWaiting uint
 }
 
 // RateLimit is a number of jobs per period; see JobOptions.RateLimit.
@@ -355,6 +373,7 @@ type poolRun struct {
 	poolID      string
 	boxedPoolID interface{} // poolID as a script argument
 	names       []string    // registered job names, sorted
+	queueIDs    []string    // the ids of queues: each name's, then its keyed jobs', in names' order
 	jobTypes    map[string]*jobType
 	queues      map[string]*queue
 
@@ -379,11 +398,28 @@ type poolRun struct {
 	startedAt   int64
 }
 
-// queue is one of a started pool's job names: its options and its script arguments.
+// keyedQueueSuffix makes the id of a name's keyed jobs among a pool's queues (keyedQueueID); no pool
+// serves both a name and that name followed by it.
+const keyedQueueSuffix = "\x00keyed"
+
+func keyedQueueID(name string) string { return name + keyedQueueSuffix }
+
+// newRateLimit returns l in milliseconds, or the zero rateLimit for none.
+func newRateLimit(l RateLimit) rateLimit {
+	if l.Jobs > 0 && l.Period > 0 {
+		return rateLimit{jobs: l.Jobs, periodMs: max(l.Period.Milliseconds(), 1)}
+	}
+	return rateLimit{}
+}
+
+// queue is one of a started pool's job names, or the keyed jobs of one (keyed): its options and its
+// script arguments.
 type queue struct {
-	name string
-	jt   *jobType
-	args *queueArgs
+	id    string // its key in poolRun.queues: the job name, or keyedQueueID of it
+	name  string
+	keyed bool
+	jt    *jobType
+	args  *queueArgs
 	// contextual: a job gets a context of its own (some function of its chain receives one, or it
 	// has a Timeout).
 	contextual bool
@@ -393,16 +429,23 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r := &poolRun{wp: wp, poolID: wp.workerPoolID, boxedPoolID: wp.workerPoolID,
 		jobTypes: make(map[string]*jobType, len(wp.reg.jobTypes)), queues: make(map[string]*queue, len(wp.reg.jobTypes))}
 	for name, jt := range wp.reg.jobTypes {
+		if base, ok := strings.CutSuffix(name, keyedQueueSuffix); ok && wp.reg.jobTypes[base] != nil {
+			panic(fmt.Sprintf("work: job names %q and %q cannot be served by one pool", base, name))
+		}
 		r.jobTypes[name] = jt
 		r.names = append(r.names, name)
-		var rl rateLimit
-		if jt.RateLimit.Jobs > 0 && jt.RateLimit.Period > 0 {
-			rl = rateLimit{jobs: jt.RateLimit.Jobs, periodMs: max(jt.RateLimit.Period.Milliseconds(), 1)}
-		}
-		r.queues[name] = &queue{name: name, jt: jt, args: wp.store.newQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl),
-			contextual: jt.receivesCtx || wp.reg.mwContext || jt.Timeout > 0}
+		rl, krl := newRateLimit(jt.RateLimit), newRateLimit(jt.KeyRateLimit)
+		contextual := jt.receivesCtx || wp.reg.mwContext || jt.Timeout > 0
+		r.queues[name] = &queue{id: name, name: name, jt: jt, contextual: contextual,
+			args: wp.store.newQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl)}
+		id := keyedQueueID(name)
+		r.queues[id] = &queue{id: id, name: name, keyed: true, jt: jt, contextual: contextual,
+			args: wp.store.newKeyedQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl, keyDefaults{limit: jt.KeyConcurrency, rate: krl})}
 	}
 	sort.Strings(r.names)
+	for _, name := range r.names {
+		r.queueIDs = append(r.queueIDs, name, keyedQueueID(name))
+	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.jobCtx, r.jobCancel = context.WithCancel(context.Background())
 	r.startedAt = nowEpochSeconds()

@@ -3,19 +3,22 @@
 -- its callbacks (batchComplete, lib/workflow.lua).
 --
 -- keys: varies
--- uses: keychecks, workflow
+-- uses: keychecks, workflow, keyed
 --
 -- KEYS[1] the batch hash; KEYS[2] the batches index; KEYS[3] known_jobs; KEYS[3+i] the queue of
---   job name i
+--   group i: its job name's, or its key's for keyed members (which go to the back of their key's
+--   queue within its cap, KeyMaxWaiting, and give their key a turn)
 -- ARGV[1] steps: 'o' open, 'a' add, 'c' close, in that order ("oac" does all three)
 -- ARGV[2] namespace prefix; ARGV[3] wake-up channel; ARGV[4] batch ID
 -- ARGV[5..10] (open) description, keep seconds, on_complete head, its job name, on_success head,
 --   its job name ("" for none)
--- ARGV[11..] (add) per job name i: name, count; then the payloads, name by name
+-- ARGV[11..] (add) per group i: job name, key ("" for members without one), count; then the
+--   payloads, group by group
 --
 -- Returns "complete" when the close fired the callbacks at once, else "ok".
 -- Errors: WORKBATCH exists / unknown / complete / empty (close of a batch without members),
--- WRONGTYPE for a queue or batch key of another type; nothing is changed then.
+-- WRONGTYPE for a queue or batch key of another type, "WORKKEY full <cap> <group>" for a key that
+-- would have more members waiting than its cap; nothing is changed then.
 
 local steps, prefix, channel, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local bk = KEYS[1]
@@ -32,17 +35,32 @@ elseif state == 'complete' then
   return redis.error_reply('WORKBATCH complete')
 end
 local n = #KEYS - 3
+local groups = {}
+for i = 1, n do
+  local name, K, count = ARGV[8 + 3*i], ARGV[9 + 3*i], tonumber(ARGV[10 + 3*i])
+  groups[i] = {name = name, key = K, count = count, k = K ~= '' and keyedKeys(prefix .. 'keyed:' .. name .. ':')}
+end
 if string.find(steps, 'a', 1, true) then
   for i = 4, #KEYS do
     if not isType(KEYS[i], 'list') then
       return redis.error_reply('WRONGTYPE the queue key ' .. KEYS[i] .. ' holds another type; nothing was queued')
+    end
+    local grp = groups[i - 3]
+    if grp.k then
+      if not keyedTypesOK(grp.k) then
+        return redis.error_reply('WRONGTYPE a key of ' .. grp.k.p .. '* holds another type; nothing was queued')
+      end
+      local cap = keyedCap(grp.k, grp.key)
+      if cap > 0 and redis.call('llen', KEYS[i]) + grp.count > cap then
+        return redis.error_reply('WORKKEY full ' .. cap .. ' ' .. (i - 3))
+      end
     end
   end
 end
 local c = tonumber(redis.call('hget', bk, 'c') or '0') or 0
 local total = tonumber(redis.call('hget', bk, 'total') or '0') or 0
 local added = 0
-for i = 1, n do added = added + tonumber(ARGV[10 + 2*i]) end
+for i = 1, n do added = added + groups[i].count end
 if string.find(steps, 'c', 1, true) and total + added == 0 then return redis.error_reply('WORKBATCH empty') end
 local now = tonumber(redis.call('time')[1])
 if string.find(steps, 'o', 1, true) then
@@ -59,18 +77,22 @@ if string.find(steps, 'o', 1, true) then
   redis.call('zadd', KEYS[2], now, id)
 end
 if added > 0 then
-  local at = 11 + 2 * n
+  local at = 11 + 3 * n
   for i = 1, n do
-    local name, count = ARGV[9 + 2*i], tonumber(ARGV[10 + 2*i])
-    redis.call('sadd', KEYS[3], name)
-    local done = 0
-    while done < count do
-      local chunk = math.min(count - done, 1000)
-      redis.call('lpush', KEYS[3+i], unpack(ARGV, at + done, at + done + chunk - 1))
-      done = done + chunk
+    local grp = groups[i]
+    redis.call('sadd', KEYS[3], grp.name)
+    if grp.k then
+      keyedPush(grp.k, grp.key, grp.name, ARGV, at, at + grp.count - 1, channel)
+    else
+      local done = 0
+      while done < grp.count do
+        local chunk = math.min(grp.count - done, 1000)
+        redis.call('lpush', KEYS[3+i], unpack(ARGV, at + done, at + done + chunk - 1))
+        done = done + chunk
+      end
+      redis.call('publish', channel, grp.name)
     end
-    at = at + count
-    redis.call('publish', channel, name)
+    at = at + grp.count
   end
   c = redis.call('hincrby', bk, 'c', added)
   redis.call('hincrby', bk, 'total', added)

@@ -4,12 +4,13 @@
 -- call (a chain).
 --
 -- keys: varies
--- uses: keychecks, workflow
+-- uses: keychecks, keyed, workflow
 --
 -- KEYS[1] known_jobs
 -- ARGV[1] namespace prefix; ARGV[2] wake-up channel; ARGV[3] number of jobs; then per job: ID, job
---   name, payload, keep seconds, policy ('dead' or 'run'), dependency count d, then d dependencies,
---   each 'j:<job ID>' or 'b:<batch ID>'
+--   name, payload, keep seconds, policy ('dead' or 'run'), key ("" for none: a keyed job goes to its
+--   key's queue, and its record keeps the key while it waits), dependency count d, then d
+--   dependencies, each 'j:<job ID>' or 'b:<batch ID>'
 --
 -- Returns per job its state: 'queued', 'waiting' or 'dead' (a dependency had died and the policy
 -- is dead).
@@ -18,17 +19,24 @@
 local prefix, channel, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local jobs, a = {}, 4
 for i = 1, n do
-  local j = {id = ARGV[a], name = ARGV[a+1], payload = ARGV[a+2], keep = ARGV[a+3], policy = ARGV[a+4], deps = {}}
-  local d = tonumber(ARGV[a+5])
-  for k = 1, d do j.deps[k] = ARGV[a+5+k] end
-  a = a + 6 + d
+  local j = {id = ARGV[a], name = ARGV[a+1], payload = ARGV[a+2], keep = ARGV[a+3], policy = ARGV[a+4],
+    key = ARGV[a+5], deps = {}}
+  local d = tonumber(ARGV[a+6])
+  for k = 1, d do j.deps[k] = ARGV[a+6+k] end
+  a = a + 7 + d
   jobs[i] = j
 end
 -- Check every dependency first.
 local mine = {}
 for _, j in ipairs(jobs) do
-  if not isType(prefix .. 'jobs:' .. j.name, 'list') then
-    return redis.error_reply('WRONGTYPE the queue key ' .. prefix .. 'jobs:' .. j.name .. ' holds another type')
+  local q = prefix .. 'jobs:' .. j.name
+  if j.key ~= '' then
+    local k = keyedKeys(prefix .. 'keyed:' .. j.name .. ':')
+    if not keyedTypesOK(k) then return redis.error_reply('WRONGTYPE a key of ' .. k.p .. '* holds another type') end
+    q = keyedQueue(k, j.key)
+  end
+  if not isType(q, 'list') then
+    return redis.error_reply('WRONGTYPE the queue key ' .. q .. ' holds another type')
   end
   for _, dep in ipairs(j.deps) do
     local kind, did = string.sub(dep, 1, 1), string.sub(dep, 3)
@@ -76,10 +84,11 @@ for i, j in ipairs(jobs) do
   elseif waiting > 0 then
     redis.call('hset', rk, 'name', j.name, 'state', 'waiting', 'enqueued_at', now, 'keep', j.keep,
       'payload', j.payload, 'deps', waiting, 'policy', j.policy)
+    if j.key ~= '' then redis.call('hset', rk, 'key', j.key) end
     out[i] = 'waiting'
   else
     redis.call('hset', rk, 'name', j.name, 'state', 'queued', 'enqueued_at', now, 'keep', j.keep)
-    pushJob(prefix, j.name, j.payload, channel, now)
+    pushJob(prefix, j.name, j.payload, channel, now, j.key)
     out[i] = 'queued'
   end
 end

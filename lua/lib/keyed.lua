@@ -24,7 +24,7 @@
 -- finds it paused or at its limit, so ready never needs a scan.
 --
 -- uses: none
--- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReady, keyedPush, keyedCap, keyedReturn, keyedRelease
+-- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReady, keyedPush, keyedCap, keyedReturn, keyedRelease, keyedTake
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
 local function keyedKeys(p)
@@ -105,4 +105,117 @@ local function keyedRelease(k, K, n, rearm, name, channel)
     local waiting = redis.pcall('llen', keyedQueue(k, K))
     if type(waiting) == 'number' and waiting > 0 then keyedReady(k, K, name, channel) end
   end
+end
+
+-- keyedOverrides reads key K's overrides from the conf hash: paused, then its concurrency limit,
+-- weight and rate (jobs, period ms), each falling back on d, the name's defaults.
+local function keyedOverrides(k, K, d)
+  local c = redis.call('hmget', k.conf, 'p:' .. K, 'c:' .. K, 'w:' .. K, 'r:' .. K)
+  local limit, weight, rj, rp = d.limit, 1, d.rateJobs, d.ratePeriod
+  if c[2] then
+    limit = tonumber(c[2]) or limit
+    if limit < 0 then limit = 0 end
+  end
+  if c[3] then weight = math.max(1, math.floor(tonumber(c[3]) or 1)) end
+  if c[4] then
+    local j, p = string.match(c[4], '^(%d+)/(%d+)$')
+    if j then rj, rp = tonumber(j), tonumber(p) end
+  end
+  return c[1] ~= false, limit, weight, rj, rp
+end
+
+-- keyedTake moves up to n jobs of a job name's keys into the pool's keyed in-progress list, key by
+-- key in turn, as entries "<key>\n<payload>", which it also appends to out. A turn takes the key
+-- with the earliest virtual time and gives it its share of n over the keys ready (at least one
+-- job, times its weight), within its concurrency limit and rate; the key then waits for its next
+-- turn, unless it has no job left (dropped), is at its limit (dropped until a slot is released) or
+-- past its rate (in delayed until it may go on). d holds the name's defaults: limit (0: none),
+-- rateJobs and ratePeriod (0 0: none). nowMs returns the server's clock in ms. Returns the number
+-- of jobs taken and whether a key of the name is left ready.
+local function keyedTake(k, n, inprogress, d, nowMs, out)
+  local vt = tonumber(redis.call('hget', k.meta, 'vt') or '') or 0
+  if redis.call('exists', k.delayed) == 1 then
+    -- Keys whose rate window reopened get a turn again.
+    local due = redis.call('zrangebyscore', k.delayed, '-inf', nowMs(), 'LIMIT', 0, 1000)
+    for _, K in ipairs(due) do redis.call('zadd', k.ready, 'NX', vt, K) end
+    if #due > 0 then redis.call('zrem', k.delayed, unpack(due)) end
+  end
+  local ready = redis.call('zcard', k.ready)
+  if ready == 0 then return 0, false end
+  local hasConf = redis.call('exists', k.conf) == 1
+  local quantum = math.max(1, math.floor(n / ready))
+  local got, entries = 0, {}
+  while got < n do
+    local r = redis.call('zpopmin', k.ready)
+    if #r == 0 then break end
+    local K, s = r[1], tonumber(r[2])
+    -- A key added by another program with an old score takes its turn now, not many in a row; one
+    -- with a score beyond reach (inf, or far ahead) is brought back to now.
+    if not s or s ~= s or s < vt or s > vt + 1e12 then s = vt end
+    vt = s
+    local paused, limit, weight, rj, rp = false, d.limit, 1, d.rateJobs, d.ratePeriod
+    if hasConf then paused, limit, weight, rj, rp = keyedOverrides(k, K, d) end
+    local m = math.min(quantum * weight, n - got)
+    local running = 0
+    if paused then
+      m = 0 -- left out of ready: resuming the key gives it a turn
+    elseif limit > 0 then
+      running = tonumber(redis.call('hget', k.running, K) or '') or 0
+      if limit - running < m then m = limit - running end
+    end
+    local tat, interval
+    if m > 0 and rj > 0 and rp > 0 then
+      local rk = keyedQueue(k, K) .. ':rate'
+      local v = redis.pcall('get', rk)
+      tat = type(v) == 'string' and tonumber(v) or 0
+      interval = rp / rj
+      local now = nowMs()
+      if tat < now then tat = now end
+      local allowed = math.floor((now + rp - tat) / interval)
+      if allowed < m then m = allowed end
+      if m <= 0 then
+        redis.call('zadd', k.delayed, math.ceil(tat - rp + interval), K)
+        tat = nil
+      end
+    end
+    if m > 0 then
+      local q = keyedQueue(k, K)
+      local vals = redis.pcall('rpop', q, m)
+      if type(vals) == 'table' and vals.err then
+        -- The key's queue holds another type (or the server has no RPOP count, before 6.2): the
+        -- key is skipped, its state left as it is.
+        if string.find(vals.err, 'WRONGTYPE', 1, true) then vals = {} else
+          vals = {}
+          for i = 1, m do
+            local v = redis.call('rpop', q)
+            if not v then break end
+            vals[i] = v
+          end
+        end
+      end
+      local took = vals and #vals or 0
+      for i = 1, took do entries[#entries + 1] = K .. '\n' .. vals[i] end
+      got = got + took
+      if took > 0 then
+        redis.call('hincrby', k.running, K, took)
+        if tat then redis.call('set', keyedQueue(k, K) .. ':rate', tostring(tat + took * interval), 'PX', math.ceil(rp * 2)) end
+      end
+      local left = redis.pcall('llen', q)
+      if type(left) == 'number' and left > 0 then
+        redis.call('zadd', k.waiting, left, K)
+        if took > 0 and (limit == 0 or running + took < limit) then
+          redis.call('zadd', k.ready, s + took / weight, K)
+        end
+      else
+        redis.call('zrem', k.waiting, K)
+      end
+    end
+  end
+  redis.call('hset', k.meta, 'vt', tostring(vt))
+  if got > 0 then
+    redis.call('hincrby', k.meta, 'waiting', -got)
+    for i = 1, #entries, 1000 do redis.call('lpush', inprogress, unpack(entries, i, math.min(#entries, i + 999))) end
+    for i = 1, #entries do out[#out + 1] = entries[i] end
+  end
+  return got, redis.call('exists', k.ready) == 1
 end

@@ -3,7 +3,7 @@
 -- overwrote with the wrong type must not stop the script that acknowledges a job (its effect is then
 -- lost, and Client.BatchStatus reports the damage).
 --
--- uses: none
+-- uses: keyed
 -- defines: WK, pc, deadForm, pushJob, settle, batchComplete, batchCount, record
 --
 -- A batch is the hash <ns>:batch:<id>: description, created_at, state (open, closed, complete),
@@ -34,9 +34,21 @@ end
 local function deadForm(payload, reason, now)
   return string.sub(payload, 1, -2) .. ',"fails":1,"err":' .. cjson.encode(reason) .. ',"failed_at":' .. now .. '}'
 end
--- pushJob queues a payload for name, waking idle pools; a queue key of the wrong type sends the job
+-- pushJob queues a payload for name (at the back of its key's queue for a keyed job, whose key is
+-- K, never refused for the key's cap), waking idle pools; a queue key of the wrong type sends the job
 -- to the dead set instead, with the reason.
-local function pushJob(prefix, name, payload, channel, now)
+local function pushJob(prefix, name, payload, channel, now, K)
+  if K and K ~= '' then
+    local k = keyedKeys(prefix .. 'keyed:' .. name .. ':')
+    local q = keyedQueue(k, K)
+    local t = redis.call('type', q).ok
+    if keyedTypesOK(k) and (t == 'none' or t == 'list') then
+      keyedPush(k, K, name, {payload}, 1, 1, channel)
+      return true
+    end
+    redis.pcall('zadd', prefix .. 'dead', now, deadForm(payload, "its key's queue or state holds the wrong type", now))
+    return false
+  end
   local n = redis.pcall('lpush', prefix .. 'jobs:' .. name, payload)
   if type(n) ~= 'number' then
     redis.pcall('zadd', prefix .. 'dead', now, deadForm(payload, 'its queue key holds the wrong type', now))
@@ -57,14 +69,14 @@ local function settle(prefix, nextKey, ok, reason, now, channel)
     pc('del', item[1])
     for _, id in ipairs(ids) do
       local rk = prefix .. 'job:' .. id
-      local f = pc('hmget', rk, 'state', 'payload', 'name', 'policy', 'keep')
+      local f = pc('hmget', rk, 'state', 'payload', 'name', 'policy', 'keep', 'key')
       if f and f[1] == 'waiting' and f[2] and f[3] then
         if item[2] or f[4] == 'run' then
           local left = pc('hincrby', rk, 'deps', -1)
           if not left or left <= 0 then
             pc('hset', rk, 'state', 'queued')
             pc('hdel', rk, 'payload', 'deps')
-            pushJob(prefix, f[3], f[2], channel, now)
+            pushJob(prefix, f[3], f[2], channel, now, f[6])
           end
         else
           local why = 'dependency failed: ' .. item[3]
