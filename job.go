@@ -55,15 +55,15 @@ type Job struct {
 	// of earlier versions hold it in base64 as raw_payload. Decoding reads all three.
 	Raw []byte `json:"raw_base64,omitempty"`
 
-	raw      []byte      // the bytes as fetched from Redis (the in-progress member)
-	rawArg   interface{} // raw as the fetch reply held it, ready to pass back as a script argument
-	q        *queue      // the queue it was fetched from
+	raw    []byte      // the bytes as fetched from Redis (the in-progress member)
+	rawArg interface{} // raw as the fetch reply held it, ready to pass back as a script argument
+	q      *queue      // the queue it was fetched from
 	// fetchedKey is the key whose queue a keyed job was fetched from; its in-progress entry (rawArg)
 	// is that key, a newline, then raw.
 	fetchedKey string
-	argError error
-	observer *workerState // set while a worker runs the job, for Checkin
-	result   []byte       // set by SetResult
+	argError   error
+	observer   *workerState // set while a worker runs the job, for Checkin
+	result     []byte       // set by SetResult
 }
 
 // ScheduledJob represents a job in the scheduled queue.
