@@ -12,36 +12,38 @@
 --
 -- Returns the number of jobs requeued, or -1 when the pool turned out to be alive.
 
+local deadPool, deadAfter, channel = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local now = tonumber(redis.call('time')[1])
 local at = redis.pcall('hget', KEYS[2], 'heartbeat_at')
 if type(at) ~= 'string' then at = nil else at = tonumber(at) end
-if at and now - at <= tonumber(ARGV[2]) then return -1 end
+if at and now - at <= deadAfter then return -1 end
 local moved = 0
 for i = 1, (#KEYS - 2) / 4 do
-  local b = 2 + (i - 1) * 4
+  local k = 2 + 4 * (i - 1)
+  local jobs, inprogress, lock, lockInfo, name = KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4], ARGV[3+i]
   local c = 0
   -- A queue or in-progress key of the wrong type is left alone (nothing can move safely).
-  if isType(KEYS[b+1], 'list') and isType(KEYS[b+2], 'list') then
+  if isType(jobs, 'list') and isType(inprogress, 'list') then
     while true do
-      local v = redis.call('lpop', KEYS[b+2])
+      local v = redis.call('lpop', inprogress)
       if not v then break end
-      redis.call('rpush', KEYS[b+1], v)
+      redis.call('rpush', jobs, v)
       c = c + 1
     end
   end
-  if isType(KEYS[b+4], 'hash') then
-    local held = tonumber(redis.call('hget', KEYS[b+4], ARGV[1]) or 0) or 0
-    redis.call('hdel', KEYS[b+4], ARGV[1])
+  if isType(lockInfo, 'hash') then
+    local held = tonumber(redis.call('hget', lockInfo, deadPool) or 0) or 0
+    redis.call('hdel', lockInfo, deadPool)
     if held ~= 0 then
-      local left = redis.pcall('decrby', KEYS[b+3], held)
-      if type(left) == 'number' and left < 0 then redis.call('set', KEYS[b+3], 0) end
+      local left = redis.pcall('decrby', lock, held)
+      if type(left) == 'number' and left < 0 then redis.call('set', lock, 0) end
     end
   end
   if c > 0 then
-    redis.call('publish', ARGV[3], ARGV[3+i])
+    redis.call('publish', channel, name)
     moved = moved + c
   end
 end
 redis.call('del', KEYS[2])
-redis.call('srem', KEYS[1], ARGV[1])
+redis.call('srem', KEYS[1], deadPool)
 return moved
