@@ -3,7 +3,8 @@ package work
 // This file and its companions are the one place that knows Redis: the key names of the documented
 // layout, the Lua scripts that move a job from one state to the next (lua/, one file per script,
 // loaded by redis_scripts.go), and the store type whose methods the rest of the package calls
-// (redis_admin.go holds those of Client). No other file builds a key or sends a command.
+// (redis_workflow.go holds those of batches, dependencies and job records, redis_admin.go those of
+// Client). No other file builds a key or sends a command.
 //
 // Every script touches only keys of one namespace, so a namespace written with a hash tag ("{app}")
 // keeps every script on one Redis Cluster slot. Scripts never re-encode job JSON: payload bytes are
@@ -411,117 +412,6 @@ func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, uniqueKe
 		return err
 	})
 	return res == "ok", err
-}
-
-// batch runs batchScript for batch id: steps as it takes them, open what opening writes, and the
-// payloads of the members to add, by job name in the order of names.
-func (s *store) batch(ctx context.Context, w replicaWait, id, steps string, open batchOpen, names []string, payloads map[string][]interface{}) error {
-	args := make([]interface{}, 0, 3+len(names)+12+2*len(names))
-	args = append(args, 3+len(names), s.ks.batch(id), s.ks.batches(), s.ks.knownJobs())
-	for _, name := range names {
-		args = append(args, s.ks.jobs(name))
-	}
-	args = append(args, steps, s.ks.p, s.ks.wakeChannel(), id, open.description, open.keep,
-		open.onComplete, open.onCompleteName, open.onSuccess, open.onSuccessName)
-	for _, name := range names {
-		args = append(args, name, len(payloads[name]))
-	}
-	for _, name := range names {
-		args = append(args, payloads[name]...)
-	}
-	return s.doWrite(ctx, w, func(c redis.Conn) error {
-		_, err := batchScript.Do(c, args...)
-		return err
-	})
-}
-
-// afterJob is a job for enqueueAfter: its ID, name and payload, what becomes of it when a dependency
-// dies, how long its record is kept, and what it waits for ("j:<job ID>" or "b:<batch ID>").
-type afterJob struct {
-	id, name string
-	payload  []byte
-	policy   string // "dead" or "run"
-	keep     int64
-	deps     []string
-}
-
-// enqueueAfter runs enqueueAfterScript; it returns each job's state (queued, waiting or dead).
-func (s *store) enqueueAfter(ctx context.Context, w replicaWait, jobs []afterJob) ([]string, error) {
-	args := []interface{}{1, s.ks.knownJobs(), s.ks.p, s.ks.wakeChannel(), len(jobs)}
-	for _, j := range jobs {
-		args = append(args, j.id, j.name, j.payload, j.keep, j.policy, len(j.deps))
-		for _, d := range j.deps {
-			args = append(args, d)
-		}
-	}
-	var states []string
-	err := s.doWrite(ctx, w, func(c redis.Conn) error {
-		var err error
-		states, err = redis.Strings(enqueueAfterScript.Do(c, args...))
-		return err
-	})
-	return states, err
-}
-
-// batchStatus reads a batch's hash; nil when there is none.
-func (s *store) batchStatus(ctx context.Context, id string) (map[string]string, error) {
-	var h map[string]string
-	err := s.do(ctx, func(c redis.Conn) error {
-		var err error
-		h, err = redis.StringMap(c.Do("HGETALL", s.ks.batch(id)))
-		return err
-	})
-	if len(h) == 0 {
-		h = nil
-	}
-	return h, err
-}
-
-// batchIDs lists batch IDs from the index, newest first: start..stop (0-based, inclusive), and the
-// index's size.
-func (s *store) batchIDs(ctx context.Context, start, stop int64) ([]string, int64, error) {
-	var ids []string
-	var n int64
-	err := s.do(ctx, func(c redis.Conn) error {
-		c.Send("ZREVRANGE", s.ks.batches(), start, stop)
-		c.Send("ZCARD", s.ks.batches())
-		r, err := redis.Values(c.Do(""))
-		if err != nil {
-			return err
-		}
-		if ids, err = redis.Strings(r[0], nil); err != nil {
-			return err
-		}
-		n, err = redis.Int64(r[1], nil)
-		return err
-	})
-	return ids, n, err
-}
-
-// forgetBatches removes batch IDs (whose status expired) from the index.
-func (s *store) forgetBatches(ctx context.Context, ids []string) error {
-	return s.do(ctx, func(c redis.Conn) error {
-		args := []interface{}{s.ks.batches()}
-		for _, id := range ids {
-			args = append(args, id)
-		}
-		_, err := c.Do("ZREM", args...)
-		return err
-	})
-}
-
-// jobRecord reads a job's record; nil when there is none.
-func (s *store) jobRecord(ctx context.Context, id string) (map[string]string, error) {
-	var h map[string]string
-	err := s.do(ctx, func(c redis.Conn) error {
-		var err error
-		h, err = redis.StringMap(c.Do("HGETALL", s.ks.jobRecord(id)))
-		return err
-	})
-	if len(h) == 0 {
-		h = nil
-	}
-	return h, err
 }
 
 // rateLimit is a queue's limit on jobs started per period, across all pools.
