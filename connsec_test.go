@@ -13,8 +13,9 @@ package work
 //	    +get +set +del +unlink +exists +expire +type +incrby +decr +decrby
 //	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange
 //	    +sadd +srem +smembers +sismember
-//	    +hset +hget +hmget +hdel +hgetall +hincrby
+//	    +hset +hget +hmget +hdel +hgetall +hincrby +hkeys +hvals
 //	    +zadd +zrem +zrange +zrevrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
+//	    +zpopmin +zscore
 //
 // (connsecCommands below; the commands inside the Lua scripts need the permission too, TIME among
 // them; unsubscribe, punsubscribe and echo are what redigo's pool sends when it takes back a
@@ -49,8 +50,9 @@ var connsecCommands = []string{
 	"get", "set", "del", "unlink", "exists", "expire", "type", "incrby", "decr", "decrby",
 	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange",
 	"sadd", "srem", "smembers", "sismember",
-	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby",
+	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby", "hkeys", "hvals",
 	"zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
+	"zpopmin", "zscore",
 }
 
 // connsecServer starts a private redis-server with the given extra arguments and returns its

@@ -2,7 +2,9 @@ package work
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -116,5 +118,90 @@ func TestKeyedScheduledJobKeepsItsKey(t *testing.T) {
 	m := rStrings(t, pool, "ZRANGE", ns+":scheduled", 0, -1)
 	if len(m) != 1 || !strings.Contains(m[0], `"key":"acme"`) || job.Key != "acme" {
 		t.Fatalf("scheduled %v, job key %q", m, job.Key)
+	}
+}
+
+// keyedRun records, from inside handlers, how many jobs of each key run at once.
+type keyedRun struct {
+	mu      sync.Mutex
+	now     map[string]int
+	max     map[string]int
+	order   map[string][]int64
+	total   int
+	overlap int // the most jobs of all keys running at once
+	running int
+}
+
+func newKeyedRun() *keyedRun {
+	return &keyedRun{now: map[string]int{}, max: map[string]int{}, order: map[string][]int64{}}
+}
+
+func (k *keyedRun) handler(d time.Duration) func(*Job) error {
+	return func(j *Job) error {
+		k.mu.Lock()
+		k.now[j.Key]++
+		k.running++
+		k.max[j.Key] = max(k.max[j.Key], k.now[j.Key])
+		k.overlap = max(k.overlap, k.running)
+		k.order[j.Key] = append(k.order[j.Key], j.ArgInt64("i"))
+		k.mu.Unlock()
+		time.Sleep(d)
+		k.mu.Lock()
+		k.now[j.Key]--
+		k.running--
+		k.total++
+		k.mu.Unlock()
+		return nil
+	}
+}
+
+func (k *keyedRun) done() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.total
+}
+
+// Keyed jobs run, each key's one at a time and in order with KeyConcurrency 1, while keys run in
+// parallel; once they are done no state of the keys is left in Redis.
+func TestKeyedJobsRunWithinTheirKeyConcurrencyInOrder(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	const keys, per = 6, 15
+	var jobs []BatchJob
+	for i := 0; i < per; i++ {
+		for k := 0; k < keys; k++ {
+			jobs = append(jobs, BatchJob{Name: "sync", Key: fmt.Sprintf("tenant-%d", k), Args: Q{"i": i}})
+		}
+	}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	run := newKeyedRun()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 20, ns, pool).
+		JobWithOptions("sync", JobOptions{KeyConcurrency: 1}, run.handler(2*time.Millisecond)))
+	eventually(t, 30*time.Second, "every keyed job to run", func() bool { return run.done() == keys*per })
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	for k := 0; k < keys; k++ {
+		key := fmt.Sprintf("tenant-%d", k)
+		if run.max[key] != 1 {
+			t.Errorf("key %s ran %d jobs at once, want 1", key, run.max[key])
+		}
+		for i, got := range run.order[key] {
+			if got != int64(i) {
+				t.Fatalf("key %s ran its jobs in the order %v, want enqueue order", key, run.order[key])
+			}
+		}
+	}
+	if run.overlap < 2 {
+		t.Errorf("at most %d jobs ran at once over %d keys: keys did not run in parallel", run.overlap, keys)
+	}
+	eventually(t, 10*time.Second, "the keys' state to go", func() bool {
+		return len(rStrings(t, pool, "KEYS", ns+":keyed:sync:*")) <= 1 // the meta hash
+	})
+	if left := rStrings(t, pool, "KEYS", ns+":keyed:sync:*"); len(left) != 1 || left[0] != ns+":keyed:sync:meta" {
+		t.Errorf("keyed state left after every job ran: %v", left)
 	}
 }

@@ -3,7 +3,8 @@ package work
 // This file and its companions are the one place that knows Redis: the key names of the documented
 // layout, the Lua scripts that move a job from one state to the next (lua/, one file per script,
 // loaded by redis_scripts.go), and the store type whose methods the rest of the package calls
-// (redis_admin.go holds those of Client). No other file builds a key or sends a command.
+// (redis_workflow.go holds those of batches, dependencies and job records, redis_admin.go those of
+// Client). No other file builds a key or sends a command.
 //
 // Every script touches only keys of one namespace, so a namespace written with a hash tag ("{app}")
 // keeps every script on one Redis Cluster slot. Scripts never re-encode job JSON: payload bytes are
@@ -438,142 +439,6 @@ func (s *store) enqueueUnique(ctx context.Context, w replicaWait, name, key, uni
 	return res == "ok", err
 }
 
-// batch runs batchScript for batch id: steps as it takes them, open what opening writes, and the
-// payloads of the members to add, by job name in the order of names.
-func (s *store) batch(ctx context.Context, w replicaWait, id, steps string, open batchOpen, groups []keyedGroup) error {
-	args := make([]interface{}, 0, 3+len(groups)+12+3*len(groups))
-	args = append(args, 3+len(groups), s.ks.batch(id), s.ks.batches(), s.ks.knownJobs())
-	for _, g := range groups {
-		if g.key != "" {
-			args = append(args, s.ks.keyedQueue(g.name, g.key))
-		} else {
-			args = append(args, s.ks.jobs(g.name))
-		}
-	}
-	args = append(args, steps, s.ks.p, s.ks.wakeChannel(), id, open.description, open.keep,
-		open.onComplete, open.onCompleteName, open.onSuccess, open.onSuccessName)
-	for _, g := range groups {
-		args = append(args, g.name, g.key, len(g.payloads))
-	}
-	for _, g := range groups {
-		args = append(args, g.payloads...)
-	}
-	return s.doWrite(ctx, w, func(c redis.Conn) error {
-		_, err := batchScript.Do(c, args...)
-		return keyedError(err, groups)
-	})
-}
-
-// afterJob is a job for enqueueAfter: its ID, name and payload, what becomes of it when a dependency
-// dies, how long its record is kept, and what it waits for ("j:<job ID>" or "b:<batch ID>").
-type afterJob struct {
-	id, name string
-	payload  []byte
-	policy   string // "dead" or "run"
-	keep     int64
-	key      string // a keyed job's key
-	deps     []string
-}
-
-// enqueueAfter runs enqueueAfterScript; it returns each job's state (queued, waiting or dead).
-func (s *store) enqueueAfter(ctx context.Context, w replicaWait, jobs []afterJob) ([]string, error) {
-	args := []interface{}{1, s.ks.knownJobs(), s.ks.p, s.ks.wakeChannel(), len(jobs)}
-	for _, j := range jobs {
-		args = append(args, j.id, j.name, j.payload, j.keep, j.policy, j.key, len(j.deps))
-		for _, d := range j.deps {
-			args = append(args, d)
-		}
-	}
-	var states []string
-	err := s.doWrite(ctx, w, func(c redis.Conn) error {
-		var err error
-		states, err = redis.Strings(enqueueAfterScript.Do(c, args...))
-		return err
-	})
-	return states, err
-}
-
-// batchStatus reads a batch's hash; nil when there is none.
-func (s *store) batchStatus(ctx context.Context, id string) (map[string]string, error) {
-	var h map[string]string
-	err := s.do(ctx, func(c redis.Conn) error {
-		var err error
-		h, err = redis.StringMap(c.Do("HGETALL", s.ks.batch(id)))
-		return err
-	})
-	if len(h) == 0 {
-		h = nil
-	}
-	return h, err
-}
-
-// batchIDs lists batch IDs from the index, newest first: start..stop (0-based, inclusive), and the
-// index's size.
-func (s *store) batchIDs(ctx context.Context, start, stop int64) ([]string, int64, error) {
-	var ids []string
-	var n int64
-	err := s.do(ctx, func(c redis.Conn) error {
-		c.Send("ZREVRANGE", s.ks.batches(), start, stop)
-		c.Send("ZCARD", s.ks.batches())
-		r, err := redis.Values(c.Do(""))
-		if err != nil {
-			return err
-		}
-		if ids, err = redis.Strings(r[0], nil); err != nil {
-			return err
-		}
-		n, err = redis.Int64(r[1], nil)
-		return err
-	})
-	return ids, n, err
-}
-
-// forgetBatches removes batch IDs (whose status expired) from the index.
-func (s *store) forgetBatches(ctx context.Context, ids []string) error {
-	return s.do(ctx, func(c redis.Conn) error {
-		for _, key := range []string{s.ks.batches(), s.ks.batchesExpiry()} {
-			args := []interface{}{key}
-			for _, id := range ids {
-				args = append(args, id)
-			}
-			c.Send("ZREM", args...)
-		}
-		_, err := c.Do("")
-		return err
-	})
-}
-
-// trimBatches drops expired batches from the index (see trimBatchesScript), checking up to budget
-// entries from rank walkFrom; it returns how many it removed and the rank to walk from next.
-func (s *store) trimBatches(ctx context.Context, budget int, walkFrom int64) (removed, next int64, err error) {
-	err = s.do(ctx, func(c redis.Conn) error {
-		r, err := redis.Int64s(trimBatchesScript.Do(c, s.ks.batches(), s.ks.batchesExpiry(), budget, walkFrom, s.ks.batch("")))
-		if err != nil {
-			return err
-		}
-		if len(r) != 2 {
-			return fmt.Errorf("work: trim batches: unexpected reply of %d elements", len(r))
-		}
-		removed, next = r[0], r[1]
-		return nil
-	})
-	return removed, next, err
-}
-
-// jobRecord reads a job's record; nil when there is none.
-func (s *store) jobRecord(ctx context.Context, id string) (map[string]string, error) {
-	var h map[string]string
-	err := s.do(ctx, func(c redis.Conn) error {
-		var err error
-		h, err = redis.StringMap(c.Do("HGETALL", s.ks.jobRecord(id)))
-		return err
-	})
-	if len(h) == 0 {
-		h = nil
-	}
-	return h, err
-}
-
 // rateLimit is a queue's limit on jobs started per period, across all pools.
 type rateLimit struct {
 	jobs     uint
@@ -583,8 +448,8 @@ type rateLimit struct {
 // queueArgs are one of a pool's queues as exchangeScript takes it: its keys, name and settings,
 // boxed once per pool run so that a round trip allocates nothing per queue.
 type queueArgs struct {
-	kind    interface{}   // the script's group kind
-	extra   []interface{} // the fields of the group's kind after the rate limit
+	keyed   bool          // the group is a name's keyed jobs (kind 'k' in exchangeScript)
+	extra   []interface{} // the fields of a keyed group after the rate limit
 	name    string
 	keys    [7]interface{} // jobs, in-progress, paused, lock, lock_info, max_concurrency, rate
 	nameArg interface{}
@@ -597,7 +462,7 @@ type queueArgs struct {
 
 // newQueueArgs encodes a queue of poolID for exchanges.
 func (s *store) newQueueArgs(name, poolID string, limited bool, rl rateLimit) *queueArgs {
-	q := &queueArgs{kind: "queue", name: name, nameArg: name, limited: "0", rate: [2]interface{}{0, 0}}
+	q := &queueArgs{name: name, nameArg: name, limited: "0", rate: [2]interface{}{0, 0}}
 	q.keys = [7]interface{}{s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.paused(name),
 		s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name), s.ks.rate(name)}
 	if limited {
@@ -672,10 +537,11 @@ type exchange struct {
 	ops   []finishOp
 	stats []statsAdd
 
-	groups []*queueArgs
-	args   []interface{}
-	acks   [][]int // per group: the indexes in ops of its acks
-	order  []int   // the index in ops of each outcome of the reply, in order
+	groups  []*queueArgs
+	kindBuf []byte
+	args    []interface{}
+	acks    [][]int // per group: the indexes in ops of its acks
+	order   []int   // the index in ops of each outcome of the reply, in order
 
 	// The reply.
 	done   string        // per op of ops, see exchangeScript
@@ -699,6 +565,31 @@ func (x *exchange) group(q *queueArgs) int {
 	x.groups = append(x.groups, q)
 	return len(x.groups)
 }
+
+// kinds returns exchangeScript's kinds argument for x's groups: "" when every group is a queue, else
+// a character per group.
+func (x *exchange) kinds() interface{} {
+	keyed := false
+	for _, q := range x.groups {
+		keyed = keyed || q.keyed
+	}
+	if !keyed {
+		return boxedNoKinds
+	}
+	b := x.kindBuf[:0]
+	for _, q := range x.groups {
+		if q.keyed {
+			b = append(b, 'k')
+		} else {
+			b = append(b, 'q')
+		}
+	}
+	x.kindBuf = b
+	return b
+}
+
+// boxedNoKinds is the kinds of an exchange whose groups are all queues.
+var boxedNoKinds interface{} = ""
 
 // boxedNoShare marks a queue that takes part in an exchange for its outcomes only.
 var boxedNoShare interface{} = -1
@@ -727,13 +618,14 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 	for _, q := range x.groups {
 		args = append(args, q.keys[:]...)
 	}
-	args = append(args, poolID, s.boxed.wake, len(x.groups))
+	args = append(args, poolID, s.boxed.wake, len(x.groups), x.kinds())
 	for i, q := range x.groups {
 		var share interface{} = boxedNoShare
 		if i < cands {
 			share = x.fetch[i].share
 		}
 		args = append(args, q.nameArg, q.limited, share, q.rate[0], q.rate[1])
+		args = append(args, q.extra...)
 	}
 	for g, acks := range x.acks {
 		if len(acks) > 0 {
@@ -799,18 +691,25 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 	})
 }
 
-// sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps each
-// job name to the payloads the pool holds.
+// sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps the
+// id of each of its queues (a job name, or keyedQueueID of it) to the entries the pool holds in the
+// queue's in-progress list.
 func (s *store) sweep(ctx context.Context, poolID string, names []string, held map[string][][]byte) (int64, error) {
-	args := make([]interface{}, 0, 1+4*len(names)+2+2*len(names))
-	args = append(args, 4*len(names))
+	args := make([]interface{}, 0, 1+8*len(names)+2+6*len(names))
+	args = append(args, 8*len(names))
 	for _, name := range names {
 		args = append(args, s.ks.inProgress(name, poolID), s.ks.jobs(name), s.ks.lock(name), s.ks.lockInfo(name))
+		args = append(args, s.ks.keyedInProgress(name, poolID), s.ks.keyedReady(name), s.ks.lock(name), s.ks.lockInfo(name))
 	}
 	args = append(args, poolID, s.ks.wakeChannel())
 	for _, name := range names {
-		args = append(args, name, len(held[name]))
+		args = append(args, name, "", len(held[name]))
 		for _, p := range held[name] {
+			args = append(args, p)
+		}
+		id := keyedQueueID(name)
+		args = append(args, name, s.ks.keyed(name), len(held[id]))
+		for _, p := range held[id] {
 			args = append(args, p)
 		}
 	}
@@ -873,13 +772,14 @@ type heartbeatResult struct {
 // given indexes of hb.jobNames (every lock recomputed with fullReconcile), reports on the other
 // pools and looks for waiting jobs.
 func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
-	scanEnd := 2 + 2 + len(hb.jobNames)
-	args := make([]interface{}, 0, 1+scanEnd+4*len(reconcile)+14+len(reconcile))
-	args = append(args, scanEnd+4*len(reconcile), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
+	scanEnd := 2 + 2 + scanKeysPerName*len(hb.jobNames)
+	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+14+len(reconcile))
+	args = append(args, scanEnd+5*len(reconcile), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
 	args = s.scanArgs(args, hb.jobNames)
 	for _, i := range reconcile {
 		name := hb.jobNames[i]
-		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.lock(name), s.ks.lockInfo(name), s.ks.maxConcurrency(name))
+		args = append(args, s.ks.inProgress(name, hb.poolID), s.ks.keyedInProgress(name, hb.poolID), s.ks.lock(name),
+			s.ks.lockInfo(name), s.ks.maxConcurrency(name))
 	}
 	args = append(args, hb.poolID, hb.startedAt, strings.Join(hb.jobNames, ","), hb.concurrency,
 		strings.Join(hb.workerIDs, ","), hb.host, hb.pid, deadAfterSeconds, s.ks.heartbeat(""), lateAfterSeconds, fullReconcile,
@@ -922,14 +822,15 @@ func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, reconcile []in
 // reap requeues a dead pool's in-progress jobs of the given job names. It returns the number of jobs
 // requeued, or -1 when the pool is alive after all.
 func (s *store) reap(ctx context.Context, poolID string, jobNames []string, deadAfterSeconds int64) (int64, error) {
-	args := make([]interface{}, 0, 3+4*len(jobNames)+3+len(jobNames))
-	args = append(args, 2+4*len(jobNames), s.ks.workerPools(), s.ks.heartbeat(poolID))
+	args := make([]interface{}, 0, 3+5*len(jobNames)+3+2*len(jobNames))
+	args = append(args, 2+5*len(jobNames), s.ks.workerPools(), s.ks.heartbeat(poolID))
 	for _, name := range jobNames {
-		args = append(args, s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.lock(name), s.ks.lockInfo(name))
+		args = append(args, s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.lock(name), s.ks.lockInfo(name),
+			s.ks.keyedInProgress(name, poolID))
 	}
 	args = append(args, poolID, deadAfterSeconds, s.ks.wakeChannel())
 	for _, name := range jobNames {
-		args = append(args, name)
+		args = append(args, name, s.ks.keyed(name))
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -1055,14 +956,18 @@ func (s *store) registerPool(ctx context.Context, names []string, maxConcurrency
 // scanResult is what a look at the namespace found (see lua/lib/scan.lua).
 type scanResult struct {
 	dueIn    int64    // seconds until the earliest scheduled or retry job is due; -1: none
-	nonEmpty []string // the queues, of those looked at, that hold jobs
+	nonEmpty []string // the ids of the queues looked at that hold jobs (a job name, or keyedQueueID of it)
 }
 
-// scanArgs appends the keys scan (lua/lib/scan.lua) reads for the given queues.
+// scanKeysPerName is how many keys scan reads per job name: its queue, and its keyed jobs' ready
+// and delayed keys.
+const scanKeysPerName = 3
+
+// scanArgs appends the keys scan (lua/lib/scan.lua) reads for the given job names.
 func (s *store) scanArgs(args []interface{}, names []string) []interface{} {
 	args = append(args, s.ks.scheduled(), s.ks.retry())
 	for _, name := range names {
-		args = append(args, s.ks.jobs(name))
+		args = append(args, s.ks.jobs(name), s.ks.keyedReady(name), s.ks.keyedDelayed(name))
 	}
 	return args
 }
@@ -1077,8 +982,14 @@ func parseScan(v interface{}, names []string) (scanResult, error) {
 	}
 	res := scanResult{dueIn: r[0]}
 	for _, i := range r[1:] {
-		if i >= 1 && i <= int64(len(names)) {
-			res.nonEmpty = append(res.nonEmpty, names[i-1])
+		if i >= 1 && i <= int64(scanKeysPerName*len(names)) {
+			name := names[(i-1)/scanKeysPerName]
+			if (i-1)%scanKeysPerName != 0 {
+				name = keyedQueueID(name)
+			}
+			if n := len(res.nonEmpty); n == 0 || res.nonEmpty[n-1] != name {
+				res.nonEmpty = append(res.nonEmpty, name)
+			}
 		}
 	}
 	return res, nil
@@ -1086,7 +997,7 @@ func parseScan(v interface{}, names []string) (scanResult, error) {
 
 // poll looks for waiting jobs: due scheduled or retry jobs and which of the named queues hold jobs.
 func (s *store) poll(ctx context.Context, names []string) (scanResult, error) {
-	args := s.scanArgs(append(make([]interface{}, 0, 3+len(names)), 2+len(names)), names)
+	args := s.scanArgs(append(make([]interface{}, 0, 3+scanKeysPerName*len(names)), 2+scanKeysPerName*len(names)), names)
 	var res scanResult
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := pollScript.Do(c, args...)

@@ -282,22 +282,19 @@ func (s *store) keyedNames(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// exchangeGroupKeyed is the kind of an exchangeScript group that is a name's keyed jobs.
-const exchangeGroupKeyed = "keyed"
-
 // keyDefaults are a job name's per-key settings, as the pool's JobOptions give them.
 type keyDefaults struct {
 	limit uint      // KeyConcurrency; 0: none
 	rate  rateLimit // KeyRateLimit
 }
 
-// newKeyedQueueArgs encodes the keyed jobs of a name of poolID for exchanges: a group of kind
-// exchangeGroupKeyed, whose keys are the name's ready keys and the pool's keyed in-progress list in
+// newKeyedQueueArgs encodes the keyed jobs of a name of poolID for exchanges: a group of kind 'k',
+// whose keys are the name's ready keys and the pool's keyed in-progress list in
 // place of a queue's jobs list and in-progress list, then the name's own paused flag and limits
 // (which hold over its keyed jobs too), and whose fields add the keyed prefix and key defaults.
 func (s *store) newKeyedQueueArgs(name, poolID string, limited bool, rl rateLimit, d keyDefaults) *queueArgs {
 	q := s.newQueueArgs(name, poolID, limited, rl)
-	q.kind = exchangeGroupKeyed
+	q.keyed = true
 	q.keys[0], q.keys[1] = s.ks.keyedReady(name), s.ks.keyedInProgress(name, poolID)
 	q.extra = []interface{}{s.ks.keyed(name), d.limit, d.rate.jobs, d.rate.periodMs}
 	return q

@@ -12,19 +12,28 @@ import (
 type sweeper struct {
 	r         *poolRun
 	mu        sync.Mutex // guards held and active
-	held      map[*Job]struct{}
+	held      map[*Job]heldEntry
 	lastSweep time.Time
 	active    bool   // fetched since the last sweep
 	sweptErrs uint64 // the store's error count at the last sweep
 }
 
-func newSweeper(r *poolRun) *sweeper {
-	return &sweeper{r: r, held: make(map[*Job]struct{})}
+// heldEntry is where a held job's in-progress entry is: copied when the job is fetched, since the
+// worker that runs the job rewrites its fields as it decodes it.
+type heldEntry struct {
+	queue string // the id of the queue whose in-progress list holds it
+	entry []byte
 }
 
+func newSweeper(r *poolRun) *sweeper {
+	return &sweeper{r: r, held: make(map[*Job]heldEntry)}
+}
+
+// hold records a job just fetched, before a worker has it.
 func (s *sweeper) hold(j *Job) {
+	entry, _ := j.rawArg.([]byte)
 	s.mu.Lock()
-	s.held[j] = struct{}{}
+	s.held[j] = heldEntry{queue: j.q.id, entry: entry}
 	s.active = true
 	s.mu.Unlock()
 }
@@ -65,10 +74,8 @@ func (s *sweeper) sweep() {
 	held := make(map[string][][]byte, len(s.r.queueIDs))
 	s.mu.Lock()
 	s.active = false
-	for j := range s.held {
-		// The in-progress entry, by the id of the queue whose list holds it.
-		entry, _ := j.rawArg.([]byte)
-		held[j.q.id] = append(held[j.q.id], entry)
+	for _, h := range s.held {
+		held[h.queue] = append(held[h.queue], h.entry)
 	}
 	s.mu.Unlock()
 	n, err := s.r.wp.store.sweep(s.r.ctx, s.r.poolID, s.r.names, held)

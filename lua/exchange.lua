@@ -1,10 +1,10 @@
--- Is the pool's one round trip on the hot path: it records the outcomes of finished
--- jobs, then moves jobs from the candidate queues into this pool's in-progress lists. Recording first
--- frees concurrency slots the fetch may then use; a call with no outcomes only fetches, a call that
--- asks for no jobs only records.
+-- The pool's one round trip on the hot path: records the outcomes of finished jobs, then moves jobs
+-- from the candidate queues into this pool's in-progress lists. Recording first frees concurrency
+-- slots the fetch may then use; a call with no outcomes only fetches, a call that asks for no jobs
+-- only records.
 --
 -- keys: varies
--- uses: keychecks, workflow
+-- uses: keychecks, keyed, workflow
 --
 -- A job's outcome is acted on only while the job is still in the in-progress list, so an outcome
 -- written twice (its reply was lost and the pool wrote it again) or after a reaper put the job back
@@ -14,15 +14,26 @@
 -- A rate limit of L jobs per P milliseconds is a GCRA over the queue's rate key, which holds the
 -- theoretical arrival time in ms (server clock): a burst of L, then one every P/L ms.
 --
--- KEYS[1] retry set; KEYS[2] dead set; KEYS[3] scheduled set
--- KEYS[7g-3..7g+3], one group per queue g: jobs list, this pool's in-progress list, paused flag,
---   lock counter, lock_info hash, max_concurrency, rate state
--- ARGV[1] pool ID; ARGV[2] wake-up channel; ARGV[3] G, the number of groups
--- ARGV[5g-1..5g+3], per group: job name, "1" when the pool counts it against a MaxConcurrency,
---   share (jobs to fetch from it; -1: not a candidate), rate limit jobs and period in ms (0 0:
---   none). Candidates are tried in the order given; what a queue cannot give passes to the next
---   ones, so a candidate with a share of 0 may still give jobs.
---   then outcomes, each an op code and its arguments, to the end of ARGV:
+-- The call names groups (the queues it fetches from or records outcomes for), numbered g = 1..G in
+-- the order given. The groups' keys follow one another in KEYS, their fields in ARGV; each kind of
+-- group has its own fields. A group is a job name's queue ('q'), or its keyed jobs ('k': the jobs of
+-- the name's keys, taken key by key in turn by keyedTake, lib/keyed.lua), whose in-progress entries
+-- are "<key>\n<payload>"; the name's paused flag, MaxConcurrency and RateLimit hold over both.
+--
+-- KEYS[1] retry set; KEYS[2] dead set; KEYS[3] scheduled set; then the keys of each group in turn
+--   (7 keys):
+--   q: jobs list, this pool's in-progress list, paused flag, lock counter, lock_info hash,
+--     max_concurrency, rate state
+--   k: the name's ready keys (sorted set), this pool's keyed in-progress list, then as for q
+-- ARGV[1] pool ID; ARGV[2] wake-up channel; ARGV[3] G, the number of groups; ARGV[4] the groups'
+--   kinds, a character each ("" when every group is a q); then the fields of each group in turn:
+--   q: job name, "1" when the pool counts it against a MaxConcurrency, share (jobs to fetch from
+--     it; -1: not a candidate), rate limit jobs and period in ms (0 0: none) (5 fields)
+--   k: as for q, then the name's keyed prefix (<ns>:keyed:<name>:) and its per-key defaults:
+--     KeyConcurrency (0: none), KeyRateLimit jobs and period in ms (9 fields)
+--   Candidates are tried in the order given; what a queue cannot give passes to the next ones, so a
+--   candidate with a share of 0 may still give jobs.
+-- ARGV then outcomes, each an op code and its arguments, to the end of ARGV (g is a group number):
 --   A g n p1..pn   n jobs of group g done, by their in-progress payloads
 --   R|D|S g p score member   move job p to the retry, dead or scheduled set as member
 --   Q g p          put job p back at the fetch end of its queue
@@ -30,62 +41,123 @@
 --                  job p with workflow state: the move of kind (A, F for dropped, R, D, S or Q),
 --                  then, once it is final (A, F, D), its record (kept keep seconds; 0 and not
 --                  tracked: none), the jobs waiting for it (tracked), its batch's counters and
---                  callbacks, and the deletion of its unique lock ukey ("" none); see luaWorkflow
+--                  callbacks, and the deletion of its unique lock ukey ("" none); see lib/workflow.lua
 --   T key ttl n field1 count1 .. fieldn countn   add counts to a per-minute stats hash
 --
--- Returns {done, status, counts, jobs}: done has a character per job of the A, R, D, S and Q ops,
+-- Returns {done, status, counts, jobs}: done has a character per job of the A, R, D, S, Q and X ops,
 -- in order: '1' recorded, '0' no longer held, 'e' a destination holds the wrong type (the job stays
 -- in the in-progress list, from where the pool's sweep, its stop or a reaper puts it back);
 -- status[g] is 1 when group g gave what was asked (it may hold more), 0 when it ran out, -1 paused,
 -- -2 at its concurrency limit, -3 not a candidate, -4 past its rate limit, -5 a key of the wrong
 -- type; counts[g] the jobs taken from it; jobs the payloads, grouped by group in order (oldest first).
 
-local pool, channel = ARGV[1], ARGV[2]
+local pool, channel, G = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local NOW
 local function serverNow()
   if not NOW then NOW = tonumber(redis.call('time')[1]) end
   return NOW
 end
-local G = tonumber(ARGV[3])
-local a = 4 + 5 * G
-local done, ended = {}, {}
 
--- end ends the hold on job p of group g; it returns the LREM reply or nil on a wrong-type key.
-local function endHold(b, p)
-  local r = redis.pcall('lrem', KEYS[b+2], -1, p)
+-- Where each group's keys and fields start: keyAt[g] in KEYS, argAt[g] in ARGV. A group's keys
+-- and fields sit at fixed offsets from those starts, named below for a queue. Every group is a
+-- queue today. A group of another kind will say so on the wire (at the least cost in one argument
+-- that lists the kinds of all groups, rather than one more argument per group), get its own
+-- offsets and its own branch in this loop, which then records each group's kind, and the code
+-- below will branch on the kind where kinds differ.
+local keyAt, argAt = {}, {}
+-- A group's keys, from keyAt[g], then its fields, from argAt[g]; a keyed group's own fields follow.
+local JOBS, INPROGRESS, PAUSED, LOCK, LOCK_INFO, MAX_CONCURRENCY, RATE = 0, 1, 2, 3, 4, 5, 6
+local NAME, LIMITED, SHARE, RATE_JOBS, RATE_PERIOD = 0, 1, 2, 3, 4
+local KEYED_PREFIX, KEY_LIMIT, KEY_RATE_JOBS, KEY_RATE_PERIOD = 5, 6, 7, 8
+-- keyed[g] is the keyed state of a keyed group (keyedKeys), nil for a queue; released[g] counts the
+-- jobs of each of its keys whose hold this call ended.
+local keyed, released = {}, {}
+local a = 5 -- the ARGV read next: the groups' fields, then the outcomes
+do
+  local k, kinds = 4, ARGV[4]
+  for g = 1, G do
+    keyAt[g], argAt[g] = k, a
+    if string.byte(kinds, g) == 107 then -- 'k'
+      keyed[g], released[g] = keyedKeys(ARGV[a + KEYED_PREFIX]), {}
+      k, a = k + 7, a + 9
+    else
+      k, a = k + 7, a + 5
+    end
+  end
+end
+
+-- endKeyed notes that the hold on entry p ("<key>\n<payload>") of keyed group g ended; it returns the
+-- key and the payload.
+local function endKeyed(g, p)
+  local K, payload = keyedSplit(p)
+  if K then released[g][K] = (released[g][K] or 0) + 1 end
+  return K, payload
+end
+
+-- requeue puts job p of group g back at the fetch end of its queue (its key's, for a keyed group);
+-- it returns false when the queue key holds another type.
+local function requeue(g, jobs, p, name)
+  if keyed[g] then
+    local K, payload = endKeyed(g, p)
+    if not K then return false end
+    if keyedReturn(keyed[g], K, name, payload, channel) then return true end
+    released[g][K] = released[g][K] - 1
+    return false
+  end
+  local n = redis.pcall('rpush', jobs, p)
+  if type(n) ~= 'number' then return false end
+  if n == 1 then redis.call('publish', channel, name) end
+  return true
+end
+
+-- ---- Outcomes ----
+
+local done, ended = {}, {} -- ended[g]: the jobs of group g whose hold this call ended
+local retrySet, deadSet, scheduledSet = KEYS[1], KEYS[2], KEYS[3]
+
+-- endHold ends the hold on job p of a queue's in-progress list; it returns the LREM reply or nil on
+-- a wrong-type key.
+local function endHold(inprogress, p)
+  local r = redis.pcall('lrem', inprogress, -1, p)
   if type(r) ~= 'number' then return nil end
   return r
 end
 
 while a <= #ARGV do
   local op = ARGV[a]
-  if op == 'T' then
+  if op == 'A' then
+    -- A g n p1..pn
+    local g, n = tonumber(ARGV[a+1]), tonumber(ARGV[a+2])
+    local inprogress, n_ended = KEYS[keyAt[g] + INPROGRESS], 0
+    -- endHold, written out: this loop runs once per job done.
+    for i = a + 3, a + 2 + n do
+      local r = redis.pcall('lrem', inprogress, -1, ARGV[i])
+      if type(r) ~= 'number' then done[#done+1] = 'e'
+      elseif r > 0 then
+        done[#done+1] = '1'; n_ended = n_ended + 1
+        if keyed[g] then endKeyed(g, ARGV[i]) end
+      else done[#done+1] = '0' end
+    end
+    if n_ended > 0 then ended[g] = (ended[g] or 0) + n_ended end
+    a = a + 3 + n
+  elseif op == 'T' then
+    -- T key ttl n field1 count1 .. fieldn countn
     local key, ttl, n = ARGV[a+1], ARGV[a+2], tonumber(ARGV[a+3])
     for i = a + 4, a + 2 + 2 * n, 2 do redis.pcall('hincrby', key, ARGV[i], ARGV[i+1]) end
     redis.pcall('expire', key, ttl)
     a = a + 4 + 2 * n
   else
     local g = tonumber(ARGV[a+1])
-    local b = 3 + 7 * (g - 1)
-    if op == 'A' then
-      local n = tonumber(ARGV[a+2])
-      for i = a + 3, a + 2 + n do
-        local r = endHold(b, ARGV[i])
-        if not r then done[#done+1] = 'e'
-        elseif r > 0 then done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
-        else done[#done+1] = '0' end
-      end
-      a = a + 3 + n
-    elseif op == 'Q' then
+    local jobs, inprogress, name = KEYS[keyAt[g] + JOBS], KEYS[keyAt[g] + INPROGRESS], ARGV[argAt[g] + NAME]
+    if op == 'Q' then
+      -- Q g p
       local p = ARGV[a+2]
-      local r = endHold(b, p)
+      local r = endHold(inprogress, p)
       if r and r > 0 then
-        local n = redis.pcall('rpush', KEYS[b+1], p)
-        if type(n) ~= 'number' then
-          redis.call('lpush', KEYS[b+2], p)
+        if not requeue(g, jobs, p, name) then
+          redis.call('lpush', inprogress, p)
           done[#done+1] = 'e'
         else
-          if n == 1 then redis.call('publish', channel, ARGV[5*g-1]) end
           done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
         end
       else
@@ -93,38 +165,39 @@ while a <= #ARGV do
       end
       a = a + 3
     elseif op == 'X' then
+      -- X g kind p score member prefix id batch keep tracked ukey err result attempts
       -- A job with workflow state: the move of its kind, then its batch, its record, the jobs
       -- waiting for it and its unique lock.
       local kind, p, score, member = ARGV[a+2], ARGV[a+3], ARGV[a+4], ARGV[a+5]
-      local prefix, id, batch, keep, tracked = ARGV[a+6], ARGV[a+7], ARGV[a+8], tonumber(ARGV[a+9]), ARGV[a+10]
+      local prefix, id, batch, keep, tracked = ARGV[a+6], ARGV[a+7], ARGV[a+8], tonumber(ARGV[a+9]), ARGV[a+10] == '1'
       local ukey, err, result, attempts = ARGV[a+11], ARGV[a+12], ARGV[a+13], ARGV[a+14]
-      local r = endHold(b, p)
+      local r = endHold(inprogress, p)
       local ok = r and r > 0
       if ok and (kind == 'R' or kind == 'D' or kind == 'S') then
-        local set = KEYS[3]
-        if kind == 'R' then set = KEYS[1] elseif kind == 'D' then set = KEYS[2] end
+        local set = scheduledSet
+        if kind == 'R' then set = retrySet elseif kind == 'D' then set = deadSet end
         if type(redis.pcall('zadd', set, score, member)) ~= 'number' then
-          redis.call('lpush', KEYS[b+2], p)
+          redis.call('lpush', inprogress, p)
           ok, r = false, nil
         end
       elseif ok and kind == 'Q' then
-        local n = redis.pcall('rpush', KEYS[b+1], p)
-        if type(n) ~= 'number' then
-          redis.call('lpush', KEYS[b+2], p)
+        if not requeue(g, jobs, p, name) then
+          redis.call('lpush', inprogress, p)
           ok, r = false, nil
-        elseif n == 1 then
-          redis.call('publish', channel, ARGV[5*g-1])
         end
       end
+      if ok and keyed[g] and kind ~= 'Q' then endKeyed(g, p) end
       if ok then
         done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
         local final = kind == 'A' or kind == 'F' or kind == 'D'
-        local state = ({A = 'done', F = 'dropped', D = 'dead', R = 'retrying', S = 'queued', Q = 'queued'})[kind]
+        local state = 'queued' -- S, Q
+        if kind == 'A' then state = 'done' elseif kind == 'F' then state = 'dropped'
+        elseif kind == 'D' then state = 'dead' elseif kind == 'R' then state = 'retrying' end
         local now = serverNow()
-        if keep > 0 or tracked == '1' then
-          record(prefix, id, ARGV[5*g-1], state, final, attempts, pool, err, result, keep, batch, now)
+        if keep > 0 or tracked then
+          record(prefix, id, name, state, final, attempts, pool, err, result, keep, batch, now)
         end
-        if final and tracked == '1' then
+        if final and tracked then
           settle(prefix, prefix .. 'job:' .. id .. ':next', kind == 'A', 'job ' .. id .. ' ' .. state, now, channel)
         end
         if batch ~= '' then
@@ -138,16 +211,18 @@ while a <= #ARGV do
       end
       a = a + 15
     else
+      -- R|D|S g p score member
       local p, score, member = ARGV[a+2], ARGV[a+3], ARGV[a+4]
-      local set = KEYS[3]
-      if op == 'R' then set = KEYS[1] elseif op == 'D' then set = KEYS[2] end
-      local r = endHold(b, p)
+      local set = scheduledSet
+      if op == 'R' then set = retrySet elseif op == 'D' then set = deadSet end
+      local r = endHold(inprogress, p)
       if r and r > 0 then
         if type(redis.pcall('zadd', set, score, member)) ~= 'number' then
-          redis.call('lpush', KEYS[b+2], p)
+          redis.call('lpush', inprogress, p)
           done[#done+1] = 'e'
         else
           done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
+          if keyed[g] then endKeyed(g, p) end
         end
       else
         done[#done+1] = r and '0' or 'e'
@@ -159,47 +234,70 @@ end
 
 -- Release the concurrency slots of limited queues, waking pools that waited for one.
 for g, n in pairs(ended) do
-  if ARGV[5*g] == '1' then
-    local b = 3 + 7 * (g - 1)
-    local held = redis.pcall('decrby', KEYS[b+4], n)
-    if type(held) == 'number' and held < 0 then redis.call('set', KEYS[b+4], 0) end
-    local left = redis.pcall('hincrby', KEYS[b+5], pool, -n)
-    if type(left) == 'number' and left <= 0 then redis.call('hdel', KEYS[b+5], pool) end
-    local max = intOf(KEYS[b+6]) or 0
-    if max > 0 and type(held) == 'number' and held + n >= max then redis.call('publish', channel, ARGV[5*g-1]) end
+  local k, f = keyAt[g], argAt[g]
+  if ARGV[f + LIMITED] == '1' then
+    local lock, lockInfo, maxConcurrency = KEYS[k + LOCK], KEYS[k + LOCK_INFO], KEYS[k + MAX_CONCURRENCY]
+    local held = redis.pcall('decrby', lock, n)
+    if type(held) == 'number' and held < 0 then redis.call('set', lock, 0) end
+    local left = redis.pcall('hincrby', lockInfo, pool, -n)
+    if type(left) == 'number' and left <= 0 then redis.call('hdel', lockInfo, pool) end
+    local max = intOf(maxConcurrency) or 0
+    if max > 0 and type(held) == 'number' and held + n >= max then redis.call('publish', channel, ARGV[f + NAME]) end
   end
 end
+-- Release the slots of keys; a key that may have been left out of ready at its limit, and has jobs
+-- waiting, gets a turn again (only where some key can have a limit: a default, or an override).
+for g, byKey in pairs(released) do
+  local k, f = keyed[g], argAt[g]
+  if next(byKey) then
+    local rearm = tonumber(ARGV[f + KEY_LIMIT]) > 0 or redis.call('exists', k.conf) == 1
+    for K, n in pairs(byKey) do
+      if n > 0 then keyedRelease(k, K, n, rearm, ARGV[f + NAME], channel) end
+    end
+  end
+end
+
+-- ---- Fetch ----
 
 local status, counts, jobs = {}, {}, {}
 local pausedKeys = {}
 for g = 1, G do
   status[g], counts[g] = -3, 0
-  if tonumber(ARGV[5*g+1]) >= 0 then pausedKeys[#pausedKeys+1] = KEYS[7*g-1] end
+  if tonumber(ARGV[argAt[g] + SHARE]) >= 0 then pausedKeys[#pausedKeys+1] = KEYS[keyAt[g] + PAUSED] end
 end
 if #pausedKeys == 0 then return {table.concat(done), status, counts, jobs} end
 -- One EXISTS over every candidate's paused flag: most fetches find none paused.
 local anyPaused = redis.call('exists', unpack(pausedKeys)) > 0
 local nowMs
+-- clockMs is the server's clock in ms, read once.
+local function clockMs()
+  if not nowMs then
+    local t = redis.call('time')
+    nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return nowMs
+end
 
--- take moves up to want jobs of group g; it returns the number moved and the group's status.
+-- take moves up to want jobs of queue group g; it returns the number moved and the group's status.
 local function take(g, want)
-  local b, c = 3 + 7 * (g - 1), 5 * g - 1
+  -- The queue's keys and fields, at the offsets named at the top, written as numbers here: a
+  -- function that used those names would capture each of them, a cost paid on every call.
+  local k, f = keyAt[g], argAt[g]
+  local queue, inprogress, lock, lockInfo, maxConcurrency, rate =
+    KEYS[k], KEYS[k+1], KEYS[k+3], KEYS[k+4], KEYS[k+5], KEYS[k+6]
+  local limited, limit, period = ARGV[f+1] == '1', tonumber(ARGV[f+3]), tonumber(ARGV[f+4])
   local n = want
-  if ARGV[c+1] == '1' then
-    local max, held = intOf(KEYS[b+6]), intOf(KEYS[b+4])
-    if not (max and held and isType(KEYS[b+5], 'hash')) then return 0, -5 end
+  if limited then
+    local max, held = intOf(maxConcurrency), intOf(lock)
+    if not (max and held and isType(lockInfo, 'hash')) then return 0, -5 end
     if max > 0 and max - held < n then n = max - held end
     if n <= 0 then return 0, -2 end
   end
-  local limit, period = tonumber(ARGV[c+3]), tonumber(ARGV[c+4])
   local tat, interval
   if limit > 0 then
-    tat = intOf(KEYS[b+7])
+    tat = numOf(rate)
     if not tat then return 0, -5 end
-    if not nowMs then
-      local t = redis.call('time')
-      nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
+    clockMs()
     interval = period / limit
     if tat < nowMs then tat = nowMs end
     local allowed = math.floor((nowMs + period - tat) / interval)
@@ -207,19 +305,25 @@ local function take(g, want)
     if n <= 0 then return 0, -4 end
   end
   local vals
-  if n == 1 then
-    local v = redis.pcall('rpoplpush', KEYS[b+1], KEYS[b+2])
+  if keyed[g] then
+    local kk = keyed[g]
+    if not (keyedTypesOK(kk) and isType(inprogress, 'list')) then return 0, -5 end
+    local d = {limit = tonumber(ARGV[f+6]), rateJobs = tonumber(ARGV[f+7]), ratePeriod = tonumber(ARGV[f+8])}
+    vals = {}
+    keyedTake(kk, n, inprogress, d, clockMs, vals)
+  elseif n == 1 then
+    local v = redis.pcall('rpoplpush', queue, inprogress)
     if type(v) == 'table' then return 0, -5 end
     vals = {}
     if v then vals[1] = v end
   else
-    vals = redis.pcall('rpop', KEYS[b+1], n)
+    vals = redis.pcall('rpop', queue, n)
     if type(vals) == 'table' and vals.err then
       if string.find(vals.err, 'WRONGTYPE', 1, true) then return 0, -5 end
       -- A server older than 6.2 has no RPOP count: move them one by one.
       vals = {}
       for i = 1, n do
-        local v = redis.pcall('rpoplpush', KEYS[b+1], KEYS[b+2])
+        local v = redis.pcall('rpoplpush', queue, inprogress)
         if type(v) == 'table' then return #vals, -5 end
         if not v then break end
         vals[#vals+1] = v
@@ -227,22 +331,22 @@ local function take(g, want)
     elseif not vals then
       vals = {}
     elseif #vals > 0 then
-      local r = redis.pcall('lpush', KEYS[b+2], unpack(vals, 1, math.min(#vals, 1000)))
+      local r = redis.pcall('lpush', inprogress, unpack(vals, 1, math.min(#vals, 1000)))
       if type(r) == 'table' then
         -- The in-progress key holds the wrong type: put the jobs back where they were.
-        for i = #vals, 1, -1 do redis.call('rpush', KEYS[b+1], vals[i]) end
+        for i = #vals, 1, -1 do redis.call('rpush', queue, vals[i]) end
         return 0, -5
       end
-      for i = 1001, #vals, 1000 do redis.call('lpush', KEYS[b+2], unpack(vals, i, math.min(#vals, i + 999))) end
+      for i = 1001, #vals, 1000 do redis.call('lpush', inprogress, unpack(vals, i, math.min(#vals, i + 999))) end
     end
   end
   local got = #vals
   if got > 0 then
-    if ARGV[c+1] == '1' then
-      redis.call('incrby', KEYS[b+4], got)
-      redis.call('hincrby', KEYS[b+5], pool, got)
+    if limited then
+      redis.call('incrby', lock, got)
+      redis.call('hincrby', lockInfo, pool, got)
     end
-    if tat then redis.call('set', KEYS[b+7], tostring(tat + got * interval), 'PX', math.ceil(period * 2)) end
+    if tat then redis.call('set', rate, tostring(tat + got * interval), 'PX', math.ceil(period * 2)) end
     for i = 1, got do jobs[#jobs+1] = vals[i] end
   end
   if got < n then return got, 0 end
@@ -254,9 +358,9 @@ end
 local carry = 0
 local order = {}
 for g = 1, G do
-  local share = tonumber(ARGV[5*g+1])
+  local share = tonumber(ARGV[argAt[g] + SHARE])
   if share >= 0 and share + carry > 0 then
-    if anyPaused and redis.call('exists', KEYS[7*g-1]) == 1 then
+    if anyPaused and redis.call('exists', KEYS[keyAt[g] + PAUSED]) == 1 then
       status[g] = -1
       carry = carry + share
     else

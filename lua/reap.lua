@@ -1,47 +1,70 @@
 -- Puts a dead pool's in-progress jobs back at the fetch end of their queues (oldest first, no retry
 -- counted) and releases what it held of each concurrency lock, unless the pool sent a heartbeat after
--- all. Only one of several reapers racing for the same pool does anything.
+-- all. Only one of several reapers racing for the same pool does anything. Its keyed jobs go back to
+-- the front of their keys' queues and free their keys' slots.
 --
 -- keys: varies
--- uses: keychecks
+-- uses: keychecks, keyed
 --
 -- KEYS[1] worker_pools set; KEYS[2] the dead pool's heartbeat hash
--- KEYS[4i-1..4i+2], one group per job name i: jobs list, the pool's in-progress list, lock, lock_info
+-- KEYS[5i-2..5i+2], one group per job name i: jobs list, the pool's in-progress list, lock,
+--   lock_info, the pool's keyed in-progress list
 -- ARGV[1] dead pool ID; ARGV[2] dead-after seconds (-1: reap whatever the heartbeat says, as a
---   stopping pool does for itself); ARGV[3] wake-up channel; ARGV[3+i] job name i
+--   stopping pool does for itself); ARGV[3] wake-up channel; ARGV[2+2i], ARGV[3+2i] job name i and
+--   its keyed prefix (<ns>:keyed:<name>:)
 --
 -- Returns the number of jobs requeued, or -1 when the pool turned out to be alive.
 
+local deadPool, deadAfter, channel = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local now = tonumber(redis.call('time')[1])
 local at = redis.pcall('hget', KEYS[2], 'heartbeat_at')
 if type(at) ~= 'string' then at = nil else at = tonumber(at) end
-if at and now - at <= tonumber(ARGV[2]) then return -1 end
+if at and now - at <= deadAfter then return -1 end
 local moved = 0
-for i = 1, (#KEYS - 2) / 4 do
-  local b = 2 + (i - 1) * 4
+for i = 1, (#KEYS - 2) / 5 do
+  local k = 2 + 5 * (i - 1)
+  local jobs, inprogress, lock, lockInfo, keyedInprogress = KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4], KEYS[k+5]
+  local name, kk = ARGV[2+2*i], keyedKeys(ARGV[3+2*i])
   local c = 0
-  -- A queue or in-progress key of the wrong type is left alone (nothing can move safely).
-  if isType(KEYS[b+1], 'list') and isType(KEYS[b+2], 'list') then
+  -- Keyed jobs, newest first, so that the oldest is at the front of its key's queue.
+  if redis.call('exists', keyedInprogress) == 1 and isType(keyedInprogress, 'list') and keyedTypesOK(kk) then
+    local kept, freed = {}, {}
     while true do
-      local v = redis.call('lpop', KEYS[b+2])
+      local v = redis.call('lpop', keyedInprogress)
       if not v then break end
-      redis.call('rpush', KEYS[b+1], v)
+      local K, payload = keyedSplit(v)
+      if K and keyedReturn(kk, K, name, payload, channel) then
+        freed[K] = (freed[K] or 0) + 1
+        moved = moved + 1
+      else
+        kept[#kept + 1] = v -- a key queue of the wrong type: left where it was
+      end
+    end
+    for j = #kept, 1, -1 do redis.call('lpush', keyedInprogress, kept[j]) end
+    for K, n in pairs(freed) do keyedRelease(kk, K, n, false, name, channel) end
+  end
+  -- A queue or in-progress key of the wrong type is left alone (nothing can move safely).
+  if isType(jobs, 'list') and isType(inprogress, 'list') then
+    while true do
+      local v = redis.call('lpop', inprogress)
+      if not v then break end
+      redis.call('rpush', jobs, v)
       c = c + 1
     end
   end
-  if isType(KEYS[b+4], 'hash') then
-    local held = tonumber(redis.call('hget', KEYS[b+4], ARGV[1]) or 0) or 0
-    redis.call('hdel', KEYS[b+4], ARGV[1])
+  if isType(lockInfo, 'hash') then
+    local held = tonumber(redis.call('hget', lockInfo, deadPool) or 0) or 0
+    redis.call('hdel', lockInfo, deadPool)
     if held ~= 0 then
-      local left = redis.pcall('decrby', KEYS[b+3], held)
-      if type(left) == 'number' and left < 0 then redis.call('set', KEYS[b+3], 0) end
+      local left = redis.pcall('decrby', lock, held)
+      if type(left) == 'number' and left < 0 then redis.call('set', lock, 0) end
     end
   end
   if c > 0 then
-    redis.call('publish', ARGV[3], ARGV[3+i])
+    redis.call('publish', channel, name)
     moved = moved + c
   end
 end
 redis.call('del', KEYS[2])
-redis.call('srem', KEYS[1], ARGV[1])
+redis.call('srem', KEYS[1], deadPool)
 return moved

@@ -1,42 +1,55 @@
 -- Puts back, at the fetch end of its queue, every entry of this pool's in-progress lists that the
 -- pool does not hold: a fetch whose reply was lost (Redis restarted, a connection cut, a failover)
 -- leaves such entries, which no worker will ever run. The caller runs it between fetches, passing
--- every payload it holds until its outcome is written.
+-- every payload it holds until its outcome is written. An entry of a keyed in-progress list goes back
+-- to the front of its key's queue, and frees its key's slot.
 --
 -- keys: varies
--- uses: keychecks
+-- uses: keychecks, keyed
 --
--- KEYS[4i-3..4i], one group per job name i: in-progress list, jobs list, lock, lock_info
--- ARGV[1] pool ID; ARGV[2] wake-up channel; then per job name: its name, the number c of payloads
---   the pool holds for it, and those c payloads
+-- KEYS[4i-3..4i], one group per in-progress list i: the list, the queue its jobs came from (a
+--   job name's list, or for keyed jobs the name's ready keys), lock, lock_info
+-- ARGV[1] pool ID; ARGV[2] wake-up channel; then per group: the job name, the name's keyed prefix
+--   (<ns>:keyed:<name>:) for the list of its keyed jobs or "" for its own, the number c of entries
+--   the pool holds in the list, and those c entries
 --
 -- Returns the number of entries put back.
 
 local pool, channel = ARGV[1], ARGV[2]
-local a = 3
+local a = 3 -- the ARGV of the next job name
 local moved = 0
 for i = 1, #KEYS / 4 do
-  local b = (i - 1) * 4
-  local name, c = ARGV[a], tonumber(ARGV[a+1])
+  local k = 4 * (i - 1)
+  local inprogress, jobs, lock, lockInfo = KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4]
+  local name, prefix, c = ARGV[a], ARGV[a+1], tonumber(ARGV[a+2])
   local held = {}
-  for j = a + 2, a + 1 + c do held[ARGV[j]] = (held[ARGV[j]] or 0) + 1 end
-  a = a + 2 + c
-  if isType(KEYS[b+1], 'list') and isType(KEYS[b+2], 'list') and redis.call('llen', KEYS[b+1]) > c then
+  for j = a + 3, a + 2 + c do held[ARGV[j]] = (held[ARGV[j]] or 0) + 1 end
+  a = a + 3 + c
+  local kk = prefix ~= '' and keyedKeys(prefix)
+  local ok = kk and keyedTypesOK(kk) or (not kk and isType(jobs, 'list'))
+  if ok and isType(inprogress, 'list') and redis.call('llen', inprogress) > c then
     local n = 0
-    for _, m in ipairs(redis.call('lrange', KEYS[b+1], 0, -1)) do
+    for _, m in ipairs(redis.call('lrange', inprogress, 0, -1)) do
       if (held[m] or 0) > 0 then
         held[m] = held[m] - 1
+      elseif kk then
+        local K, payload = keyedSplit(m)
+        if K and keyedReturn(kk, K, name, payload, channel) then
+          redis.call('lrem', inprogress, 1, m)
+          keyedRelease(kk, K, 1, false, name, channel)
+          n = n + 1
+        end
       else
-        redis.call('lrem', KEYS[b+1], 1, m)
-        redis.call('rpush', KEYS[b+2], m)
+        redis.call('lrem', inprogress, 1, m)
+        redis.call('rpush', jobs, m)
         n = n + 1
       end
     end
     if n > 0 then
-      local left = redis.pcall('hincrby', KEYS[b+4], pool, -n)
-      if type(left) == 'number' and left <= 0 then redis.call('hdel', KEYS[b+4], pool) end
-      local l = redis.pcall('decrby', KEYS[b+3], n)
-      if type(l) == 'number' and l < 0 then redis.call('set', KEYS[b+3], 0) end
+      local left = redis.pcall('hincrby', lockInfo, pool, -n)
+      if type(left) == 'number' and left <= 0 then redis.call('hdel', lockInfo, pool) end
+      local l = redis.pcall('decrby', lock, n)
+      if type(l) == 'number' and l < 0 then redis.call('set', lock, 0) end
       redis.call('publish', channel, name)
       moved = moved + n
     end

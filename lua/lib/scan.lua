@@ -34,6 +34,8 @@ local function scan(s, e, now)
   for i = s + 2, e do
     if lists <= 0 then break end
     local n = redis.pcall('llen', KEYS[i])
+    -- A sorted set of keyed jobs (keys ready, keys delayed) is counted as a queue.
+    if type(n) ~= 'number' then n = redis.pcall('zcard', KEYS[i]) end
     if type(n) ~= 'number' then
       lists = lists - 1 -- a key of another type exists too: counted off, not reported
     elseif n > 0 then
