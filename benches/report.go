@@ -283,6 +283,7 @@ type report struct {
 	env     [][2]string
 	ceiling []ceilingRow
 	cases   []*benchCase
+	soak    *soakRun // the soak workload's run, when it ran
 	elapsed time.Duration
 	verbose bool
 
@@ -332,7 +333,9 @@ func (r *report) tables() []table {
 			sum.rows = append(sum.rows, append(row, r.ratios(c, k)...))
 		}
 	}
-	ts = append(ts, sum)
+	if len(r.cases) > 0 {
+		ts = append(ts, sum)
+	}
 
 	if mn := r.manyNamesTable(); mn != nil {
 		ts = append(ts, *mn)
@@ -373,6 +376,9 @@ func (r *report) tables() []table {
 				ts = append(ts, r.roundsTable(c))
 			}
 		}
+	}
+	if r.soak != nil {
+		ts = append(ts, r.soak.tables()...)
 	}
 	return ts
 }
