@@ -244,7 +244,8 @@ func (r *soakRun) tables() []table {
 		notes: []string{
 			fmt.Sprintf("slope: least squares, per hour; rise: slope × the window; grows when rise > threshold = max(%.0f%% of the median level, floor) and each of the last k samples exceeds each of the first k (k = max(2, n/4)); noisy: rise > threshold without that", 100*cfg.growth),
 		},
-		header: []string{"series", "first", "last", "min", "max", "slope/h", "rise", "threshold", "verdict"},
+		left:   2,
+		header: []string{"series", "verdict", "first", "last", "min", "max", "slope/h", "rise", "threshold"},
 	}
 	for _, v := range r.verdicts() {
 		_, xs, _ := r.series(v.s.key, true)
@@ -253,23 +254,26 @@ func (r *soakRun) tables() []table {
 		}
 		_, lo, hi := summarize(xs)
 		f := func(x float64) string { return formatValue(v.s.kind, x) }
-		row := []string{v.s.label, f(xs[0]), f(xs[len(xs)-1]), f(lo), f(hi)}
+		values := []string{f(xs[0]), f(xs[len(xs)-1]), f(lo), f(hi)}
+		var verdict string
 		switch {
 		case v.s.unjudged != "":
-			row = append(row, "", "", "", "not judged: "+v.s.unjudged)
+			verdict = "not judged: " + v.s.unjudged
+			values = append(values, "", "", "")
 		case v.g.n < 4:
-			row = append(row, "", "", "", "too few samples")
+			verdict = "too few samples"
+			values = append(values, "", "", "")
 		default:
-			verdict := "flat"
+			verdict = "flat"
 			switch {
 			case v.g.grows:
 				verdict = "GROWS"
 			case v.g.noisy:
 				verdict = "noisy"
 			}
-			row = append(row, f(v.g.slope), f(v.g.rise), f(v.g.threshold), verdict)
+			values = append(values, f(v.g.slope), f(v.g.rise), f(v.g.threshold))
 		}
-		vt.rows = append(vt.rows, row)
+		vt.rows = append(vt.rows, append([]string{v.s.label, verdict}, values...))
 	}
 	return []table{st, vt}
 }
