@@ -254,7 +254,8 @@ func (t table) markdown(w io.Writer) {
 	if len(t.notes) > 0 {
 		fmt.Fprintln(w)
 	}
-	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	// A | would end the cell; a < would open an HTML tag, as in <ns>:batches.
+	esc := func(s string) string { return strings.NewReplacer("|", `\|`, "<", `\<`).Replace(s) }
 	cells := make([]string, len(t.header))
 	for i, h := range t.header {
 		cells[i] = esc(h)
