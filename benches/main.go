@@ -4,6 +4,9 @@
 //
 //	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue,crash] [-libs work,gocraft,asynq] [-markdown]
 //
+// The soak workload (-workloads soak) runs work alone, for a long time, and exits with status 1 when
+// something it keeps in Redis, or the pools' heap or goroutines, keeps growing.
+//
 // See README.md for what each workload measures.
 package main
 
@@ -55,7 +58,7 @@ func main() {
 	var (
 		rounds        = flag.Int("rounds", 5, "rounds per library per workload (work gocraft asynq work gocraft asynq ...)")
 		libs          = flag.String("libs", defaultLibs, "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (floor, floor-ack: the latency workload only; floor-enqueue: the enqueue workload only)")
-		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all")
+		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all; and soak (work alone, a pass/fail run of its own, not in all)")
 		n             = flag.Int("n", 100000, "jobs per burn and manynames run")
 		millionN      = flag.Int("million-n", 1000000, "jobs per million run")
 		millionRounds = flag.Int("million-rounds", 1, "rounds of the million workload")
@@ -80,6 +83,14 @@ func main() {
 		crashRun      = flag.Duration("crash-run", 1500*time.Millisecond, "how long the crash workload's pool works before the SIGKILL")
 		crashConc     = flag.Int("crash-concurrency", 50, "workers in the crash workload")
 		profileDir    = flag.String("profile", "", "write a Go CPU profile of the consumer (the harness process) over every burn, million and manynames process phase and every latency run to this directory")
+		soakDur       = flag.Duration("soak-duration", 10*time.Minute, "how long the soak workload runs its load")
+		soakRate      = flag.Int("soak-rate", 2000, "jobs/s the soak workload offers (every member of a batch, step of a chain and job of an EnqueueBatch counted)")
+		soakInterval  = flag.Duration("soak-interval", 30*time.Second, "time between the soak workload's samples")
+		soakWarmup    = flag.Duration("soak-warmup", 2*time.Minute, "the soak workload's samples before this are shown but not judged")
+		soakKeep      = flag.Duration("soak-keep", 5*time.Second, "the soak workload's BatchOptions.Keep, EnqueueOptions.Keep and JobOptions.KeepFinished")
+		soakWorkers   = flag.Int("soak-workers", 25, "workers in each of the soak workload's two pools")
+		soakRestart   = flag.Duration("soak-restart", time.Minute, "the soak workload replaces its second pool by a new one this often (0: never)")
+		soakGrowth    = flag.Float64("soak-growth", 0.1, "the soak workload's relative growth threshold: a series grows when its rise over the judged window exceeds this fraction of its level (and its floor; see README.md)")
 	)
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
@@ -104,10 +115,10 @@ func main() {
 			for _, a := range allWorkloads {
 				selected[a] = true
 			}
-		case contains(allWorkloads, w):
+		case contains(allWorkloads, w) || w == "soak":
 			selected[w] = true
 		default:
-			fmt.Fprintf(os.Stderr, "benches: unknown workload %q (have %s)\n", w, strings.Join(allWorkloads, ","))
+			fmt.Fprintf(os.Stderr, "benches: unknown workload %q (have %s,soak)\n", w, strings.Join(allWorkloads, ","))
 			os.Exit(2)
 		}
 	}
@@ -150,6 +161,15 @@ func main() {
 		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, "benches:", err)
 			os.Exit(1)
+		}
+	}
+	soakCfg := soakConfig{duration: *soakDur, interval: *soakInterval, warmup: *soakWarmup, rate: *soakRate,
+		workers: *soakWorkers, keep: *soakKeep, restart: *soakRestart, growth: *soakGrowth,
+		deadMax: 1000, deadAge: time.Minute, log: progress}
+	if selected["soak"] {
+		if err := soakCfg.check(); err != nil {
+			fmt.Fprintln(os.Stderr, "benches:", err)
+			os.Exit(2)
 		}
 	}
 	rates, err := parseRates(*latRates)
@@ -325,12 +345,28 @@ func main() {
 		b.runCase(c)
 	}
 	rep.cases = cases
+	if selected["soak"] {
+		if err := b.srv.flushAll(); err != nil {
+			b.fatalf("FLUSHALL: %v", err)
+		}
+		soakCfg.addr, soakCfg.namespace = srv.addr, "soak"
+		progress("[soak] %s jobs/s for %v, a sample every %v, judged after %v", commas(float64(soakCfg.rate)), soakCfg.duration, soakCfg.interval, soakCfg.warmup)
+		rep.soak, err = runSoak(soakCfg, func(at time.Duration, s map[string]float64) { progress("%s", soakProgress(at, s)) })
+		if err != nil {
+			b.fatalf("%v", err)
+		}
+	}
 	rep.elapsed = time.Since(start)
 	rep.loadEnd = loadAverage()
 	rep.plain(os.Stdout)
 	if *markdown {
 		fmt.Println()
 		rep.markdown(os.Stdout)
+	}
+	if rep.soak != nil {
+		if g := rep.soak.growing(); len(g) > 0 {
+			b.fatalf("soak: %d series kept growing: %s", len(g), growingNames(g))
+		}
 	}
 }
 

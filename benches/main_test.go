@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -14,5 +15,14 @@ func TestParseRatesReadsAListOfPositiveRates(t *testing.T) {
 		if got, err := parseRates(bad); err == nil {
 			t.Errorf("parseRates(%q) = %v, want an error", bad, got)
 		}
+	}
+}
+
+// A cell such as "<ns>:batches" must not read as an HTML tag, nor a | end the cell.
+func TestMarkdownEscapesWhatWouldBreakACell(t *testing.T) {
+	var b strings.Builder
+	table{title: "t", header: []string{"series", "n"}, rows: [][]string{{"<ns>:batches | index", "1"}}}.markdown(&b)
+	if want := `| \<ns>:batches \| index | 1 |`; !strings.Contains(b.String(), want) {
+		t.Fatalf("markdown:\n%s\nwant a row %s", b.String(), want)
 	}
 }

@@ -254,7 +254,8 @@ func (t table) markdown(w io.Writer) {
 	if len(t.notes) > 0 {
 		fmt.Fprintln(w)
 	}
-	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	// A | would end the cell; a < would open an HTML tag, as in <ns>:batches.
+	esc := func(s string) string { return strings.NewReplacer("|", `\|`, "<", `\<`).Replace(s) }
 	cells := make([]string, len(t.header))
 	for i, h := range t.header {
 		cells[i] = esc(h)
@@ -283,6 +284,7 @@ type report struct {
 	env     [][2]string
 	ceiling []ceilingRow
 	cases   []*benchCase
+	soak    *soakRun // the soak workload's run, when it ran
 	elapsed time.Duration
 	verbose bool
 
@@ -332,7 +334,9 @@ func (r *report) tables() []table {
 			sum.rows = append(sum.rows, append(row, r.ratios(c, k)...))
 		}
 	}
-	ts = append(ts, sum)
+	if len(r.cases) > 0 {
+		ts = append(ts, sum)
+	}
 
 	if mn := r.manyNamesTable(); mn != nil {
 		ts = append(ts, *mn)
@@ -373,6 +377,9 @@ func (r *report) tables() []table {
 				ts = append(ts, r.roundsTable(c))
 			}
 		}
+	}
+	if r.soak != nil {
+		ts = append(ts, r.soak.tables()...)
 	}
 	return ts
 }
