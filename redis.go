@@ -772,7 +772,7 @@ type heartbeatResult struct {
 // given indexes of hb.jobNames (every lock recomputed with fullReconcile), reports on the other
 // pools and looks for waiting jobs.
 func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
-	scanEnd := 2 + 2 + scanKeysPerName*len(hb.jobNames)
+	scanEnd := 2 + scanSets + scanKeysPerName*len(hb.jobNames)
 	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+14+len(reconcile))
 	args = append(args, scanEnd+5*len(reconcile), s.ks.workerPools(), s.ks.heartbeat(hb.poolID))
 	args = s.scanArgs(args, hb.jobNames)
@@ -955,17 +955,20 @@ func (s *store) registerPool(ctx context.Context, names []string, maxConcurrency
 
 // scanResult is what a look at the namespace found (see lua/lib/scan.lua).
 type scanResult struct {
-	dueIn    int64    // seconds until the earliest scheduled or retry job is due; -1: none
+	dueIn    int64    // seconds until the earliest member of a timed set is due; -1: none
 	nonEmpty []string // the ids of the queues looked at that hold jobs (a job name, or keyedQueueID of it)
 }
 
-// scanKeysPerName is how many keys scan reads per job name: its queue, and its keyed jobs' ready
-// and delayed keys.
-const scanKeysPerName = 3
+// scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry), and
+// scanKeysPerName how many keys per job name: its queue, and its keyed jobs' ready and delayed keys.
+const (
+	scanSets        = 3
+	scanKeysPerName = 3
+)
 
 // scanArgs appends the keys scan (lua/lib/scan.lua) reads for the given job names.
 func (s *store) scanArgs(args []interface{}, names []string) []interface{} {
-	args = append(args, s.ks.scheduled(), s.ks.retry())
+	args = append(args, s.ks.scheduled(), s.ks.retry(), s.ks.batchesExpiry())
 	for _, name := range names {
 		args = append(args, s.ks.jobs(name), s.ks.keyedReady(name), s.ks.keyedDelayed(name))
 	}
@@ -997,7 +1000,7 @@ func parseScan(v interface{}, names []string) (scanResult, error) {
 
 // poll looks for waiting jobs: due scheduled or retry jobs and which of the named queues hold jobs.
 func (s *store) poll(ctx context.Context, names []string) (scanResult, error) {
-	args := s.scanArgs(append(make([]interface{}, 0, 3+scanKeysPerName*len(names)), 2+scanKeysPerName*len(names)), names)
+	args := s.scanArgs(append(make([]interface{}, 0, 1+scanSets+scanKeysPerName*len(names)), scanSets+scanKeysPerName*len(names)), names)
 	var res scanResult
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := pollScript.Do(c, args...)

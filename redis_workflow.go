@@ -117,11 +117,12 @@ func (s *store) forgetBatches(ctx context.Context, ids []string) error {
 	})
 }
 
-// trimBatches drops expired batches from the index (see trimBatchesScript), checking up to budget
-// entries from rank walkFrom; it returns how many it removed and the rank to walk from next.
-func (s *store) trimBatches(ctx context.Context, budget int, walkFrom int64) (removed, next int64, err error) {
+// trimBatches drops up to budget due batches from the index (see trimBatchesScript), then checks up
+// to walk entries from rank walkFrom for batches gone another way; it returns how many it removed
+// and the rank to walk from next.
+func (s *store) trimBatches(ctx context.Context, budget, walk int, walkFrom int64) (removed, next int64, err error) {
 	err = s.do(ctx, func(c redis.Conn) error {
-		r, err := redis.Int64s(trimBatchesScript.Do(c, s.ks.batches(), s.ks.batchesExpiry(), budget, walkFrom, s.ks.batch("")))
+		r, err := redis.Int64s(trimBatchesScript.Do(c, s.ks.batches(), s.ks.batchesExpiry(), budget, walk, walkFrom, s.ks.batch("")))
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,8 @@ import (
 // and each pass reports the next. So an idle pool sends no command for it. A job goes to the queue
 // its payload names whether or not this pool handles that name, so pools with different job sets
 // share a namespace. A member that cannot be decoded goes to the dead set with the reason and its
-// bytes instead of blocking the set.
+// bytes instead of blocking the set. The batch index is kept the same way: batches_expiry lists
+// complete batches by when their status expires, and a pass drops the due ones from the index.
 type requeuer struct {
 	r    *poolRun
 	wake chan struct{}
@@ -100,7 +101,7 @@ func (q *requeuer) pass() {
 // seconds until the next job is due (-1: none, or not known after an error).
 func (q *requeuer) once() (bool, int64) {
 	st := q.r.wp.store
-	sets := []string{st.ks.scheduled(), st.ks.retry()}
+	sets := []string{st.ks.scheduled(), st.ks.retry(), st.ks.batchesExpiry()}
 	now, due, nextIn, err := st.due(q.r.ctx, sets, requeueBatch)
 	if err != nil {
 		if q.r.ctx.Err() == nil {
@@ -116,6 +117,13 @@ func (q *requeuer) once() (bool, int64) {
 		}
 		if len(members) == requeueBatch {
 			more = true
+		}
+		if sets[i] == st.ks.batchesExpiry() {
+			// Batches whose status expired leave the batch index.
+			if _, _, err := st.trimBatches(q.r.ctx, requeueBatch, 0, 0); err != nil && q.r.ctx.Err() == nil {
+				q.r.wp.logger.Error("work: dropping expired batches from the batch index", "err", err)
+			}
+			continue
 		}
 		good := make([][]byte, 0, len(members))
 		names := make([]string, 0, len(members))

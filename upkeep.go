@@ -8,8 +8,8 @@ import (
 
 // upkeep bounds what would otherwise grow in Redis for as long as a service runs: every minute (with
 // some jitter, so pools spread their passes) it trims the dead set within
-// WorkerPoolOptions.DeadMaxJobs and DeadMaxAge, and drops from the batch index the batches whose
-// status has expired. Each call costs O(log n + removed) in Redis and removes at most upkeepBudget
+// WorkerPoolOptions.DeadMaxJobs and DeadMaxAge, and walks part of the batch index for batches that
+// are gone (the requeuer drops the others when their status expires, as it moves due jobs). Each call costs O(log n + removed) in Redis and removes at most upkeepBudget
 // entries, looping while there is more, so a large backlog goes in short steps. Several pools doing
 // it at once is harmless.
 type upkeep struct {
@@ -85,7 +85,7 @@ func (u *upkeep) trimDead() int64 {
 func (u *upkeep) trimBatches() int64 {
 	var total int64
 	for u.r.ctx.Err() == nil {
-		n, next, err := u.r.wp.store.trimBatches(u.r.ctx, batchBudget, u.batchWalk)
+		n, next, err := u.r.wp.store.trimBatches(u.r.ctx, batchBudget, batchBudget, u.batchWalk)
 		if err != nil {
 			if u.r.ctx.Err() == nil {
 				u.r.wp.logger.Error("work: trimming the batch index", "err", err)
