@@ -72,18 +72,20 @@ func (q *readiness) poke() {
 	}
 }
 
-// notify marks a job name's queues ready (a wake-up message named it): its own and its keyed jobs'
-// (a wake-up does not say which; the other one's fetch finds it empty).
-func (q *readiness) notify(name string) {
+// notify marks a queue ready (a wake-up message named it): a job name's own (keyed false), or its
+// keyed jobs' (a message on the keyed wake-up channel).
+func (q *readiness) notify(name string, keyed bool) {
 	q.mu.Lock()
 	if _, ok := q.r.jobTypes[name]; !ok {
 		q.mu.Unlock()
 		return
 	}
-	keyed := keyedQueueID(name)
-	q.ready[name], q.ready[keyed] = true, true
-	q.gen[name]++
-	q.gen[keyed]++
+	id := name
+	if keyed {
+		id = keyedQueueID(name)
+	}
+	q.ready[id] = true
+	q.gen[id]++
 	q.mu.Unlock()
 	q.r.fetcher.fetchNow()
 }
@@ -339,12 +341,12 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 		cancel()
 	}()
 	ks := q.r.wp.store.ks
-	cancelCh, dueCh := ks.cancelChannel(), ks.dueChannel()
+	cancelCh, dueCh, keyedCh := ks.cancelChannel(), ks.dueChannel(), ks.keyedWakeChannel()
 	defer func() {
 		q.subscribed.Store(false)
 		q.poke() // the loop may be waiting longer than it should without wake-ups
 	}()
-	err := q.r.wp.store.backend.Subscribe(ctx, []string{ks.wakeChannel(), cancelCh, dueCh},
+	err := q.r.wp.store.backend.Subscribe(ctx, []string{ks.wakeChannel(), cancelCh, dueCh, keyedCh},
 		func() {
 			subscribed.Store(true)
 			q.subscribed.Store(true)
@@ -360,8 +362,10 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 				if at, err := strconv.ParseInt(string(data), 10, 64); err == nil {
 					q.r.requeuer.at(time.Unix(at, 0))
 				}
+			case keyedCh:
+				q.notify(string(data), true)
 			default:
-				q.notify(string(data))
+				q.notify(string(data), false)
 			}
 		})
 	if ctx.Err() != nil {

@@ -237,6 +237,7 @@ func (s *store) setPaused(ctx context.Context, name string, paused bool) error {
 		}
 		c.Send("DEL", s.ks.paused(name))
 		c.Send("PUBLISH", s.ks.wakeChannel(), name)
+		c.Send("PUBLISH", s.ks.keyedWakeChannel(), name) // the pause held its keyed jobs too
 		_, err := c.Do("")
 		return err
 	})

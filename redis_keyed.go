@@ -18,6 +18,7 @@ import (
 // Keys of keyed jobs: every one of a job name's starts with <ns>:keyed:<name>:, and a key's own ones
 // hold it between braces (which keys may not contain), so that no two names or keys share one.
 func (k keyspace) keyedPrefix() string             { return k.p + "keyed:" }
+func (k keyspace) keyedWakeChannel() string        { return k.p + "wake:keyed" }
 func (k keyspace) keyed(name string) string        { return k.p + "keyed:" + name + ":" }
 func (k keyspace) keyedReady(name string) string   { return k.keyed(name) + "ready" }
 func (k keyspace) keyedWaiting(name string) string { return k.keyed(name) + "waiting" }

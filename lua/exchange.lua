@@ -242,7 +242,11 @@ for g, n in pairs(ended) do
     local left = redis.pcall('hincrby', lockInfo, pool, -n)
     if type(left) == 'number' and left <= 0 then redis.call('hdel', lockInfo, pool) end
     local max = intOf(maxConcurrency) or 0
-    if max > 0 and type(held) == 'number' and held + n >= max then redis.call('publish', channel, ARGV[f + NAME]) end
+    if max > 0 and type(held) == 'number' and held + n >= max then
+      -- The slot may be taken by the name's own jobs or its keyed jobs: both are woken.
+      redis.call('publish', channel, ARGV[f + NAME])
+      redis.call('publish', channel .. ':keyed', ARGV[f + NAME])
+    end
   end
 end
 -- Release the slots of keys; a key that may have been left out of ready at its limit, and has jobs
@@ -307,6 +311,7 @@ local function take(g, want)
   local vals
   if keyed[g] then
     local kk = keyed[g]
+    if redis.call('exists', kk.ready, kk.delayed) == 0 then return 0, 0 end
     if not (keyedTypesOK(kk) and isType(inprogress, 'list')) then return 0, -5 end
     local d = {limit = tonumber(ARGV[f+6]), rateJobs = tonumber(ARGV[f+7]), ratePeriod = tonumber(ARGV[f+8])}
     vals = {}

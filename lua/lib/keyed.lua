@@ -55,12 +55,14 @@ local function keyedTypesOK(k)
 end
 
 -- keyedReady gives key K a turn at the current virtual time unless it has one, and publishes name
--- on channel when no other key of the name was ready, so that idle pools fetch.
+-- on the keyed wake-up channel (the wake-up channel, channel, followed by ":keyed") when no other key
+-- of the name was ready, so that idle pools fetch the name's keyed jobs. A channel of their own
+-- spares pools that serve a name without keyed jobs a look at its keys on every wake-up.
 local function keyedReady(k, K, name, channel)
   local vt = redis.pcall('hget', k.meta, 'vt')
   if type(vt) ~= 'string' then vt = 0 end
   local added = redis.pcall('zadd', k.ready, 'NX', vt, K)
-  if added == 1 and redis.call('zcard', k.ready) == 1 then redis.call('publish', channel, name) end
+  if added == 1 and redis.call('zcard', k.ready) == 1 then redis.call('publish', channel .. ':keyed', name) end
 end
 
 -- keyedCap returns the most jobs key K may have waiting (0: no limit): its override, else the name's.
@@ -133,8 +135,10 @@ end
 -- rateJobs and ratePeriod (0 0: none). nowMs returns the server's clock in ms. Returns the number
 -- of jobs taken and whether a key of the name is left ready.
 local function keyedTake(k, n, inprogress, d, nowMs, out)
+  local delayed = redis.call('exists', k.delayed) == 1
+  if not delayed and redis.call('exists', k.ready) == 0 then return 0, false end
   local vt = tonumber(redis.call('hget', k.meta, 'vt') or '') or 0
-  if redis.call('exists', k.delayed) == 1 then
+  if delayed then
     -- Keys whose rate window reopened get a turn again.
     local due = redis.call('zrangebyscore', k.delayed, '-inf', nowMs(), 'LIMIT', 0, 1000)
     for _, K in ipairs(due) do redis.call('zadd', k.ready, 'NX', vt, K) end

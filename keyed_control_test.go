@@ -1,0 +1,262 @@
+package work
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Client.Keys lists a name's keys busiest first, then those with jobs running only; Key reads one;
+// overrides and pauses show in both.
+func TestClientKeysListsBusiestFirst(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	var jobs []BatchJob
+	for k := 0; k < 25; k++ {
+		for i := 0; i <= k; i++ {
+			jobs = append(jobs, BatchJob{Name: "mail", Key: fmt.Sprintf("k%02d", k)})
+		}
+	}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(ns, pool)
+	if err := c.SetKeyLimits("mail", "k24", KeyLimits{Concurrency: 10, Weight: 2, RateLimit: RateLimit{Jobs: 5, Period: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PauseKey("mail", "k23"); err != nil {
+		t.Fatal(err)
+	}
+	// A key with a job running only (as a pool's fetch leaves it).
+	rdo(t, pool, "HSET", ns+":keyed:mail:running", "busy", 2)
+	page1, total, err := c.Keys("mail", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 26 || len(page1) != 20 {
+		t.Fatalf("page 1: %d keys of %d, want 20 of 26", len(page1), total)
+	}
+	top := page1[0]
+	if top.Key != "k24" || top.Waiting != 25 || top.Limits.Concurrency != 10 || top.Limits.Weight != 2 ||
+		top.Limits.RateLimit != (RateLimit{Jobs: 5, Period: time.Second}) {
+		t.Fatalf("busiest key %+v", top)
+	}
+	if !page1[1].Paused || page1[1].Key != "k23" {
+		t.Fatalf("second key %+v, want k23 paused", page1[1])
+	}
+	page2, _, err := c.Keys("mail", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page2) != 6 || page2[4].Key != "k00" || page2[5].Key != "busy" || page2[5].Running != 2 {
+		t.Fatalf("page 2: %d keys, last two %+v %+v", len(page2), page2[len(page2)-2], page2[len(page2)-1])
+	}
+	one, err := c.Key("mail", "k05")
+	if err != nil || one.Waiting != 6 || one.Paused {
+		t.Fatalf("Key(k05) = %+v, %v", one, err)
+	}
+	if _, err := c.Key("mail", "a{b"); !errors.Is(err, ErrMalformedKey) {
+		t.Fatalf("Key with a malformed key: %v", err)
+	}
+	if err := c.ClearKeyLimits("mail", "k24"); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := c.Key("mail", "k24"); k.Limits != (KeyLimits{}) {
+		t.Fatalf("limits after ClearKeyLimits: %+v", k.Limits)
+	}
+	stats, err := c.KeyStats()
+	if err != nil || len(stats) != 1 {
+		t.Fatalf("KeyStats: %v %v", stats, err)
+	}
+	if s := stats[0]; s.JobName != "mail" || s.Waiting != 325 || s.WaitingKeys != 25 || s.LargestBacklog != 25 ||
+		s.LargestBacklogKey != "k24" || s.PausedKeys != 1 || s.RunningKeys != 1 || s.Running != 2 {
+		t.Fatalf("KeyStats: %+v", s)
+	}
+	if err := c.SetKeyLimits("mail", "k1", KeyLimits{Concurrency: -2}); err == nil {
+		t.Error("a concurrency of -2 was accepted")
+	}
+}
+
+// keyedStarts records the order in which jobs start, by key.
+type keyedStarts struct {
+	mu     sync.Mutex
+	keys   []string
+	times  map[string][]time.Time
+	gate   chan struct{}
+	active map[string]int
+	most   map[string]int
+}
+
+func newKeyedStarts() *keyedStarts {
+	return &keyedStarts{times: map[string][]time.Time{}, active: map[string]int{}, most: map[string]int{}}
+}
+
+func (s *keyedStarts) handler(d time.Duration) func(*Job) error {
+	return func(j *Job) error {
+		s.mu.Lock()
+		s.keys = append(s.keys, j.Key)
+		s.times[j.Key] = append(s.times[j.Key], time.Now())
+		s.active[j.Key]++
+		s.most[j.Key] = max(s.most[j.Key], s.active[j.Key])
+		s.mu.Unlock()
+		time.Sleep(d)
+		s.mu.Lock()
+		s.active[j.Key]--
+		s.mu.Unlock()
+		return nil
+	}
+}
+
+func (s *keyedStarts) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys)
+}
+
+// A paused key waits while the others run; resumed, it runs. An override raises one key's limit
+// above its name's KeyConcurrency.
+func TestKeyPauseAndOverride(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	c := NewClient(ns, pool)
+	if err := c.PauseKey("mail", "held"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetKeyLimits("mail", "big", KeyLimits{Concurrency: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []BatchJob
+	for i := 0; i < 12; i++ {
+		jobs = append(jobs, BatchJob{Name: "mail", Key: "held"}, BatchJob{Name: "mail", Key: "big"}, BatchJob{Name: "mail", Key: "small"})
+	}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	s := newKeyedStarts()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 10, ns, pool).JobWithOptions("mail", JobOptions{KeyConcurrency: 1}, s.handler(20*time.Millisecond)))
+	eventually(t, 20*time.Second, "the unpaused keys' jobs", func() bool { return s.count() == 24 })
+	s.mu.Lock()
+	if len(s.times["held"]) != 0 {
+		t.Fatalf("%d jobs of a paused key ran", len(s.times["held"]))
+	}
+	if s.most["big"] != 3 || s.most["small"] != 1 {
+		t.Fatalf("most running at once: big %d (override 3), small %d (KeyConcurrency 1)", s.most["big"], s.most["small"])
+	}
+	s.mu.Unlock()
+	if err := c.UnpauseKey("mail", "held"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the resumed key's jobs", func() bool { return s.count() == 36 })
+}
+
+// While two keys have jobs waiting, one of weight 3 gets three jobs to the other's one.
+func TestKeyWeightGivesMoreTurns(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	if err := NewClient(ns, pool).SetKeyLimits("mail", "heavy", KeyLimits{Weight: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []BatchJob
+	for i := 0; i < 300; i++ {
+		jobs = append(jobs, BatchJob{Name: "mail", Key: "heavy"}, BatchJob{Name: "mail", Key: "light"})
+	}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	s := newKeyedStarts()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("mail", s.handler(0)))
+	eventually(t, 20*time.Second, "every job", func() bool { return s.count() == 600 })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	heavy := 0
+	for _, k := range s.keys[:300] {
+		if k == "heavy" {
+			heavy++
+		}
+	}
+	// 3:1 gives 225 of the first 300 starts; a fetch's turns are whole jobs, so allow some slack.
+	if heavy < 200 || heavy > 250 {
+		t.Fatalf("the key of weight 3 had %d of the first 300 starts, want about 225", heavy)
+	}
+}
+
+// A key past its KeyRateLimit waits while other keys go on: each key starts at most its burst plus
+// one job per interval.
+func TestKeyRateLimitPacesEachKey(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	var jobs []BatchJob
+	for i := 0; i < 12; i++ {
+		jobs = append(jobs, BatchJob{Name: "mail", Key: "a"}, BatchJob{Name: "mail", Key: "b"})
+	}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	s := newKeyedStarts()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 10, ns, pool).JobWithOptions("mail",
+		JobOptions{KeyRateLimit: RateLimit{Jobs: 4, Period: time.Second}}, s.handler(0)))
+	eventually(t, 30*time.Second, "every job", func() bool { return s.count() == 24 })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range []string{"a", "b"} {
+		ts := s.times[k]
+		// GCRA: a burst of 4, then one every 250 ms, so job i+4 starts at least 1 s after job i
+		// (less the clock's few milliseconds); a slower machine only makes the gaps longer.
+		for i := 0; i+4 < len(ts); i++ {
+			if gap := ts[i+4].Sub(ts[i]); gap < 950*time.Millisecond {
+				t.Fatalf("key %s: jobs %d and %d started %v apart, under the 1s that 4 per second allows", k, i, i+4, gap)
+			}
+		}
+	}
+}
+
+// A key with a large backlog delays keys enqueued after it by a turn, not by its backlog.
+func TestSmallKeysOvertakeABacklog(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	var jobs []BatchJob
+	for i := 0; i < 2000; i++ {
+		jobs = append(jobs, BatchJob{Name: "mail", Key: "whale"})
+	}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	s := newKeyedStarts()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 4, ns, pool).Job("mail", s.handler(time.Millisecond)))
+	eventually(t, 10*time.Second, "the backlog to start", func() bool { return s.count() > 50 })
+	jobs = jobs[:0]
+	for k := 0; k < 20; k++ {
+		for i := 0; i < 3; i++ {
+			jobs = append(jobs, BatchJob{Name: "mail", Key: fmt.Sprintf("small%d", k)})
+		}
+	}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the small keys' jobs", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.keys)-len(s.times["whale"]) == 60
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The small keys' 60 jobs take 60 turns among 21 keys: the whale gets about one in 21 of them,
+	// plus what pools held already; the small keys do not wait for its 2,000.
+	whale := len(s.times["whale"])
+	t.Logf("whale jobs started by the time the 60 small ones had: %d", whale)
+	if whale > 300 {
+		t.Fatalf("the whale had %d jobs started by the time 60 small jobs enqueued after its backlog ran", whale)
+	}
+}
