@@ -205,3 +205,34 @@ func TestKeyedJobsRunWithinTheirKeyConcurrencyInOrder(t *testing.T) {
 		t.Errorf("keyed state left after every job ran: %v", left)
 	}
 }
+
+// A pool's KeyMaxWaiting reaches every enqueuer through Redis; a pool without it lifts it.
+func TestKeyMaxWaitingOfThePoolCapsEnqueues(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	c := NewClient(ns, pool)
+	if err := c.PauseQueue("mail"); err != nil { // the jobs stay waiting
+		t.Fatal(err)
+	}
+	wp := NewWorkerPool(bhvCtx{}, 1, ns, pool).JobWithOptions("mail", JobOptions{KeyMaxWaiting: 2}, func(*Job) error { return nil })
+	wp.Start()
+	e := NewEnqueuer(ns, pool)
+	for i := 0; i < 2; i++ {
+		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "acme"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "acme"})
+	if !errors.Is(err, ErrKeyFull) || !strings.Contains(err.Error(), `key "acme" of job "mail" may have 2 waiting`) {
+		t.Fatalf("a third job of the key: %v", err)
+	}
+	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "other"}); err != nil {
+		t.Fatalf("another key: %v", err)
+	}
+	wp.Stop()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("mail", func(*Job) error { return nil }))
+	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "acme"}); err != nil {
+		t.Fatalf("after a pool without KeyMaxWaiting started: %v", err)
+	}
+}

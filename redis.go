@@ -941,12 +941,18 @@ func (s *store) schedulePeriodic(ctx context.Context, scores []int64, payloads [
 	return n, err
 }
 
-// registerPool writes, at pool start, the names the pool serves and their MaxConcurrency.
-func (s *store) registerPool(ctx context.Context, names []string, maxConcurrency []uint) error {
+// registerPool writes, at pool start, the names the pool serves, their MaxConcurrency and their
+// KeyMaxWaiting (which enqueuers read from the name's keyed meta hash; 0 removes it).
+func (s *store) registerPool(ctx context.Context, names []string, maxConcurrency, keyMaxWaiting []uint) error {
 	return s.do(ctx, func(c redis.Conn) error {
 		for i, name := range names {
 			c.Send("SADD", s.ks.knownJobs(), name)
 			c.Send("SET", s.ks.maxConcurrency(name), maxConcurrency[i])
+			if keyMaxWaiting[i] > 0 {
+				c.Send("HSET", s.ks.keyedMeta(name), "max_waiting", keyMaxWaiting[i])
+			} else {
+				c.Send("HDEL", s.ks.keyedMeta(name), "max_waiting")
+			}
 		}
 		_, err := c.Do("")
 		return err

@@ -464,11 +464,11 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 }
 
 func (r *poolRun) start() {
-	maxc := make([]uint, len(r.names))
+	maxc, keyMax := make([]uint, len(r.names)), make([]uint, len(r.names))
 	for i, name := range r.names {
-		maxc[i] = r.jobTypes[name].MaxConcurrency
+		maxc[i], keyMax[i] = r.jobTypes[name].MaxConcurrency, r.jobTypes[name].KeyMaxWaiting
 	}
-	if err := r.wp.store.registerPool(r.ctx, r.names, maxc); err != nil {
+	if err := r.wp.store.registerPool(r.ctx, r.names, maxc, keyMax); err != nil {
 		r.wp.logger.Error("work: registering job names", "err", err)
 	}
 	r.heartbeater.beat() // register the pool before it holds any job
