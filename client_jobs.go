@@ -688,7 +688,7 @@ func (c *Client) runNow(key string, score int64, jobID string) error {
 		if f.ok {
 			op := requeueOp{member: f.member, payload: f.member, name: f.job.Name}
 			if f.job.Key != "" && checkKey(f.job.Key) == nil {
-				op.key = f.job.Key
+				op.key, op.hold = f.job.Key, f.job.KeyHold
 			}
 			ops = append(ops, op)
 		}

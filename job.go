@@ -45,6 +45,10 @@ type Job struct {
 	// whose jobs of its name are dispatched fairly against other keys' and within the limits set per
 	// key (JobOptions.KeyConcurrency, KeyRateLimit). Empty for a job without one.
 	Key string `json:"key,omitempty"`
+	// KeyHold is set on a keyed job waiting in the retry set that keeps its key's concurrency slot
+	// (JobOptions.KeyRetryInOrder): the pools free the slot when they move the job back to the front
+	// of its key's queue, or when the Client deletes it.
+	KeyHold bool `json:"key_hold,omitempty"`
 
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.

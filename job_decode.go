@@ -50,6 +50,7 @@ const (
 	fastBatch
 	fastTracked
 	fastKey
+	fastKeyHold
 )
 
 // decodeFast decodes data into j without reflection when data has the shape that encoders of the
@@ -153,6 +154,11 @@ func decodeFast(j *Job, data []byte, queueName string) bool {
 				return false
 			}
 			j.Key = string(s)
+		case "key_hold":
+			bit = fastKeyHold
+			if j.KeyHold, ok = p.bool(); !ok {
+				return false
+			}
 		default:
 			return false
 		}

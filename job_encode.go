@@ -59,6 +59,9 @@ func encodeFast(b []byte, j *Job) ([]byte, bool) {
 		b = append(b, `,"key":`...)
 		b = appendJSONString(b, j.Key)
 	}
+	if j.KeyHold {
+		b = append(b, `,"key_hold":true`...)
+	}
 	return append(b, '}'), validStrings(j)
 }
 

@@ -86,7 +86,6 @@ type keyedStarts struct {
 	mu     sync.Mutex
 	keys   []string
 	times  map[string][]time.Time
-	gate   chan struct{}
 	active map[string]int
 	most   map[string]int
 }
@@ -259,4 +258,132 @@ func TestSmallKeysOvertakeABacklog(t *testing.T) {
 	if whale > 300 {
 		t.Fatalf("the whale had %d jobs started by the time 60 small jobs enqueued after its backlog ran", whale)
 	}
+}
+
+// With KeyRetryInOrder a failed job keeps its key's place: with KeyConcurrency 1 the key's next job
+// waits for its retry. Without it, the next jobs run meanwhile. Deleting a waiting retry frees the
+// key's slot.
+func TestKeyRetryInOrder(t *testing.T) {
+	t.Parallel()
+	for _, inOrder := range []bool{true, false} {
+		t.Run(fmt.Sprint(inOrder), func(t *testing.T) {
+			pool := newTestPool(t)
+			ns := newTestNamespace(t, pool)
+			e := NewEnqueuer(ns, pool)
+			var jobs []BatchJob
+			for i := 0; i < 4; i++ {
+				jobs = append(jobs, BatchJob{Name: "sync", Key: "acme", Args: Q{"i": i}})
+			}
+			if _, err := e.EnqueueBatch(jobs); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var done []int64
+			failed := false
+			h := func(j *Job) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if j.ArgInt64("i") == 1 && !failed {
+					failed = true
+					return errors.New("first attempt fails")
+				}
+				done = append(done, j.ArgInt64("i"))
+				return nil
+			}
+			bhvStart(t, NewWorkerPool(bhvCtx{}, 4, ns, pool).JobWithOptions("sync", JobOptions{
+				KeyConcurrency: 1, KeyRetryInOrder: inOrder, Backoff: func(*Job) int64 { return 1 },
+			}, h))
+			eventually(t, 20*time.Second, "every job", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(done) == 4
+			})
+			mu.Lock()
+			got := fmt.Sprint(done)
+			mu.Unlock()
+			if inOrder && got != "[0 1 2 3]" {
+				t.Fatalf("with KeyRetryInOrder the key ran %s, want [0 1 2 3]", got)
+			}
+			if !inOrder && got != "[0 2 3 1]" {
+				t.Fatalf("without KeyRetryInOrder the key ran %s, want [0 2 3 1]", got)
+			}
+			eventually(t, 5*time.Second, "the key's slot to be free", func() bool {
+				return rInt(t, pool, "EXISTS", ns+":keyed:sync:running") == 0
+			})
+		})
+	}
+}
+
+// A retry that holds its key's slot frees it when the Client deletes it, and goes to the front of
+// its key's queue when run at once.
+func TestKeyHeldRetryFreedByTheClient(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	var mu sync.Mutex
+	var ran []string
+	h := func(j *Job) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if j.ArgString("fail") == "yes" && j.Fails == 0 {
+			return errors.New("fails")
+		}
+		ran = append(ran, j.ArgString("id"))
+		return nil
+	}
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).JobWithOptions("sync", JobOptions{
+		KeyConcurrency: 1, KeyRetryInOrder: true, Backoff: func(*Job) int64 { return 3600 },
+	}, h))
+	c := NewClient(ns, pool)
+	for _, id := range []string{"del", "now"} {
+		if _, err := e.EnqueueBatch([]BatchJob{{Name: "sync", Key: "k-" + id, Args: Q{"fail": "yes", "id": id}},
+			{Name: "sync", Key: "k-" + id, Args: Q{"id": id + "-next"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var retries []*RetryJob
+	eventually(t, 10*time.Second, "both failed jobs in the retry set", func() bool {
+		retries, _, _ = c.RetryJobs(1)
+		return len(retries) == 2
+	})
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	if len(ran) != 0 {
+		t.Fatalf("jobs ran while their keys' first jobs held the slots: %v", ran)
+	}
+	mu.Unlock()
+	for _, r := range retries {
+		if !r.KeyHold {
+			t.Fatalf("retry %+v does not hold its key's slot", r.Job)
+		}
+		var err error
+		if r.Key == "k-del" {
+			err = c.DeleteRetryJob(r.RetryAt, r.ID)
+		} else {
+			err = c.RunRetryJobNow(r.RetryAt, r.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the keys' jobs", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) == 3
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]bool{"del-next": true, "now": true, "now-next": true}
+	for i, id := range ran {
+		if !want[id] {
+			t.Fatalf("ran %v", ran)
+		}
+		if id == "now-next" && (i == 0 || (ran[i-1] != "now" && (i < 2 || ran[i-2] != "now"))) {
+			t.Fatalf("the key's next job ran before the retry run at once: %v", ran)
+		}
+	}
+	eventually(t, 5*time.Second, "the keys' slots to be free", func() bool {
+		return rInt(t, pool, "EXISTS", ns+":keyed:sync:running") == 0
+	})
 }

@@ -181,6 +181,9 @@ func backoffOf(jt *jobType) BackoffCalculator {
 
 // zaddOp moves a fetched job to the retry, dead or scheduled set under its re-encoded payload.
 func zaddOp(job *Job, kind opKind, score int64) finishOp {
+	// A keyed job of a name that keeps its keys in order holds its key's slot while it waits for
+	// its retry (the exchange leaves the slot taken; see JobOptions.KeyRetryInOrder).
+	job.KeyHold = kind == opRetry && job.q != nil && job.q.keyed && job.q.jt.KeyRetryInOrder
 	payload, err := job.serialize()
 	if err != nil {
 		// Args that cannot be encoded came from a decoded payload, so this cannot happen; keep the

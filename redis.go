@@ -890,9 +890,9 @@ func (s *store) due(ctx context.Context, sets []string, limit int) (int64, [][][
 }
 
 // enqueueDue moves set members onto the queues of the given names (see enqueueDueScript).
-// keys[i] is the key of member i ("" for none).
-func (s *store) enqueueDue(ctx context.Context, set string, members [][]byte, names, keys []string) (int64, error) {
-	args := make([]interface{}, 0, 3+4*len(members))
+// keys[i] is the key of member i ("" for none), holds[i] whether it holds its key's slot.
+func (s *store) enqueueDue(ctx context.Context, set string, members [][]byte, names, keys []string, holds []bool) (int64, error) {
+	args := make([]interface{}, 0, 3+5*len(members))
 	args = append(args, 1+len(members), set)
 	for i, name := range names {
 		if keys[i] != "" {
@@ -903,7 +903,11 @@ func (s *store) enqueueDue(ctx context.Context, set string, members [][]byte, na
 	}
 	args = append(args, s.ks.wakeChannel(), s.ks.p)
 	for i, m := range members {
-		args = append(args, m, names[i], keys[i])
+		hold := "0"
+		if holds[i] && keys[i] != "" {
+			hold = "1"
+		}
+		args = append(args, m, names[i], keys[i], hold)
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {

@@ -158,7 +158,8 @@ func memberArgs(key string, member []byte, lockKey string) []interface{} {
 // removed by hand: j is the decoded job (nil when it could not be decoded), pending whether it had not
 // ended yet.
 func (s *store) withWorkflow(args []interface{}, j *Job, pending bool) []interface{} {
-	if j == nil || (j.Batch == "" && !j.Tracked) || checkBatchID(j.ID) != nil || (j.Batch != "" && checkBatchID(j.Batch) != nil) {
+	hold := j != nil && j.KeyHold && pending && j.Key != "" && checkKey(j.Key) == nil
+	if j == nil || (j.Batch == "" && !j.Tracked && !hold) || checkBatchID(j.ID) != nil || (j.Batch != "" && checkBatchID(j.Batch) != nil) {
 		return args
 	}
 	tracked, p := "0", "0"
@@ -168,7 +169,12 @@ func (s *store) withWorkflow(args []interface{}, j *Job, pending bool) []interfa
 	if pending {
 		p = "1"
 	}
-	return append(args, s.ks.p, s.ks.wakeChannel(), j.ID, j.Batch, tracked, p)
+	args = append(args, s.ks.p, s.ks.wakeChannel(), j.ID, j.Batch, tracked, p)
+	if hold {
+		// The job holds its key's slot: the slot is freed with it.
+		args = append(args, s.ks.keyed(j.Name), j.Key)
+	}
+	return args
 }
 
 // deleteMember removes one member of a sorted set, and with it the unique lock lockKey unless that is
@@ -190,6 +196,7 @@ type requeueOp struct {
 	payload []byte // what to push
 	name    string // the job name: its queue, and the wake-up message
 	key     string // a keyed job's key: its key's queue is the one
+	hold    bool   // the job holds its key's slot (a retry of KeyRetryInOrder): to the front, freeing it
 }
 
 // requeueMembers moves members of a sorted set onto their queues (see requeueMembersScript), in one
@@ -198,7 +205,7 @@ func (s *store) requeueMembers(ctx context.Context, set string, ops []requeueOp)
 	if len(ops) == 0 {
 		return 0, nil
 	}
-	args := make([]interface{}, 0, 4+5*len(ops))
+	args := make([]interface{}, 0, 4+6*len(ops))
 	args = append(args, 1+len(ops), set)
 	for i := range ops {
 		if ops[i].key != "" {
@@ -209,7 +216,11 @@ func (s *store) requeueMembers(ctx context.Context, set string, ops []requeueOp)
 	}
 	args = append(args, s.ks.wakeChannel(), s.ks.p)
 	for i := range ops {
-		args = append(args, ops[i].member, ops[i].payload, ops[i].name, ops[i].key)
+		hold := "0"
+		if ops[i].hold && ops[i].key != "" {
+			hold = "1"
+		}
+		args = append(args, ops[i].member, ops[i].payload, ops[i].name, ops[i].key, hold)
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {

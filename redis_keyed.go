@@ -17,7 +17,6 @@ import (
 
 // Keys of keyed jobs: every one of a job name's starts with <ns>:keyed:<name>:, and a key's own ones
 // hold it between braces (which keys may not contain), so that no two names or keys share one.
-func (k keyspace) keyedPrefix() string             { return k.p + "keyed:" }
 func (k keyspace) keyedWakeChannel() string        { return k.p + "wake:keyed" }
 func (k keyspace) keyed(name string) string        { return k.p + "keyed:" + name + ":" }
 func (k keyspace) keyedReady(name string) string   { return k.keyed(name) + "ready" }
@@ -29,7 +28,6 @@ func (k keyspace) keyedMeta(name string) string    { return k.keyed(name) + "met
 func (k keyspace) keyedQueue(name, key string) string {
 	return k.keyed(name) + "{" + key + "}"
 }
-func (k keyspace) keyedRate(name, key string) string { return k.keyedQueue(name, key) + ":rate" }
 func (k keyspace) keyedInProgress(name, poolID string) string {
 	return k.keyed(name) + poolID + ":inprogress"
 }
@@ -285,8 +283,9 @@ func (s *store) keyedNames(ctx context.Context) ([]string, error) {
 
 // keyDefaults are a job name's per-key settings, as the pool's JobOptions give them.
 type keyDefaults struct {
-	limit uint      // KeyConcurrency; 0: none
-	rate  rateLimit // KeyRateLimit
+	limit       uint      // KeyConcurrency; 0: none
+	rate        rateLimit // KeyRateLimit
+	holdOnRetry bool      // KeyRetryInOrder
 }
 
 // newKeyedQueueArgs encodes the keyed jobs of a name of poolID for exchanges: a group of kind 'k',
@@ -297,6 +296,10 @@ func (s *store) newKeyedQueueArgs(name, poolID string, limited bool, rl rateLimi
 	q := s.newQueueArgs(name, poolID, limited, rl)
 	q.keyed = true
 	q.keys[0], q.keys[1] = s.ks.keyedReady(name), s.ks.keyedInProgress(name, poolID)
-	q.extra = []interface{}{s.ks.keyed(name), d.limit, d.rate.jobs, d.rate.periodMs}
+	hold := "0"
+	if d.holdOnRetry {
+		hold = "1"
+	}
+	q.extra = []interface{}{s.ks.keyed(name), d.limit, d.rate.jobs, d.rate.periodMs, hold}
 	return q
 }

@@ -128,6 +128,7 @@ func (q *requeuer) once() (bool, int64) {
 		good := make([][]byte, 0, len(members))
 		names := make([]string, 0, len(members))
 		keys := make([]string, 0, len(members))
+		holds := make([]bool, 0, len(members))
 		for _, m := range members {
 			job, err := decodeJob(m)
 			if err != nil {
@@ -150,11 +151,12 @@ func (q *requeuer) once() (bool, int64) {
 			good = append(good, m)
 			names = append(names, job.Name)
 			keys = append(keys, job.Key)
+			holds = append(holds, job.KeyHold)
 		}
 		if len(good) == 0 {
 			continue
 		}
-		if _, err := st.enqueueDue(q.r.ctx, sets[i], good, names, keys); err != nil {
+		if _, err := st.enqueueDue(q.r.ctx, sets[i], good, names, keys, holds); err != nil {
 			if q.r.ctx.Err() == nil {
 				q.r.wp.logger.Error("work: moving due jobs to their queues", "err", err)
 				q.in(time.Second)

@@ -93,6 +93,13 @@ type JobOptions struct {
 	// starts, so every enqueuer of the namespace applies it; Client.SetKeyLimits overrides it for one
 	// key. Jobs moved to the queue by the pools (due scheduled jobs and retries) are never refused.
 	KeyMaxWaiting uint
+
+	// KeyRetryInOrder keeps a key's jobs in order across retries: a keyed job that fails holds its
+	// key's concurrency slot while it waits for its retry, and goes back to the front of its key's
+	// queue when the retry is due. With KeyConcurrency 1, each job of a key then starts only once the
+	// one before it succeeded or died. Without it, a failed job goes to the back of its key's queue
+	// when due, and the key's next jobs run meanwhile.
+	KeyRetryInOrder bool
 }
 
 // RateLimit is a number of jobs per period; see JobOptions.RateLimit.
@@ -440,7 +447,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 			args: wp.store.newQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl)}
 		id := keyedQueueID(name)
 		r.queues[id] = &queue{id: id, name: name, keyed: true, jt: jt, contextual: contextual,
-			args: wp.store.newKeyedQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl, keyDefaults{limit: jt.KeyConcurrency, rate: krl})}
+			args: wp.store.newKeyedQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl, keyDefaults{limit: jt.KeyConcurrency, rate: krl, holdOnRetry: jt.KeyRetryInOrder})}
 	}
 	sort.Strings(r.names)
 	for _, name := range r.names {

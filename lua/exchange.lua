@@ -29,8 +29,10 @@
 --   kinds, a character each ("" when every group is a q); then the fields of each group in turn:
 --   q: job name, "1" when the pool counts it against a MaxConcurrency, share (jobs to fetch from
 --     it; -1: not a candidate), rate limit jobs and period in ms (0 0: none) (5 fields)
---   k: as for q, then the name's keyed prefix (<ns>:keyed:<name>:) and its per-key defaults:
---     KeyConcurrency (0: none), KeyRateLimit jobs and period in ms (9 fields)
+--   k: as for q, then the name's keyed prefix (<ns>:keyed:<name>:), its per-key defaults:
+--     KeyConcurrency (0: none), KeyRateLimit jobs and period in ms, and "1" when a job that goes
+--     to the retry set keeps its key's slot (KeyRetryInOrder; its member says "key_hold":true)
+--     (10 fields)
 --   Candidates are tried in the order given; what a queue cannot give passes to the next ones, so a
 --   candidate with a share of 0 may still give jobs.
 -- ARGV then outcomes, each an op code and its arguments, to the end of ARGV (g is a group number):
@@ -68,10 +70,11 @@ local keyAt, argAt = {}, {}
 -- A group's keys, from keyAt[g], then its fields, from argAt[g]; a keyed group's own fields follow.
 local JOBS, INPROGRESS, PAUSED, LOCK, LOCK_INFO, MAX_CONCURRENCY, RATE = 0, 1, 2, 3, 4, 5, 6
 local NAME, LIMITED, SHARE, RATE_JOBS, RATE_PERIOD = 0, 1, 2, 3, 4
-local KEYED_PREFIX, KEY_LIMIT, KEY_RATE_JOBS, KEY_RATE_PERIOD = 5, 6, 7, 8
+local KEYED_PREFIX, KEY_LIMIT, KEY_RATE_JOBS, KEY_RATE_PERIOD, KEY_HOLD = 5, 6, 7, 8, 9
 -- keyed[g] is the keyed state of a keyed group (keyedKeys), nil for a queue; released[g] counts the
--- jobs of each of its keys whose hold this call ended.
-local keyed, released = {}, {}
+-- jobs of each of its keys whose hold this call ended; holdOnRetry[g] says that its retries keep
+-- their keys' slots.
+local keyed, released, holdOnRetry = {}, {}, {}
 local a = 5 -- the ARGV read next: the groups' fields, then the outcomes
 do
   local k, kinds = 4, ARGV[4]
@@ -79,7 +82,8 @@ do
     keyAt[g], argAt[g] = k, a
     if string.byte(kinds, g) == 107 then -- 'k'
       keyed[g], released[g] = keyedKeys(ARGV[a + KEYED_PREFIX]), {}
-      k, a = k + 7, a + 9
+      holdOnRetry[g] = ARGV[a + KEY_HOLD] == '1'
+      k, a = k + 7, a + 10
     else
       k, a = k + 7, a + 5
     end
@@ -186,7 +190,7 @@ while a <= #ARGV do
           ok, r = false, nil
         end
       end
-      if ok and keyed[g] and kind ~= 'Q' then endKeyed(g, p) end
+      if ok and keyed[g] and kind ~= 'Q' and not (kind == 'R' and holdOnRetry[g]) then endKeyed(g, p) end
       if ok then
         done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
         local final = kind == 'A' or kind == 'F' or kind == 'D'
@@ -222,7 +226,7 @@ while a <= #ARGV do
           done[#done+1] = 'e'
         else
           done[#done+1] = '1'; ended[g] = (ended[g] or 0) + 1
-          if keyed[g] then endKeyed(g, p) end
+          if keyed[g] and not (op == 'R' and holdOnRetry[g]) then endKeyed(g, p) end
         end
       else
         done[#done+1] = r and '0' or 'e'
