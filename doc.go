@@ -86,6 +86,28 @@
 //		Backoff:        func(job *work.Job) int64 { return 60 * job.Fails }, // seconds
 //	}, (*Shop).Export)
 //
+// # Keyed jobs
+//
+// When one job name does work for many parties (customers, accounts, domains), each job can carry
+// one as its key. A keyed job waits in a queue of its key, and the pools serve the keys that have
+// jobs waiting in turn, so a key with a long backlog delays another key's next job by one turn at
+// most. A key's jobs start in the order they were enqueued; a job that fails goes to the back of its
+// key's queue when its retry is due. Per job name, JobOptions.KeyConcurrency caps the jobs of one key
+// running at once across all pools, KeyRateLimit their starts per period, and KeyMaxWaiting the jobs
+// of one key waiting (an enqueue past it fails with ErrKeyFull):
+//
+//	enqueuer.EnqueueWith("sync_mailbox", work.Q{"mailbox_id": 7}, work.EnqueueOptions{Key: "customer-42"})
+//
+//	wp.JobWithOptions("sync_mailbox", work.JobOptions{KeyConcurrency: 2}, (*Shop).SyncMailbox)
+//
+// The handler finds the key in Job.Key. A key is 1 to MaxKeyLen (200) bytes of UTF-8 without control
+// characters or braces; another fails with ErrMalformedKey. BatchJob.Key keys the jobs of
+// EnqueueBatch and of batches, ChainStep.Key the steps of a chain, and EnqueueOptions.At and Unique
+// schedule a keyed job or make it unique among its key's jobs. Client.SetKeyLimits gives one key
+// limits of its own and a weight (more turns), Client.PauseKey stops one key, and Client.Keys and
+// KeyStats report the keys with jobs waiting or running. A key with no job waiting or running keeps
+// no state in Redis but its overrides, so a job name may have millions of keys.
+//
 // # Unique and scheduled jobs
 //
 // EnqueueIn and EnqueueAt schedule a job to run later. EnqueueUnique enqueues a job only when no job of

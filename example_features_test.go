@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -256,6 +257,53 @@ func ExampleJobOptions_rateLimit() {
 	time.Sleep(300 * time.Millisecond)
 	fmt.Println("started:", ran.Load())
 	// Output: started: 5
+}
+
+func ExampleJobOptions_keyConcurrency() {
+	pool := exampleRedisPool()
+	ns := exampleNamespace("key-concurrency")
+	defer deleteExampleNamespace(pool, ns)
+
+	// Each job carries its customer as its key.
+	enqueuer := work.NewEnqueuer(ns, pool)
+	for n := 1; n <= 4; n++ {
+		for _, customer := range []string{"acme", "globex"} {
+			_, err := enqueuer.EnqueueWith("sync_mailbox", work.Q{"n": n}, work.EnqueueOptions{Key: customer})
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+		}
+	}
+
+	var mu sync.Mutex
+	started := map[string][]int64{} // key -> the n of its jobs, in the order they started
+	running := map[string]int{}
+	most := map[string]int{}
+	wp := work.NewWorkerPool(struct{}{}, 8, ns, pool)
+	// One job of a customer at a time, across all pools: a customer's jobs run one after another,
+	// in the order they were enqueued, while other customers' run beside them.
+	wp.JobWithOptions("sync_mailbox", work.JobOptions{KeyConcurrency: 1}, func(job *work.Job) error {
+		mu.Lock()
+		started[job.Key] = append(started[job.Key], job.ArgInt64("n"))
+		running[job.Key]++
+		most[job.Key] = max(most[job.Key], running[job.Key])
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		mu.Lock()
+		running[job.Key]--
+		mu.Unlock()
+		return nil
+	})
+	wp.Start()
+	wp.Drain()
+	wp.Stop()
+	for _, customer := range []string{"acme", "globex"} {
+		fmt.Printf("%s: jobs %v, at most %d at once\n", customer, started[customer], most[customer])
+	}
+	// Output:
+	// acme: jobs [1 2 3 4], at most 1 at once
+	// globex: jobs [1 2 3 4], at most 1 at once
 }
 
 func ExampleJob_Checkin() {

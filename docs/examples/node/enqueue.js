@@ -1,10 +1,12 @@
 // Enqueues work jobs from Node.js with the node-redis client: a job to run now, a job to run in a
-// second, and a unique job (twice: the second enqueue finds the first one waiting).
+// second, a unique job (twice: the second enqueue finds the first one waiting), and keyed jobs of
+// two customers.
 //
 //   npm ci
 //   WORK_REDIS=127.0.0.1:6379 WORK_NS=my_app_namespace node enqueue.js
 //
-// A Go worker pool of the namespace that handles "send_email" and "rebuild_index" runs them.
+// A Go worker pool of the namespace that handles "send_email", "rebuild_index" and "export_report"
+// runs them.
 'use strict';
 
 const crypto = require('node:crypto');
@@ -105,6 +107,43 @@ async function enqueueUnique(client, ns, name, args) {
   return pushed === 1 ? job : null;
 }
 
+// A keyed job's push in one step, as docs/redis-layout.md ("Keyed jobs") lays it out: nothing when the
+// key already has as many jobs waiting as its cap (its own override, else the name's KeyMaxWaiting);
+// else the job onto the key's queue, the key's count into the waiting index, one more in meta's count
+// and, when the key had no job waiting, the key into ready (score 0: the pools bring it to the current
+// turn) and a wake-up. Returns the key's jobs waiting, 0 when refused.
+//   KEYS: known_jobs, the key's queue, waiting, meta, conf, ready; ARGV: job JSON, job name, key,
+//   wake-up channel
+const ENQUEUE_KEYED = `
+local cap = tonumber(redis.call('HGET', KEYS[5], 'm:' .. ARGV[3]) or redis.call('HGET', KEYS[4], 'max_waiting') or '')
+if cap and cap > 0 and redis.call('LLEN', KEYS[2]) >= cap then return 0 end
+redis.call('SADD', KEYS[1], ARGV[2])
+local n = redis.call('LPUSH', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], n, ARGV[3])
+redis.call('HINCRBY', KEYS[4], 'waiting', 1)
+if n == 1 then
+  redis.call('ZADD', KEYS[6], 'NX', 0, ARGV[3])
+  redis.call('PUBLISH', ARGV[4], ARGV[2])
+end
+return n`;
+
+// enqueueKeyed enqueues a job of a key (a customer, an account): it waits in the key's queue,
+// <ns>:keyed:<name>:{<key>}, and the pools serve the keys with jobs waiting in turn. It returns null
+// when the key is at its cap. A key is 1 to 200 bytes of UTF-8 without control characters or braces.
+async function enqueueKeyed(client, ns, name, key, args) {
+  if (!/^[^\u0000-\u001f\u007f-\u009f{}]+$/.test(key) || Buffer.byteLength(key) > 200) {
+    throw new Error('malformed key ' + JSON.stringify(key));
+  }
+  const p = keyPrefix(ns);
+  const kp = p + 'keyed:' + name + ':';
+  const job = { ...newJob(name, args), key };
+  const n = await client.eval(ENQUEUE_KEYED, {
+    keys: [p + 'known_jobs', kp + '{' + key + '}', kp + 'waiting', kp + 'meta', kp + 'conf', kp + 'ready'],
+    arguments: [JSON.stringify(job), name, key, p + 'wake'],
+  });
+  return n > 0 ? job : null;
+}
+
 async function main() {
   const addr = process.env.WORK_REDIS || '127.0.0.1:6379';
   const ns = process.env.WORK_NS === undefined ? 'my_app_namespace' : process.env.WORK_NS;
@@ -125,6 +164,11 @@ async function main() {
     console.log('enqueued unique rebuild_index', first && first.id);
     const second = await enqueueUnique(client, ns, 'rebuild_index', args);
     console.log('duplicate rebuild_index', second === null);
+
+    for (const [key, month] of [['acme', '2024-05'], ['acme', '2024-06'], ['globex', '2024-06']]) {
+      const keyed = await enqueueKeyed(client, ns, 'export_report', key, { month });
+      console.log(keyed ? `enqueued export_report ${keyed.id} for ${key}` : `${key} is at its cap: not enqueued`);
+    }
   } finally {
     await client.quit();
   }
