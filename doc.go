@@ -92,7 +92,8 @@
 // one as its key. A keyed job waits in a queue of its key, and the pools serve the keys that have
 // jobs waiting in turn, so a key with a long backlog delays another key's next job by one turn at
 // most. A key's jobs start in the order they were enqueued; a job that fails goes to the back of its
-// key's queue when its retry is due. Per job name, JobOptions.KeyConcurrency caps the jobs of one key
+// key's queue when its retry is due, or keeps its place with JobOptions.KeyRetryInOrder. Per job
+// name, JobOptions.KeyConcurrency caps the jobs of one key
 // running at once across all pools, KeyRateLimit their starts per period, and KeyMaxWaiting the jobs
 // of one key waiting (an enqueue past it fails with ErrKeyFull):
 //

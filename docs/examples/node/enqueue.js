@@ -111,7 +111,7 @@ async function enqueueUnique(client, ns, name, args) {
 // key already has as many jobs waiting as its cap (its own override, else the name's KeyMaxWaiting);
 // else the job onto the key's queue, the key's count into the waiting index, one more in meta's count
 // and, when the key had no job waiting, the key into ready (score 0: the pools bring it to the current
-// turn) and a wake-up. Returns the key's jobs waiting, 0 when refused.
+// turn) and a wake-up on the keyed wake-up channel. Returns the key's jobs waiting, 0 when refused.
 //   KEYS: known_jobs, the key's queue, waiting, meta, conf, ready; ARGV: job JSON, job name, key,
 //   wake-up channel
 const ENQUEUE_KEYED = `
@@ -139,7 +139,7 @@ async function enqueueKeyed(client, ns, name, key, args) {
   const job = { ...newJob(name, args), key };
   const n = await client.eval(ENQUEUE_KEYED, {
     keys: [p + 'known_jobs', kp + '{' + key + '}', kp + 'waiting', kp + 'meta', kp + 'conf', kp + 'ready'],
-    arguments: [JSON.stringify(job), name, key, p + 'wake'],
+    arguments: [JSON.stringify(job), name, key, p + 'wake:keyed'],
   });
   return n > 0 ? job : null;
 }
