@@ -225,6 +225,9 @@ type QueueStat struct {
 	InFlight int64 `json:"in_flight"`
 	// MaxConcurrency is the JobOptions.MaxConcurrency that pools registered for the name; 0: no limit.
 	MaxConcurrency int64 `json:"max_concurrency"`
+	// KeyedCount is the number of keyed jobs of this name waiting in their keys' queues (Count does
+	// not include them; see Client.Keys). InFlight includes the keyed jobs in flight.
+	KeyedCount int64 `json:"keyed_count,omitempty"`
 }
 
 // QueueStats returns the state of the queue of every known job name (see Queues), sorted by job name,
@@ -244,6 +247,7 @@ func (c *Client) QueueStats() ([]*QueueStat, error) {
 			Paused:         d.paused,
 			InFlight:       d.inFlight,
 			MaxConcurrency: d.maxConcurrency,
+			KeyedCount:     d.keyed,
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].JobName < out[j].JobName })

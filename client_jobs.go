@@ -463,7 +463,8 @@ func plainID(id string) bool {
 }
 
 // FindJob finds the job with the given ID wherever it is: in the scheduled and retry sets, the queue
-// of a known job name (see Queues), the in-progress list of a registered worker pool, or the dead set,
+// of a known job name (see Queues) or of one of its keys, the in-progress lists of a registered worker
+// pool, or the dead set,
 // looked at in that order, which is the order jobs move in, so a job moving on while FindJob runs is
 // still found. It returns ErrJobNotFound when there is no such job.
 //
@@ -490,7 +491,10 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.jobs(name), jobID, needles); loc != nil || err != nil {
+		if loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.jobs(name), jobID, needles, false); loc != nil || err != nil {
+			return loc, err
+		}
+		if loc, err := c.findKeyed(ctx, name, jobID, needles); loc != nil || err != nil {
 			return loc, err
 		}
 	}
@@ -502,8 +506,8 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	var keys, owners []string
 	for _, pool := range pools {
 		for _, name := range names {
-			keys = append(keys, c.store.ks.inProgress(name, pool))
-			owners = append(owners, pool)
+			keys = append(keys, c.store.ks.inProgress(name, pool), c.store.ks.keyedInProgress(name, pool))
+			owners = append(owners, pool, pool)
 		}
 	}
 	lengths, err := c.store.listLengths(ctx, keys)
@@ -514,7 +518,8 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 		if lengths[i] == 0 {
 			continue
 		}
-		loc, err := c.findInList(ctx, JobStateInProgress, key, jobID, needles)
+		// Every other list is a keyed in-progress list.
+		loc, err := c.findInList(ctx, JobStateInProgress, key, jobID, needles, i%2 == 1)
 		if loc != nil {
 			loc.PoolID = owners[i]
 		}
@@ -526,6 +531,24 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 		return loc, err
 	}
 	return nil, ErrJobNotFound
+}
+
+// findKeyed looks for a job ID in the queues of a job name's keys with jobs waiting.
+func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]byte) (*JobLocation, error) {
+	for start := int64(0); ; start += clientBatchSize {
+		keys, _, _, err := c.store.keysByBacklog(ctx, name, start, start+clientBatchSize-1)
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range keys {
+			if loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.keyedQueue(name, key), jobID, needles, false); loc != nil || err != nil {
+				return loc, err
+			}
+		}
+		if len(keys) < clientBatchSize {
+			return nil, nil
+		}
+	}
 }
 
 // findInSet looks for a job ID in a sorted set with ZSCAN, at most clientBatchSize members a step.
@@ -569,10 +592,15 @@ func (c *Client) eachListChunk(ctx context.Context, key string, fn func([][]byte
 }
 
 // findInList looks for a job ID in a list.
-func (c *Client) findInList(ctx context.Context, state, key, jobID string, needles [][]byte) (*JobLocation, error) {
+// With entries, the list is a keyed in-progress list, whose members are a key, a line feed, then the
+// job JSON (see lua/lib/keyed.lua): Payload then holds that job JSON.
+func (c *Client) findInList(ctx context.Context, state, key, jobID string, needles [][]byte, entries bool) (*JobLocation, error) {
 	var loc *JobLocation
 	err := c.eachListChunk(ctx, key, func(chunk [][]byte) bool {
 		for _, m := range chunk {
+			if i := bytes.IndexByte(m, '\n'); entries && i > 0 {
+				m = m[i+1:]
+			}
 			if j, ok, is := matchID(m, jobID, needles); is {
 				loc = &JobLocation{State: state, Job: j, Decoded: ok, Payload: string(m)}
 				return false

@@ -387,3 +387,40 @@ func TestKeyHeldRetryFreedByTheClient(t *testing.T) {
 		return rInt(t, pool, "EXISTS", ns+":keyed:sync:running") == 0
 	})
 }
+
+// FindJob finds a keyed job waiting in its key's queue and running in a pool; QueueStats counts the
+// name's keyed jobs waiting and in flight.
+func TestFindJobAndQueueStatsSeeKeyedJobs(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	c := NewClient(ns, pool)
+	first, err := e.EnqueueWith("mail", Q{"n": 1}, EnqueueOptions{Key: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.EnqueueWith("mail", Q{"n": 2}, EnqueueOptions{Key: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := c.FindJob(second.ID)
+	if err != nil || loc.State != JobStateQueued || loc.Job.Key != "acme" || !loc.Decoded {
+		t.Fatalf("FindJob of a waiting keyed job: %+v, %v", loc, err)
+	}
+	gate := newBhvGate()
+	t.Cleanup(gate.Open)
+	started := make(chan struct{}, 2)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).JobWithOptions("mail", JobOptions{KeyConcurrency: 1},
+		func(*Job) error { started <- struct{}{}; gate.Wait(); return nil }))
+	<-started
+	loc, err = c.FindJob(first.ID)
+	if err != nil || loc.State != JobStateInProgress || loc.Job.Key != "acme" || !loc.Decoded || loc.PoolID == "" {
+		t.Fatalf("FindJob of a running keyed job: %+v, %v", loc, err)
+	}
+	stats, err := c.QueueStats()
+	if err != nil || len(stats) != 1 || stats[0].KeyedCount != 1 || stats[0].InFlight != 1 || stats[0].Count != 0 {
+		t.Fatalf("QueueStats: %+v, %v", stats[0], err)
+	}
+	gate.Open()
+}

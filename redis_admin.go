@@ -472,6 +472,7 @@ type queueDetail struct {
 	paused         bool
 	inFlight       int64
 	maxConcurrency int64
+	keyed          int64 // keyed jobs waiting
 }
 
 // queueDetails lists every known job name with the state of its queue, in three round trips
@@ -509,15 +510,17 @@ func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
 				}
 			}
 		}
-		const perName = 5
+		const perName = 6
 		for _, name := range names {
 			c.Send("LLEN", s.ks.jobs(name))
 			c.Send("LINDEX", s.ks.jobs(name), -1)
 			c.Send("EXISTS", s.ks.paused(name))
 			c.Send("GET", s.ks.lock(name))
 			c.Send("GET", s.ks.maxConcurrency(name))
+			c.Send("HGET", s.ks.keyedMeta(name), "waiting")
 			for _, id := range serving[name] {
 				c.Send("LLEN", s.ks.inProgress(name, id))
+				c.Send("LLEN", s.ks.keyedInProgress(name, id))
 			}
 		}
 		r, err = redis.Values(c.Do(""))
@@ -527,7 +530,8 @@ func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
 		out = make([]queueDetail, len(names))
 		at := 0
 		for i, name := range names {
-			if len(r) < at+perName+len(serving[name]) {
+			inProgress := 2 * len(serving[name])
+			if len(r) < at+perName+inProgress {
 				return fmt.Errorf("work: queue details: unexpected reply of %d elements", len(r))
 			}
 			// A key of the wrong type or a garbled counter reads as zero rather than failing every
@@ -540,15 +544,16 @@ func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
 			n, _ := redis.Int64(v[2], nil)
 			d.paused = n > 0
 			d.maxConcurrency = parseInt64Reply(v[4])
+			d.keyed = max(parseInt64Reply(v[5]), 0)
 			if d.maxConcurrency > 0 {
 				d.inFlight = parseInt64Reply(v[3])
 			} else {
-				for _, l := range r[at+perName : at+perName+len(serving[name])] {
+				for _, l := range r[at+perName : at+perName+inProgress] {
 					n, _ := redis.Int64(l, nil)
 					d.inFlight += n
 				}
 			}
-			at += perName + len(serving[name])
+			at += perName + inProgress
 		}
 		return nil
 	})
