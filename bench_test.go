@@ -379,3 +379,52 @@ func BenchmarkBatchCompletes(b *testing.B) {
 		b.Errorf("%d members ran, want %d", ran.Load(), b.N)
 	}
 }
+
+// BenchmarkProcessKeyedJobs burns down no-op keyed jobs of 5 names, spread round-robin over keys,
+// with one pool of 50 workers: beside BenchmarkProcessNoopJobs, what serving keys in turn costs.
+func BenchmarkProcessKeyedJobs(b *testing.B) {
+	for _, tc := range []struct {
+		keys  int
+		limit uint
+	}{{10, 0}, {100000, 0}, {10000, 1}} {
+		b.Run(fmt.Sprintf("keys=%d/limit=%d", tc.keys, tc.limit), func(b *testing.B) {
+			pool, rt := newCountingPool(b)
+			ns := newTestNamespace(b, pool)
+			names := []string{"a", "b", "c", "d", "e"}
+			e := NewEnqueuer(ns, pool)
+			batch := make([]BatchJob, 0, 1000)
+			for i := 0; i < b.N; i++ {
+				batch = append(batch, BatchJob{Name: names[i%len(names)], Key: strconv.Itoa(i % tc.keys)})
+				if len(batch) == cap(batch) || i == b.N-1 {
+					if _, err := e.EnqueueBatch(batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+			var done atomic.Int64
+			wp := NewWorkerPool(benchCtx{}, 50, ns, pool)
+			for _, name := range names {
+				wp.JobWithOptions(name, JobOptions{KeyConcurrency: tc.limit}, func(*Job) error { done.Add(1); return nil })
+			}
+			cmds0, cpu0 := serverStats(b, pool)
+			rt0 := rt.Load()
+			b.ResetTimer()
+			start := time.Now()
+			wp.Start()
+			for done.Load() < int64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			wp.Drain()
+			rts := rt.Load() - rt0
+			wp.Stop()
+			cmds1, cpu1 := serverStats(b, pool)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+			b.ReportMetric(float64(rts)/float64(b.N), "roundtrips/job")
+			b.ReportMetric(float64(cmds1-cmds0-2)/float64(b.N), "rediscmds/job")
+			b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/job")
+		})
+	}
+}

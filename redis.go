@@ -628,14 +628,19 @@ func (s *store) runExchange(ctx context.Context, poolID interface{}, x *exchange
 		args = append(args, q.extra...)
 	}
 	for g, acks := range x.acks {
-		if len(acks) > 0 {
+		if len(acks) == 0 {
+			continue
+		}
+		if x.groups[g].keyed {
+			args = x.keyedAcks(args, g, acks)
+		} else {
 			args = append(args, "A", g+1, len(acks))
 			for _, i := range acks {
 				args = append(args, x.ops[i].job.rawArg)
 			}
-			x.order = append(x.order, acks...)
-			x.acks[g] = acks[:0]
 		}
+		x.order = append(x.order, acks...)
+		x.acks[g] = acks[:0]
 	}
 	for i := range x.ops {
 		o := &x.ops[i]

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -302,4 +303,31 @@ func (s *store) newKeyedQueueArgs(name, poolID string, limited bool, rl rateLimi
 	}
 	q.extra = []interface{}{s.ks.keyed(name), d.limit, d.rate.jobs, d.rate.periodMs, hold}
 	return q
+}
+
+// keyedAcks appends exchangeScript's K op for the acknowledgements of keyed group g (acks: their
+// indexes in x.ops), key by key, so that the script counts each key's freed slots once; it sorts
+// acks into that order, which is the order of their outcomes in the reply.
+func (x *exchange) keyedAcks(args []interface{}, g int, acks []int) []interface{} {
+	slices.SortStableFunc(acks, func(a, b int) int { return strings.Compare(x.ops[a].job.fetchedKey, x.ops[b].job.fetchedKey) })
+	keys := 0
+	for i, a := range acks {
+		if i == 0 || x.ops[a].job.fetchedKey != x.ops[acks[i-1]].job.fetchedKey {
+			keys++
+		}
+	}
+	args = append(args, "K", g+1, keys)
+	for i := 0; i < len(acks); {
+		key := x.ops[acks[i]].job.fetchedKey
+		j := i
+		for j < len(acks) && x.ops[acks[j]].job.fetchedKey == key {
+			j++
+		}
+		args = append(args, key, j-i)
+		for _, a := range acks[i:j] {
+			args = append(args, x.ops[a].job.rawArg)
+		}
+		i = j
+	}
+	return args
 }

@@ -37,6 +37,7 @@
 --   candidate with a share of 0 may still give jobs.
 -- ARGV then outcomes, each an op code and its arguments, to the end of ARGV (g is a group number):
 --   A g n p1..pn   n jobs of group g done, by their in-progress payloads
+--   K g k key1 n1 p1..pn1 .. keyk nk p1..pnk   jobs of keyed group g done, key by key
 --   R|D|S g p score member   move job p to the retry, dead or scheduled set as member
 --   Q g p          put job p back at the fetch end of its queue
 --   X g kind p score member prefix id batch keep tracked ukey err result attempts
@@ -91,19 +92,22 @@ do
 end
 
 -- endKeyed notes that the hold on entry p ("<key>\n<payload>") of keyed group g ended; it returns the
--- key and the payload.
+-- key (nil for an entry of another form).
 local function endKeyed(g, p)
-  local K, payload = keyedSplit(p)
-  if K then released[g][K] = (released[g][K] or 0) + 1 end
-  return K, payload
+  local i = string.find(p, '\n', 1, true)
+  if not i or i == 1 then return nil end
+  local K = string.sub(p, 1, i - 1)
+  released[g][K] = (released[g][K] or 0) + 1
+  return K
 end
 
 -- requeue puts job p of group g back at the fetch end of its queue (its key's, for a keyed group);
 -- it returns false when the queue key holds another type.
 local function requeue(g, jobs, p, name)
   if keyed[g] then
-    local K, payload = endKeyed(g, p)
+    local K = endKeyed(g, p)
     if not K then return false end
+    local payload = string.sub(p, #K + 2)
     if keyedReturn(keyed[g], K, name, payload, channel) then return true end
     released[g][K] = released[g][K] - 1
     return false
@@ -144,6 +148,23 @@ while a <= #ARGV do
     end
     if n_ended > 0 then ended[g] = (ended[g] or 0) + n_ended end
     a = a + 3 + n
+  elseif op == 'K' then
+    -- K g k key1 n1 p1..pn1 ...: a keyed group's acknowledgements, key by key.
+    local g, nk = tonumber(ARGV[a+1]), tonumber(ARGV[a+2])
+    local inprogress, byKey, n_ended = KEYS[keyAt[g] + INPROGRESS], released[g], 0
+    a = a + 3
+    for _ = 1, nk do
+      local K, n, freed = ARGV[a], tonumber(ARGV[a+1]), 0
+      for i = a + 2, a + 1 + n do
+        local r = redis.pcall('lrem', inprogress, -1, ARGV[i])
+        if type(r) ~= 'number' then done[#done+1] = 'e'
+        elseif r > 0 then done[#done+1] = '1'; freed = freed + 1
+        else done[#done+1] = '0' end
+      end
+      if freed > 0 then byKey[K] = (byKey[K] or 0) + freed; n_ended = n_ended + freed end
+      a = a + 2 + n
+    end
+    if n_ended > 0 then ended[g] = (ended[g] or 0) + n_ended end
   elseif op == 'T' then
     -- T key ttl n field1 count1 .. fieldn countn
     local key, ttl, n = ARGV[a+1], ARGV[a+2], tonumber(ARGV[a+3])
@@ -253,16 +274,15 @@ for g, n in pairs(ended) do
     end
   end
 end
--- Release the slots of keys; a key that may have been left out of ready at its limit, and has jobs
--- waiting, gets a turn again (only where some key can have a limit: a default, or an override).
+-- Release the slots of keys; a key that was left out of ready at its limit, and has jobs waiting,
+-- gets a turn again.
+-- keyDefaults are a keyed group's per-key defaults, as keyedTake and keyedReleaseMany take them.
+local function keyDefaults(f)
+  return {limit = tonumber(ARGV[f + KEY_LIMIT]), rateJobs = tonumber(ARGV[f + KEY_RATE_JOBS]),
+    ratePeriod = tonumber(ARGV[f + KEY_RATE_PERIOD])}
+end
 for g, byKey in pairs(released) do
-  local k, f = keyed[g], argAt[g]
-  if next(byKey) then
-    local rearm = tonumber(ARGV[f + KEY_LIMIT]) > 0 or redis.call('exists', k.conf) == 1
-    for K, n in pairs(byKey) do
-      if n > 0 then keyedRelease(k, K, n, rearm, ARGV[f + NAME], channel) end
-    end
-  end
+  if next(byKey) then keyedReleaseMany(keyed[g], byKey, keyDefaults(argAt[g]), ARGV[argAt[g] + NAME], channel) end
 end
 
 -- ---- Fetch ----
@@ -314,12 +334,8 @@ local function take(g, want)
   end
   local vals
   if keyed[g] then
-    local kk = keyed[g]
-    if redis.call('exists', kk.ready, kk.delayed) == 0 then return 0, 0 end
-    if not (keyedTypesOK(kk) and isType(inprogress, 'list')) then return 0, -5 end
-    local d = {limit = tonumber(ARGV[f+6]), rateJobs = tonumber(ARGV[f+7]), ratePeriod = tonumber(ARGV[f+8])}
     vals = {}
-    keyedTake(kk, n, inprogress, d, clockMs, vals)
+    if not keyedTake(keyed[g], n, inprogress, keyDefaults(f), clockMs, vals) then return 0, -5 end
   elseif n == 1 then
     local v = redis.pcall('rpoplpush', queue, inprogress)
     if type(v) == 'table' then return 0, -5 end

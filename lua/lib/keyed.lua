@@ -24,7 +24,7 @@
 -- finds it paused or at its limit, so ready never needs a scan.
 --
 -- uses: none
--- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReady, keyedPush, keyedCap, keyedReturn, keyedRelease, keyedTake
+-- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedReleaseMany, keyedTake
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
 local function keyedKeys(p)
@@ -85,6 +85,59 @@ local function keyedPush(k, K, name, payloads, from, to, channel)
   return n
 end
 
+-- keyedCheckMany checks, before anything is written, that jobs may be pushed for the keys of one job
+-- name: groups is a list of {key, count}. It reads the name's state once and each key's queue once
+-- (its type, and its length against the key's cap). It returns nil when all may go, else the index
+-- of the group refused for its cap and that cap, or 0 and a message for a key of the wrong type.
+local function keyedCheckMany(k, groups)
+  if not keyedTypesOK(k) then return 0, 'a key of ' .. k.p .. '* holds another type' end
+  local caps = {}
+  local default = tonumber(redis.call('hget', k.meta, 'max_waiting') or '') or 0
+  if redis.call('exists', k.conf) == 1 then
+    local fields = {}
+    for i, grp in ipairs(groups) do fields[i] = 'm:' .. grp[1] end
+    local v = redis.call('hmget', k.conf, unpack(fields))
+    for i = 1, #groups do caps[i] = tonumber(v[i] or '') end
+  end
+  for i, grp in ipairs(groups) do
+    local q = keyedQueue(k, grp[1])
+    local n = redis.pcall('llen', q)
+    if type(n) ~= 'number' then return 0, 'the queue key ' .. q .. ' holds another type' end
+    local cap = caps[i] or default
+    if cap > 0 and n + grp[2] > cap then return i, cap end
+  end
+  return nil
+end
+
+-- keyedPushMany queues the jobs of several keys of one job name (checked by keyedCheckMany): groups
+-- is a list of {key, from, to}, the payloads being payloads[from..to]. Each key's jobs go to the back
+-- of its queue; the name's waiting index, count and ready keys are written once for all.
+local function keyedPushMany(k, name, groups, payloads, channel)
+  local backlog, fresh, total = {}, {}, 0
+  for _, grp in ipairs(groups) do
+    local q, n = keyedQueue(k, grp[1]), 0
+    for i = grp[2], grp[3], 1000 do n = redis.call('lpush', q, unpack(payloads, i, math.min(grp[3], i + 999))) end
+    local count = grp[3] - grp[2] + 1
+    total = total + count
+    backlog[#backlog + 1] = n
+    backlog[#backlog + 1] = grp[1]
+    if n == count then fresh[#fresh + 1] = grp[1] end
+  end
+  for i = 1, #backlog, 2000 do redis.call('zadd', k.waiting, unpack(backlog, i, math.min(#backlog, i + 1999))) end
+  redis.call('hincrby', k.meta, 'waiting', total)
+  if #fresh > 0 then
+    local vt = redis.call('hget', k.meta, 'vt') or 0
+    local add = {}
+    for _, K in ipairs(fresh) do
+      add[#add + 1] = vt
+      add[#add + 1] = K
+    end
+    local before = redis.call('zcard', k.ready)
+    for i = 1, #add, 2000 do redis.call('zadd', k.ready, 'NX', unpack(add, i, math.min(#add, i + 1999))) end
+    if before == 0 then redis.call('publish', channel .. ':keyed', name) end
+  end
+end
+
 -- keyedReturn puts a payload back at the front of key K's queue (a job fetched and not run: a stop,
 -- a dead pool, a lost reply), with a turn for the key. It returns false, leaving nothing changed,
 -- when the queue key holds another type.
@@ -109,117 +162,279 @@ local function keyedRelease(k, K, n, rearm, name, channel)
   end
 end
 
--- keyedOverrides reads key K's overrides from the conf hash: paused, then its concurrency limit,
--- weight and rate (jobs, period ms), each falling back on d, the name's defaults.
-local function keyedOverrides(k, K, d)
-  local c = redis.call('hmget', k.conf, 'p:' .. K, 'c:' .. K, 'w:' .. K, 'r:' .. K)
-  local limit, weight, rj, rp = d.limit, 1, d.rateJobs, d.ratePeriod
-  if c[2] then
-    limit = tonumber(c[2]) or limit
-    if limit < 0 then limit = 0 end
+-- keyedPairs returns the fields of key K in the conf hash, in the order keyedConf reads them.
+local CONF_FIELDS = {'p:', 'c:', 'w:', 'r:'}
+
+-- keyedConf reads the overrides of keys (a list) from the conf hash in one call: per key, a table
+-- {paused, limit, weight, rateJobs, ratePeriod}, each falling back on d, the name's defaults. It
+-- returns nil when the conf hash holds another type.
+local function keyedConf(k, keys, d)
+  local fields = {}
+  for _, K in ipairs(keys) do
+    for _, f in ipairs(CONF_FIELDS) do fields[#fields + 1] = f .. K end
   end
-  if c[3] then weight = math.max(1, math.floor(tonumber(c[3]) or 1)) end
-  if c[4] then
-    local j, p = string.match(c[4], '^(%d+)/(%d+)$')
-    if j then rj, rp = tonumber(j), tonumber(p) end
+  local v = redis.pcall('hmget', k.conf, unpack(fields))
+  if v.err then return nil end
+  local out = {}
+  for i, K in ipairs(keys) do
+    local b = 4 * (i - 1)
+    local o = {paused = v[b + 1] ~= false, limit = d.limit, weight = 1, rateJobs = d.rateJobs, ratePeriod = d.ratePeriod}
+    if v[b + 2] then
+      o.limit = tonumber(v[b + 2]) or o.limit
+      if o.limit < 0 then o.limit = 0 end
+    end
+    if v[b + 3] then o.weight = math.max(1, math.floor(tonumber(v[b + 3]) or 1)) end
+    if v[b + 4] then
+      local j, per = string.match(v[b + 4], '^(%d+)/(%d+)$')
+      if j then o.rateJobs, o.ratePeriod = tonumber(j), tonumber(per) end
+    end
+    out[K] = o
   end
-  return c[1] ~= false, limit, weight, rj, rp
+  return out
+end
+
+-- keyedReleaseMany frees the concurrency slots of keys whose jobs ended (byKey: key -> jobs), in a
+-- few calls whatever their number, and gives a turn to each key that may have been left out of ready
+-- at its limit and has jobs waiting (d: the name's defaults, whose limit applies without an
+-- override). Writes go through pcall: state overwritten by hand must not stop the script that
+-- acknowledges jobs.
+local function keyedReleaseMany(k, byKey, d, name, channel)
+  local keys = {}
+  for K, n in pairs(byKey) do
+    if n > 0 then keys[#keys + 1] = K end
+  end
+  if #keys == 0 then return end
+  local had = redis.pcall('hmget', k.running, unpack(keys))
+  if had.err then return end
+  local set, gone = {}, {}
+  for i, K in ipairs(keys) do
+    local left = (tonumber(had[i] or '') or 0) - byKey[K]
+    if left > 0 then
+      set[#set + 1] = K
+      set[#set + 1] = left
+    else
+      gone[#gone + 1] = K
+    end
+  end
+  if #set > 0 then redis.pcall('hset', k.running, unpack(set)) end
+  if #gone > 0 then redis.pcall('hdel', k.running, unpack(gone)) end
+  -- Keys at their limit before this release were left out of ready: with jobs waiting, they get a
+  -- turn again.
+  local conf
+  if redis.call('exists', k.conf) == 1 then conf = keyedConf(k, keys, d) end
+  local rearm = {}
+  for i, K in ipairs(keys) do
+    local limit = d.limit
+    if conf and conf[K] then limit = conf[K].limit end
+    if limit > 0 and (tonumber(had[i] or '') or 0) >= limit then rearm[#rearm + 1] = K end
+  end
+  if #rearm == 0 then return end
+  local scores = redis.pcall('zmscore', k.waiting, unpack(rearm))
+  if scores.err then return end
+  local vt = redis.pcall('hget', k.meta, 'vt')
+  if type(vt) ~= 'string' then vt = 0 end
+  local add = {}
+  for i, K in ipairs(rearm) do
+    if scores[i] then
+      add[#add + 1] = vt
+      add[#add + 1] = K
+    end
+  end
+  if #add == 0 then return end
+  local before = redis.pcall('zcard', k.ready)
+  redis.pcall('zadd', k.ready, 'NX', unpack(add))
+  if before == 0 then redis.call('publish', channel .. ':keyed', name) end
 end
 
 -- keyedTake moves up to n jobs of a job name's keys into the pool's keyed in-progress list, key by
--- key in turn, as entries "<key>\n<payload>", which it also appends to out. A turn takes the key
--- with the earliest virtual time and gives it its share of n over the keys ready (at least one
--- job, times its weight), within its concurrency limit and rate; the key then waits for its next
--- turn, unless it has no job left (dropped), is at its limit (dropped until a slot is released) or
--- past its rate (in delayed until it may go on). d holds the name's defaults: limit (0: none),
--- rateJobs and ratePeriod (0 0: none). nowMs returns the server's clock in ms. Returns the number
--- of jobs taken and whether a key of the name is left ready.
+-- key in turn, as entries "<key>\n<payload>", which it also appends to out. It pops the keys with
+-- the earliest virtual times (as many as n, at most all those ready) and gives each its share of n
+-- over the keys popped (at least one job, times its weight), within its concurrency limit and rate;
+-- a key then waits for its next turn, unless it has no job left (dropped), is at its limit (dropped
+-- until a slot is released: keyedReleaseMany), paused (until resumed) or past its rate (in delayed
+-- until it may go on). What it needs of the keys it pops (overrides, running counts, backlogs) it
+-- reads and writes in one call each, so a take costs a few calls plus one RPOP a key. d holds the
+-- name's defaults: limit (0: none), rateJobs and ratePeriod (0 0: none). nowMs returns the server's
+-- clock in ms. Returns the number of jobs taken, or nil when a key of the name's state holds
+-- another type (nothing is taken then).
 local function keyedTake(k, n, inprogress, d, nowMs, out)
-  local delayed = redis.call('exists', k.delayed) == 1
-  if not delayed and redis.call('exists', k.ready) == 0 then return 0, false end
-  local vt = tonumber(redis.call('hget', k.meta, 'vt') or '') or 0
-  if delayed then
+  if redis.call('exists', k.delayed) == 1 then
     -- Keys whose rate window reopened get a turn again.
-    local due = redis.call('zrangebyscore', k.delayed, '-inf', nowMs(), 'LIMIT', 0, 1000)
-    for _, K in ipairs(due) do redis.call('zadd', k.ready, 'NX', vt, K) end
-    if #due > 0 then redis.call('zrem', k.delayed, unpack(due)) end
-  end
-  local ready = redis.call('zcard', k.ready)
-  if ready == 0 then return 0, false end
-  local hasConf = redis.call('exists', k.conf) == 1
-  local quantum = math.max(1, math.floor(n / ready))
-  local got, entries = 0, {}
-  while got < n do
-    local r = redis.call('zpopmin', k.ready)
-    if #r == 0 then break end
-    local K, s = r[1], tonumber(r[2])
-    -- A key added by another program with an old score takes its turn now, not many in a row; one
-    -- with a score beyond reach (inf, or far ahead) is brought back to now.
-    if not s or s ~= s or s < vt or s > vt + 1e12 then s = vt end
-    vt = s
-    local paused, limit, weight, rj, rp = false, d.limit, 1, d.rateJobs, d.ratePeriod
-    if hasConf then paused, limit, weight, rj, rp = keyedOverrides(k, K, d) end
-    local m = math.min(quantum * weight, n - got)
-    local running = 0
-    if paused then
-      m = 0 -- left out of ready: resuming the key gives it a turn
-    elseif limit > 0 then
-      running = tonumber(redis.call('hget', k.running, K) or '') or 0
-      if limit - running < m then m = limit - running end
+    local due = redis.pcall('zrangebyscore', k.delayed, '-inf', nowMs(), 'LIMIT', 0, 1000)
+    if due.err then return nil end
+    if #due > 0 then
+      local vt = redis.pcall('hget', k.meta, 'vt')
+      if type(vt) ~= 'string' then vt = 0 end
+      local add = {}
+      for _, K in ipairs(due) do
+        add[#add + 1] = vt
+        add[#add + 1] = K
+      end
+      if type(redis.pcall('zadd', k.ready, 'NX', unpack(add))) ~= 'number' then return nil end
+      redis.call('zrem', k.delayed, unpack(due))
     end
-    local tat, interval
-    if m > 0 and rj > 0 and rp > 0 then
-      local rk = keyedQueue(k, K) .. ':rate'
-      local v = redis.pcall('get', rk)
-      tat = type(v) == 'string' and tonumber(v) or 0
-      interval = rp / rj
-      local now = nowMs()
-      if tat < now then tat = now end
-      local allowed = math.floor((now + rp - tat) / interval)
-      if allowed < m then m = allowed end
-      if m <= 0 then
-        redis.call('zadd', k.delayed, math.ceil(tat - rp + interval), K)
-        tat = nil
+  end
+  local got, first = 0, #out + 1 -- the entries go to out[first..]
+  local readd, drained, served, backlog = {}, {}, {}, {}
+  local taken = {} -- key -> jobs taken
+  local vt, waiting, hasConf
+  -- giveBack returns popped keys to ready at their scores, when the take must stop.
+  local function giveBack(keys, scores)
+    local add = {}
+    for i, K in ipairs(keys) do
+      add[#add + 1] = scores[i] or 0
+      add[#add + 1] = K
+    end
+    if #add > 0 then redis.pcall('zadd', k.ready, unpack(add)) end
+  end
+  while got < n do
+    -- The keys with the earliest turns, as many as jobs are wanted: each gives one job at least.
+    local popped = redis.pcall('zpopmin', k.ready, n - got)
+    if popped.err then return nil end
+    if #popped == 0 then break end
+    local keys, scores = {}, {}
+    for i = 1, #popped, 2 do
+      keys[#keys + 1] = popped[i]
+      scores[#scores + 1] = tonumber(popped[i + 1])
+    end
+    if not vt then
+      local m = redis.pcall('hmget', k.meta, 'vt', 'waiting')
+      if m.err then
+        giveBack(keys, scores)
+        return nil
+      end
+      vt, waiting = tonumber(m[1] or '') or 0, tonumber(m[2] or '') or 0
+      hasConf = redis.call('exists', k.conf) == 1
+    end
+    local quantum = math.max(1, math.floor((n - got) / #keys))
+    local conf
+    if hasConf then
+      conf = keyedConf(k, keys, d)
+      if not conf then
+        giveBack(keys, scores)
+        return nil
       end
     end
-    if m > 0 then
-      local q = keyedQueue(k, K)
-      local vals = redis.pcall('rpop', q, m)
-      if type(vals) == 'table' and vals.err then
-        -- The key's queue holds another type (or the server has no RPOP count, before 6.2): the
-        -- key is skipped, its state left as it is.
-        if string.find(vals.err, 'WRONGTYPE', 1, true) then vals = {} else
-          vals = {}
-          for i = 1, m do
-            local v = redis.call('rpop', q)
-            if not v then break end
-            vals[i] = v
+    local running = redis.pcall('hmget', k.running, unpack(keys))
+    -- The keys' backlogs (the waiting index), which tell whether a key has jobs left after its turn.
+    local left = redis.pcall('zmscore', k.waiting, unpack(keys))
+    if running.err or left.err then
+      giveBack(keys, scores)
+      return nil
+    end
+    for i, K in ipairs(keys) do
+      local s = scores[i]
+      -- A key added by another program with an old score takes its turn now, not many in a row;
+      -- one with a score beyond reach (inf, or far ahead) is brought back to now.
+      if not s or s ~= s or s < vt or s > vt + 1e12 then s = vt end
+      if got >= n then
+        -- Not served in this take: it keeps its turn.
+        readd[#readd + 1] = s
+        readd[#readd + 1] = K
+      else
+        vt = s
+        local o = conf and conf[K]
+        local limit, weight, rj, rp = d.limit, 1, d.rateJobs, d.ratePeriod
+        if o then limit, weight, rj, rp = o.limit, o.weight, o.rateJobs, o.ratePeriod end
+        local run = (tonumber(running[i] or '') or 0) + (taken[K] or 0)
+        local m = math.min(quantum * weight, n - got)
+        if o and o.paused then
+          m = 0 -- left out of ready: resuming the key gives it a turn
+        elseif limit > 0 and limit - run < m then
+          m = limit - run
+        end
+        local q = k.p .. '{' .. K .. '}'
+        local tat, interval
+        if m > 0 and rj > 0 and rp > 0 then
+          local v = redis.pcall('get', q .. ':rate')
+          tat = type(v) == 'string' and tonumber(v) or 0
+          interval = rp / rj
+          local now = nowMs()
+          if tat < now then tat = now end
+          local allowed = math.floor((now + rp - tat) / interval)
+          if allowed < m then m = allowed end
+          if m <= 0 then
+            redis.pcall('zadd', k.delayed, math.ceil(tat - rp + interval), K)
+            tat = nil
+          end
+        end
+        if m > 0 then
+          -- The backlog says whether the key keeps jobs after m; when it says not (or does not
+          -- know), one more than m is asked for, and put back if it comes.
+          local b = (backlog[K] or tonumber(left[i] or '')) or -1
+          local ask = m
+          if b <= m then ask = m + 1 end
+          local vals = redis.pcall('rpop', q, ask)
+          if type(vals) == 'table' and vals.err then vals = false end -- the key is skipped
+          local took = vals and math.min(#vals, m) or 0
+          if took == 1 then
+            out[#out + 1] = K .. '\n' .. vals[1]
+          else
+            local prefix = K .. '\n'
+            for j = 1, took do out[#out + 1] = prefix .. vals[j] end
+          end
+          local more
+          if ask > m then
+            more = vals and #vals > m
+            if more then redis.call('rpush', q, vals[m + 1]) end
+            b = more and -1 or 0
+          else
+            b = b - took
+            more = took == m and b > 0
+          end
+          backlog[K] = b
+          if more then
+            if limit == 0 or run + took < limit then
+              readd[#readd + 1] = s + took / weight
+              readd[#readd + 1] = K
+            end
+          else
+            drained[#drained + 1] = K
+          end
+          if took > 0 then
+            got = got + took
+            taken[K] = (taken[K] or 0) + took
+            if not served[K] then served[K] = running[i] or '0' end
+            if tat then redis.pcall('set', q .. ':rate', tostring(tat + took * interval), 'PX', math.ceil(rp * 2)) end
           end
         end
       end
-      local took = vals and #vals or 0
-      for i = 1, took do entries[#entries + 1] = K .. '\n' .. vals[i] end
-      got = got + took
-      if took > 0 then
-        redis.call('hincrby', k.running, K, took)
-        if tat then redis.call('set', keyedQueue(k, K) .. ':rate', tostring(tat + took * interval), 'PX', math.ceil(rp * 2)) end
-      end
-      local left = redis.pcall('llen', q)
-      if type(left) == 'number' and left > 0 then
-        redis.call('zadd', k.waiting, left, K)
-        if took > 0 and (limit == 0 or running + took < limit) then
-          redis.call('zadd', k.ready, s + took / weight, K)
-        end
-      else
-        redis.call('zrem', k.waiting, K)
-      end
+    end
+    if #readd > 0 then
+      redis.pcall('zadd', k.ready, unpack(readd))
+      readd = {}
     end
   end
-  redis.call('hset', k.meta, 'vt', tostring(vt))
-  if got > 0 then
-    redis.call('hincrby', k.meta, 'waiting', -got)
-    for i = 1, #entries, 1000 do redis.call('lpush', inprogress, unpack(entries, i, math.min(#entries, i + 999))) end
-    for i = 1, #entries do out[#out + 1] = entries[i] end
+  if not vt then return 0 end
+  if got == 0 then
+    redis.pcall('hset', k.meta, 'vt', tostring(vt))
+    return 0
   end
-  return got, redis.call('exists', k.ready) == 1
+  -- The entries into the in-progress list: a list of another type puts every job back.
+  for i = first, #out, 1000 do
+    if type(redis.pcall('lpush', inprogress, unpack(out, i, math.min(#out, i + 999)))) ~= 'number' then
+      for j = #out, first, -1 do
+        local K, payload = keyedSplit(out[j])
+        redis.call('rpush', k.p .. '{' .. K .. '}', payload)
+        out[j] = nil
+      end
+      return nil
+    end
+  end
+  -- The counts of the keys served and their backlogs (a key whose backlog is unknown, -1, keeps
+  -- its entry), the jobs waiting over all keys, the turn.
+  local counts, upd = {}, {}
+  for K, t in pairs(taken) do
+    counts[#counts + 1] = K
+    counts[#counts + 1] = (tonumber(served[K]) or 0) + t
+    if backlog[K] > 0 then
+      upd[#upd + 1] = backlog[K]
+      upd[#upd + 1] = K
+    end
+  end
+  redis.pcall('hset', k.running, unpack(counts))
+  if #drained > 0 then redis.pcall('zrem', k.waiting, unpack(drained)) end
+  if #upd > 0 then redis.pcall('zadd', k.waiting, 'XX', unpack(upd)) end
+  redis.pcall('hset', k.meta, 'vt', tostring(vt), 'waiting', math.max(waiting - got, 0))
+  return got
 end
