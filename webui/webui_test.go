@@ -3,6 +3,7 @@ package webui
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -489,6 +490,9 @@ func TestMountedUnderAPathPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := work.NewEnqueuer(f.ns, f.pool).EnqueueWith("report", nil, work.EnqueueOptions{Key: "acme/eu west"}); err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/admin/jobs/", http.StripPrefix("/admin/jobs", f.srv.Handler()))
 	mux.Handle("/admin/jobs", http.StripPrefix("/admin/jobs", f.srv.Handler()))
@@ -532,7 +536,7 @@ func TestMountedUnderAPathPrefix(t *testing.T) {
 		}
 		base, _ := url.Parse(page)
 		for _, m := range linkRE.FindAllStringSubmatch(string(body), -1) {
-			link := strings.ReplaceAll(m[1], "&amp;", "&")
+			link := html.UnescapeString(m[1])
 			if strings.HasPrefix(link, "data:") {
 				continue
 			}
@@ -555,7 +559,8 @@ func TestMountedUnderAPathPrefix(t *testing.T) {
 		}
 	}
 	if !seen[ts.URL+"/admin/jobs/ui/dead"] || !seen[ts.URL+"/admin/jobs/ui/job?id=dead1"] || !seen[ts.URL+"/admin/jobs/ui/static/app.js"] ||
-		!seen[ts.URL+"/admin/jobs/ui/batches/"+b.ID] || !seen[ts.URL+"/admin/jobs/ui/batches"] {
+		!seen[ts.URL+"/admin/jobs/ui/batches/"+b.ID] || !seen[ts.URL+"/admin/jobs/ui/batches"] ||
+		!seen[ts.URL+"/admin/jobs/ui/keys?name=report"] || !seen[ts.URL+"/admin/jobs/ui/keys?name=report&q=acme%2Feu+west"] {
 		t.Errorf("the crawl missed pages: %v", seen)
 	}
 	// An action through the prefix returns to the page under the prefix.
