@@ -130,10 +130,7 @@ func TestKeyEndpointsRefuseBadRequests(t *testing.T) {
 	// Another program overwrote a key of broken's keyed state with a string.
 	rdo(t, f.pool, "SADD", f.key("known_jobs"), "broken")
 	rdo(t, f.pool, "SET", f.key("keyed:broken:waiting"), "garbage")
-	for _, tc := range []struct {
-		method, target string
-		status         int
-	}{
+	f.wantErrors([]errorCase{
 		{"GET", "/keys", 400},
 		{"GET", "/keys/", 400},
 		{"GET", "/keys/sync?page=x", 400},
@@ -163,14 +160,7 @@ func TestKeyEndpointsRefuseBadRequests(t *testing.T) {
 		{"POST", "/set_key_limits/sync?key=acme&rate=10/0s", 400},
 		{"POST", "/set_key_limits/sync?key=acme&rate=10/soon", 400},
 		{"POST", "/clear_key_limits/sync:rate?key=acme", 400},
-	} {
-		rec := f.do(tc.method, tc.target, nil, nil)
-		if rec.Code != tc.status {
-			t.Errorf("%s %s: status %d, want %d (%s)", tc.method, tc.target, rec.Code, tc.status, rec.Body)
-			continue
-		}
-		wantError(t, rec, tc.status)
-	}
+	})
 	if body := f.get("/key/sync?key=a%7Bb%7D").Body.String(); !strings.Contains(body, "malformed key") {
 		t.Errorf("malformed key: %s", body)
 	}

@@ -170,10 +170,7 @@ func TestBadParametersGetA4xxWithAJSONError(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seed()
-	for _, tc := range []struct {
-		method, target string
-		status         int
-	}{
+	f.wantErrors([]errorCase{
 		{"GET", "/dead_jobs?page=abc", 400},
 		{"GET", "/dead_jobs?page=-1", 400},
 		{"GET", "/retry_jobs?page=99999999999999999999", 400},
@@ -199,14 +196,7 @@ func TestBadParametersGetA4xxWithAJSONError(t *testing.T) {
 		{"GET", "/nothing/here", 404},
 		{"GET", "/ui/action", 405},
 		{"POST", "/ui/action", 403}, // no form token
-	} {
-		rec := f.do(tc.method, tc.target, nil, nil)
-		if rec.Code != tc.status {
-			t.Errorf("%s %s: status %d, want %d (%s)", tc.method, tc.target, rec.Code, tc.status, rec.Body)
-			continue
-		}
-		wantError(t, rec, tc.status)
-	}
+	})
 	// Pages answer bad parameters with a 4xx page.
 	for _, tc := range []struct {
 		target string
