@@ -55,35 +55,39 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-	if name == "batch" {
-		// GET /batch/<batch id>
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, http.StatusMethodNotAllowed, "use GET")
-			return
+	if h, ok := s.getPathEndpoint(name); ok {
+		if allowMethod(w, r, http.MethodGet) {
+			h(w, r, rest)
 		}
-		s.apiBatch(w, r, rest)
 		return
 	}
 	if h, ok := s.getEndpoint(name); ok && rest == "" {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, http.StatusMethodNotAllowed, "use GET")
-			return
+		if allowMethod(w, r, http.MethodGet) {
+			h(w, r)
 		}
-		h(w, r)
 		return
 	}
 	if h, ok := s.postEndpoint(name); ok {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", "POST")
-			writeError(w, http.StatusMethodNotAllowed, "use POST")
-			return
+		if allowMethod(w, r, http.MethodPost) {
+			h(w, r, rest)
 		}
-		h(w, r, rest)
 		return
 	}
 	writeError(w, http.StatusNotFound, "not found")
+}
+
+// allowMethod reports whether the request uses method (GET allowing HEAD too), else answers 405.
+func allowMethod(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	allow := method
+	if method == http.MethodGet {
+		allow = "GET, HEAD"
+	}
+	w.Header().Set("Allow", allow)
+	writeError(w, http.StatusMethodNotAllowed, "use "+method)
+	return false
 }
 
 // redirect answers with a relative Location, which browsers resolve against the URL they asked for,
@@ -123,14 +127,31 @@ func (s *Server) getEndpoint(name string) (http.HandlerFunc, bool) {
 		return s.apiPeriodicJobs, true
 	case "batches":
 		return s.apiBatches, true
+	case "key_stats":
+		return s.apiKeyStats, true
 	}
 	return nil, false
 }
 
-// postHandler serves an action; rest is the path after the endpoint's name.
-type postHandler func(w http.ResponseWriter, r *http.Request, rest string)
+// getPathEndpoint returns the GET endpoints whose parameter is the rest of the path: /batch/<id>,
+// /keys/<job name> and /key/<job name>.
+func (s *Server) getPathEndpoint(name string) (pathHandler, bool) {
+	switch name {
+	case "batch":
+		return s.apiBatch, true
+	case "keys":
+		return s.apiKeys, true
+	case "key":
+		return s.apiKey, true
+	}
+	return nil, false
+}
 
-func (s *Server) postEndpoint(name string) (postHandler, bool) {
+// pathHandler serves an endpoint whose parameter is in its path (every action, and GET /batch/<id>,
+// /keys/<name> and /key/<name>); rest is the path after the endpoint's name.
+type pathHandler func(w http.ResponseWriter, r *http.Request, rest string)
+
+func (s *Server) postEndpoint(name string) (pathHandler, bool) {
 	switch name {
 	case "delete_dead_job":
 		return s.apiDeleteDeadJob, true
@@ -148,6 +169,14 @@ func (s *Server) postEndpoint(name string) (postHandler, bool) {
 		return s.apiUnpauseQueue, true
 	case "cancel_job":
 		return s.apiCancelJob, true
+	case "pause_key":
+		return s.apiKeyAction(name, "pause_key"), true
+	case "unpause_key":
+		return s.apiKeyAction(name, "resume_key"), true
+	case "set_key_limits":
+		return s.apiKeyAction(name, "set_key_limits"), true
+	case "clear_key_limits":
+		return s.apiKeyAction(name, "clear_key_limits"), true
 	}
 	return nil, false
 }

@@ -132,10 +132,7 @@ func TestBatchEndpoints(t *testing.T) {
 func TestBatchEndpointsRefuseBadRequests(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
-	for _, tc := range []struct {
-		method, target string
-		status         int
-	}{
+	f.wantErrors([]errorCase{
 		{"GET", "/batch", 400},
 		{"GET", "/batch/", 400},
 		{"GET", "/batch/%3Cscript%3E", 400},
@@ -150,14 +147,7 @@ func TestBatchEndpointsRefuseBadRequests(t *testing.T) {
 		{"GET", "/batches/extra", 404},
 		{"POST", "/batch/unknown", 405},
 		{"POST", "/batches", 405},
-	} {
-		rec := f.do(tc.method, tc.target, nil, nil)
-		if rec.Code != tc.status {
-			t.Errorf("%s %s: status %d, want %d (%s)", tc.method, tc.target, rec.Code, tc.status, rec.Body)
-			continue
-		}
-		wantError(t, rec, tc.status)
-	}
+	})
 	if body := f.get("/batch/nope").Body.String(); !strings.Contains(body, "batch not found") {
 		t.Errorf("unknown batch: %s", body)
 	}

@@ -26,6 +26,7 @@ var fuzzGetPaths = []string{
 	"/ui/", "/ui/queues", "/ui/workers", "/ui/scheduled", "/ui/retry", "/ui/dead", "/ui/job", "/ui",
 	"/periodic_jobs", "/ui/periodic",
 	"/batches", "/batch/", "/ui/batches", "/ui/batches/",
+	"/key_stats", "/keys/", "/key/", "/ui/keys",
 }
 
 // layoutScript is the one script element of every page: the UI's own, loaded from a file, relative
@@ -70,6 +71,18 @@ func FuzzWebUIParams(f *testing.F) {
 	f.Add(uint8(22), "", "page=0")
 	f.Add(uint8(9), "", "id="+fuzzTrackedID)
 	f.Add(uint8(16), "", "id="+fuzzTrackedID)
+	for _, name := range []string{"", "sync", `<b>name</b>`, fuzzBrokenKeyedName, "sync:lock", "a/b"} {
+		f.Add(uint8(25), name, "page=2") // /keys/
+		f.Add(uint8(26), name, "key="+url.QueryEscape(fuzzEvil))
+		f.Add(uint8(27), "", "name="+url.QueryEscape(name)+"&q=acme") // /ui/keys
+		f.Add(uint8(27), "", "name="+url.QueryEscape(name)+"&page=0")
+	}
+	for _, q := range []string{"key=acme", "key=%7B", "key=" + strings.Repeat("k", 201), "key=%00", "key=%FF", ""} {
+		f.Add(uint8(26), "sync", q)
+		f.Add(uint8(27), "", "name=sync&"+strings.Replace(q, "key=", "q=", 1))
+	}
+	f.Add(uint8(24), "", "")
+	f.Add(uint8(24), "x", "")
 
 	srv := newFuzzServer(f)
 	h := srv.Handler()
@@ -98,6 +111,7 @@ const (
 	fuzzGarbledBatchID   = "batch-garbled"
 	fuzzWrongTypeBatchID = "batch-string"
 	fuzzTrackedID        = "tracked-1"
+	fuzzBrokenKeyedName  = "broken"
 )
 
 // newFuzzServer serves a namespace with a job in every state, worker data, and HTML in names, IDs,
@@ -131,6 +145,20 @@ func newFuzzServer(tb testing.TB) *Server {
 	rdo(tb, pool, "SET", key("batch:"+fuzzWrongTypeBatchID), fuzzEvil) // not in the index: the list stays readable
 	rdo(tb, pool, "HSET", key("job:"+fuzzTrackedID), "name", evilJob.Name, "state", "done", "attempts", 1, "err", fuzzEvil,
 		"result", fuzzEvil, "batch", `"><img src=x>`, "pool", "<pool>")
+	// Keyed jobs of the evil name, one with an evil key, and a name whose keyed state another program
+	// overwrote.
+	e := work.NewEnqueuer(ns, pool)
+	for _, k := range []string{fuzzEvil, "acme", "acme"} {
+		if _, err := e.EnqueueWith(evilJob.Name, nil, work.EnqueueOptions{Key: k}); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := e.EnqueueWith("sync", nil, work.EnqueueOptions{Key: k}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	rdo(tb, pool, "SADD", key("known_jobs"), fuzzBrokenKeyedName)
+	rdo(tb, pool, "HSET", key("keyed:"+fuzzBrokenKeyedName+":meta"), "waiting", 1)
+	rdo(tb, pool, "SET", key("keyed:"+fuzzBrokenKeyedName+":waiting"), fuzzEvil)
 	return NewServer(ns, pool, "")
 }
 
@@ -179,7 +207,7 @@ func checkFuzzAnswer(t *testing.T, target, rawQuery string, rec *httptest.Respon
 }
 
 // uiPages are the pages a form may send the browser back to.
-var uiPages = map[string]bool{"./": true, "queues": true, "workers": true, "scheduled": true, "retry": true, "dead": true, "job": true}
+var uiPages = map[string]bool{"./": true, "queues": true, "workers": true, "scheduled": true, "retry": true, "dead": true, "job": true, "keys": true}
 
 // FuzzWebUIParsers feeds one text to the parsers of the UI's parameters, which need no Redis:
 // scoreAndID (the "<died_at>/<job id>" of the actions' paths) splits exactly there, or is the
@@ -272,7 +300,7 @@ func checkUIPage(t *testing.T, what, u string, base *url.URL, redirect bool) {
 	}
 	for k := range p.Query() {
 		switch k {
-		case "page", "q", "id":
+		case "name", "page", "q", "id":
 		case "done", "n", "fail":
 			if redirect {
 				continue
@@ -302,10 +330,12 @@ func checkUIPage(t *testing.T, what, u string, base *url.URL, redirect bool) {
 var fuzzPostPaths = []string{
 	"/delete_dead_job/", "/retry_dead_job/", "/retry_dead_job_type/", "/pause_queue/", "/unpause_queue/",
 	"/cancel_job/", "/ui/action",
+	"/pause_key/", "/unpause_key/", "/set_key_limits/", "/clear_key_limits/",
 }
 
-// FuzzWebUIActions posts actions with arbitrary path parameters (died_at, job IDs and names) and
-// form fields (op, score, id, name, back), the form with the server's token, against a namespace
+// FuzzWebUIActions posts actions with arbitrary path parameters (died_at, job IDs and names), query
+// parameters (a key and its overrides) and form fields (op, score, id, name, key, the overrides,
+// back), the form with the server's token, against a namespace
 // holding jobs: never a 5xx, and no action that fails on Redis; a JSON answer is valid JSON; a form
 // sends the browser back to a page of the UI.
 func FuzzWebUIActions(f *testing.F) {
@@ -321,6 +351,14 @@ func FuzzWebUIActions(f *testing.F) {
 		{6, "", "op=retry_dead_name&name=charge_card&back=dead%3Fq%3Dcharge"}, {6, "", "op=pause&name=x&back=//evil"},
 		{6, "", "op=resume&name=x"}, {6, "", "op=cancel&id=%3Cid%3E"}, {6, "", "op=nope"}, {6, "", "%zz"},
 		{6, "", "op=delete_dead_name&name=report&back=javascript:alert(1)"},
+		{6, "", "op=pause_key&name=%3Cb%3Ename%3C%2Fb%3E&key=acme&back=keys%3Fname%3Dx"},
+		{6, "", "op=set_key_limits&name=sync&key=acme&weight=99999&rate=1/0s&back=keys"},
+		{6, "", "op=set_key_limits&name=sync&key=acme&concurrency=none&rate=5/s&weight=3&max_waiting=-1"},
+		{6, "", "op=clear_key_limits&name=" + fuzzBrokenKeyedName + "&key=a"}, {6, "", "op=resume_key&name=&key="},
+		{6, "", "op=pause_key&name=sync:rate&key=%7B%7D"},
+		{7, "<b>name</b>", "key=acme"}, {7, "sync", ""}, {8, fuzzBrokenKeyedName, "key=x"}, {8, "", "key=x"},
+		{9, "sync", "key=a&rate=10/1m&weight=2"}, {9, "sync", "key=%7B&concurrency=-9"}, {9, "sync", "key=a&rate=1/9999999999h"},
+		{10, "sync:lock", "key=a"}, {10, "a/b", "key=" + url.QueryEscape(fuzzEvil)},
 	} {
 		f.Add(s.which, s.rest, s.form)
 	}
@@ -342,8 +380,9 @@ func FuzzWebUIActions(f *testing.F) {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.URL = &url.URL{Path: p}
 		} else {
+			// The key endpoints read their key and overrides from the query.
 			req = httptest.NewRequest("POST", "/", nil)
-			req.URL = &url.URL{Path: p + rest}
+			req.URL = &url.URL{Path: p + rest, RawQuery: form}
 		}
 		req.RequestURI = req.URL.RequestURI()
 		rec := httptest.NewRecorder()

@@ -145,3 +145,22 @@ func wantError(t *testing.T, rec *httptest.ResponseRecorder, status int) {
 		t.Fatalf("no error message in %s", rec.Body)
 	}
 }
+
+// errorCase is a request that gets an error answer.
+type errorCase struct {
+	method, target string
+	status         int
+}
+
+// wantErrors serves each request and checks that it gets a JSON error with the status.
+func (f *fixture) wantErrors(cases []errorCase) {
+	f.t.Helper()
+	for _, tc := range cases {
+		rec := f.do(tc.method, tc.target, nil, nil)
+		if rec.Code != tc.status {
+			f.t.Errorf("%s %s: status %d, want %d (%s)", tc.method, tc.target, rec.Code, tc.status, rec.Body)
+			continue
+		}
+		wantError(f.t, rec, tc.status)
+	}
+}

@@ -24,7 +24,7 @@ import (
 var assets embed.FS
 
 // pageNames are the pages under ui/ ("" is the overview).
-var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "notfound"}
+var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "keyed", "keys", "notfound"}
 
 // pageSet holds one template per page, each the layout with the page's content.
 type pageSet struct{ t map[string]*template.Template }
@@ -57,7 +57,8 @@ var templateFuncs = template.FuncMap{
 		return many
 	},
 	"act":        act,
-	"queueTable": func(d *pageData, qs []*work.QueueStat) queueTableData { return queueTableData{Page: d, Queues: qs} },
+	"queueTable": newQueueTable,
+	"keysURL":    keysURL,
 	"int64":      toInt64,
 	"now":        func() string { return time.Now().UTC().Format("15:04:05 UTC") },
 	"progress":   newProgress,
@@ -181,7 +182,16 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 		content, err = s.overview()
 	case "queues":
 		tmpl, title = "queues", "Queues"
-		content, err = s.client.QueueStats()
+		content, err = s.queues()
+	case "keys":
+		nav = "queues"
+		if r.URL.Query().Get("name") == "" {
+			tmpl, title = "keyed", "Keyed jobs"
+			content, err = s.keyed()
+			break
+		}
+		tmpl, title = "keys", "Keys of "+r.URL.Query().Get("name")
+		content, err = s.keyList(r)
 	case "workers":
 		tmpl, title = "workers", "Workers"
 		content, err = s.workers()
@@ -275,7 +285,7 @@ func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request, file, conten
 // selfURL is a page's address relative to ui/, without the flash parameters.
 func selfURL(name string, q url.Values) string {
 	keep := url.Values{}
-	for _, k := range []string{"page", "q", "id"} {
+	for _, k := range []string{"name", "page", "q", "id"} {
 		if v := q.Get(k); v != "" {
 			keep.Set(k, v)
 		}
@@ -303,6 +313,11 @@ var flashMessages = map[string]string{
 	"resumed":      "The queue is resumed.",
 	"cancel_sent":  "Cancel requested: %d worker %s heard it; the pool running the job cancels its context.",
 	"cancel_none":  "No worker pool heard the cancel request: the job runs in a pool that does not listen for it (gocraft/work), or its pool is gone.",
+
+	"key_paused":         "The key is paused: its jobs wait until it is resumed.",
+	"key_resumed":        "The key is resumed.",
+	"key_limits_set":     "The key's overrides are set.",
+	"key_limits_cleared": "The key's overrides are cleared: the job name's settings apply to it.",
 }
 
 // flashNouns are the words counted by a message's %d, when they are not jobs.
@@ -312,6 +327,8 @@ var failureMessages = map[string]string{
 	"gone":        "Nothing done: the job is no longer there.",
 	"not_running": "Nothing done: the job is not running, and only a running job can be cancelled.",
 	"bad":         "Nothing done: the request was incomplete.",
+	"bad_limits":  "Nothing done: a concurrency or a max waiting is a number of jobs, or none for no limit; a rate is jobs per period, as 10/1m; a weight is from 1 to 1000. An empty field keeps the job name's setting.",
+	"unreadable":  "Nothing done: this job name's keyed state in Redis holds another type (another program wrote it).",
 	"error":       "The action failed; the server log says why.",
 }
 
@@ -341,6 +358,7 @@ type overviewData struct {
 	Processed, Failed int64 // in the last hour
 	Chart             *chart
 	Queues            []*work.QueueStat
+	Keyed             []*work.KeyStat
 	Pools             int
 	Workers, Busy     int
 }
@@ -357,6 +375,9 @@ func (s *Server) overview() (*overviewData, error) {
 		d.Failed += p.Failed
 	}
 	if d.Queues, err = s.client.QueueStats(); err != nil {
+		return nil, err
+	}
+	if d.Keyed, err = s.keyStats(); err != nil {
 		return nil, err
 	}
 	hbs, err := s.client.WorkerPoolHeartbeats()
@@ -644,6 +665,8 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		if err = needName(); err == nil {
 			done, err = "resumed", s.client.UnpauseQueue(name)
 		}
+	case "pause_key", "resume_key", "set_key_limits", "clear_key_limits":
+		done, err = s.keyAction(op, name, r.PostFormValue("key"), r.PostFormValue)
 	case "cancel":
 		if id == "" {
 			err = badRequestf("missing id")
@@ -657,15 +680,21 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := url.Values{}
+	var bl badLimits
 	var br badRequest
 	var nr notRunning
+	var ur unreadable
 	switch {
+	case errors.As(err, &bl):
+		v.Set("fail", "bad_limits")
 	case errors.As(err, &br):
 		v.Set("fail", "bad")
 	case errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried), errors.Is(err, work.ErrJobNotFound):
 		v.Set("fail", "gone")
 	case errors.As(err, &nr):
 		v.Set("fail", "not_running")
+	case errors.As(err, &ur):
+		v.Set("fail", "unreadable")
 	case err != nil:
 		slog.Error("webui: action failed", "op", op, "err", err)
 		v.Set("fail", "error")
@@ -691,7 +720,7 @@ func safeBack(back string) string {
 	switch u.Path {
 	case "./", "":
 		return selfURL("", u.Query())
-	case "queues", "workers", "scheduled", "retry", "dead", "job":
+	case "queues", "workers", "scheduled", "retry", "dead", "job", "keys":
 		return selfURL(u.Path, u.Query())
 	}
 	return "./"
@@ -699,11 +728,11 @@ func safeBack(back string) string {
 
 // actionData is what the "action" template (a form posting one action) gets.
 type actionData struct {
-	Root, CSRF, Back, Op, Name, ID, Score, Label, Class, Confirm string
+	Root, CSRF, Back, Op, Name, Key, ID, Score, Label, Class, Confirm string
 }
 
-// act builds an action form's data from key/value pairs: op, name, id, score, label, class, confirm
-// and back (default: the page itself).
+// act builds an action form's data from key/value pairs: op, name, key, id, score, label, class,
+// confirm and back (default: the page itself).
 func act(d *pageData, kv ...interface{}) (*actionData, error) {
 	if len(kv)%2 != 0 {
 		return nil, errors.New("act: odd number of arguments")
@@ -717,6 +746,8 @@ func act(d *pageData, kv ...interface{}) (*actionData, error) {
 			a.Op = v
 		case "name":
 			a.Name = v
+		case "key":
+			a.Key = v
 		case "id":
 			a.ID = v
 		case "score":
@@ -740,4 +771,28 @@ func act(d *pageData, kv ...interface{}) (*actionData, error) {
 type queueTableData struct {
 	Page   *pageData
 	Queues []*work.QueueStat
+	Keyed  map[string]*work.KeyStat // the names with keyed jobs, whose names link to their keys
+}
+
+func newQueueTable(d *pageData, qs []*work.QueueStat, keyed []*work.KeyStat) queueTableData {
+	t := queueTableData{Page: d, Queues: qs, Keyed: map[string]*work.KeyStat{}}
+	for _, k := range keyed {
+		t.Keyed[k.JobName] = k
+	}
+	return t
+}
+
+// queuesData is the queues page's content: the queues, and the summary of the keyed jobs.
+type queuesData struct {
+	Queues []*work.QueueStat
+	Keyed  []*work.KeyStat
+}
+
+func (s *Server) queues() (*queuesData, error) {
+	qs, err := s.client.QueueStats()
+	if err != nil {
+		return nil, err
+	}
+	keyed, err := s.keyStats()
+	return &queuesData{Queues: qs, Keyed: keyed}, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -151,6 +152,7 @@ func (a *app) enqueueCommand() *cobra.Command {
 		argsJSON string
 		in       time.Duration
 		unique   bool
+		key      string
 	)
 	cmd := &cobra.Command{
 		Use:   "enqueue NAME",
@@ -158,9 +160,11 @@ func (a *app) enqueueCommand() *cobra.Command {
 		Long: `Enqueue a job named NAME with the arguments given as a JSON object.
 
 With --in it is scheduled to run that much later; with --unique it is not enqueued when a job of
-the same name and arguments is already waiting (the command then says so and succeeds).`,
+the same name and arguments is already waiting (the command then says so and succeeds). With --key
+it is a keyed job: it waits in its key's queue and is served in its key's turn ("work keys").`,
 		Example: `  work enqueue send_email --args '{"to":"a@example.com"}'
-  work enqueue report --in 10m --unique`,
+  work enqueue report --in 10m --unique
+  work enqueue sync_account --key acme`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			name := pos[0]
@@ -186,6 +190,24 @@ the same name and arguments is already waiting (the command then says so and suc
 			e := work.NewEnqueuer(a.ns, a.pool)
 			res := enqueueResult{}
 			switch {
+			case key != "":
+				opts := work.EnqueueOptions{Key: key, Unique: unique}
+				if secs > 0 {
+					opts.At = time.Now().Add(time.Duration(secs) * time.Second)
+				}
+				j, err := e.EnqueueWith(name, q, opts)
+				if errors.Is(err, work.ErrMalformedKey) {
+					return malformedKey(err)
+				}
+				if err != nil {
+					return err
+				}
+				if j != nil {
+					res = enqueueResult{Enqueued: true, Job: j}
+					if secs > 0 {
+						res.RunAt = opts.At.Unix()
+					}
+				}
 			case secs > 0 && unique:
 				sj, err := e.EnqueueUniqueIn(name, secs, q)
 				if err != nil {
@@ -222,9 +244,9 @@ the same name and arguments is already waiting (the command then says so and suc
 			case !res.Enqueued:
 				fmt.Fprintf(a.stdout, "not enqueued: a %s job with the same arguments is already waiting\n", name)
 			case res.RunAt != 0:
-				fmt.Fprintf(a.stdout, "scheduled %s job %s to run at %s UTC (%s)\n", name, res.Job.ID, when(res.RunAt), ago(res.RunAt))
+				fmt.Fprintf(a.stdout, "scheduled %s job %s%s to run at %s UTC (%s)\n", name, res.Job.ID, ofKey(key), when(res.RunAt), ago(res.RunAt))
 			default:
-				fmt.Fprintf(a.stdout, "enqueued %s job %s\n", name, res.Job.ID)
+				fmt.Fprintf(a.stdout, "enqueued %s job %s%s\n", name, res.Job.ID, ofKey(key))
 			}
 			return nil
 		},
@@ -232,7 +254,16 @@ the same name and arguments is already waiting (the command then says so and suc
 	cmd.Flags().StringVar(&argsJSON, "args", "{}", "the job's arguments, a JSON object")
 	cmd.Flags().DurationVar(&in, "in", 0, "schedule the job to run this much later (30s, 5m, 2h)")
 	cmd.Flags().BoolVar(&unique, "unique", false, "skip the job when an identical one is already waiting")
+	cmd.Flags().StringVar(&key, "key", "", "enqueue a keyed job of this key (a tenant, an account)")
 	return cmd
+}
+
+// ofKey says which key an enqueued job has, if any.
+func ofKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	return " of key " + key
 }
 
 // setInfo describes one of the sorted sets for the set commands.

@@ -1,7 +1,7 @@
 // Command work inspects and manages the jobs of a namespace from a terminal: queue and throughput
 // statistics, enqueueing, the scheduled, retry and dead sets, pausing queues, finding a job by ID
-// with its record, batches, cancelling a running job, the periodic jobs, a live view, and the web
-// UI.
+// with its record, batches, the keys of keyed jobs, cancelling a running job, the periodic jobs, a
+// live view, and the web UI.
 //
 //	work stats                                  totals and the last hour's throughput
 //	work queues                                 every queue: size, latency, in flight, paused
@@ -15,6 +15,10 @@
 //	work job ID                                 a job's record and where it is, and all about it
 //	work batch ID                               a batch's state, counts, progress and callbacks
 //	work batches [--page N]                     the batches, newest first
+//	work keys NAME [KEY] [--page N]             a job name's keys, busiest first, or one key
+//	work keys pause|resume|clear NAME KEY       pause or resume a key, or clear its overrides
+//	work keys set NAME KEY [--concurrency N] [--rate N/DURATION] [--weight N] [--max-waiting N]
+//	work keys stats                             the keyed jobs of every job name, summed up
 //	work cancel ID                              cancel a running job
 //	work periodic                               the periodic jobs of the live pools, by next run
 //	work watch [--interval 2s] [--count N]      a live view, refreshed until Ctrl-C
@@ -211,6 +215,7 @@ WORK_REDIS_TLS_CA, WORK_REDIS_TLS_CERT and WORK_REDIS_TLS_KEY those of --tls-ca,
 		a.jobCommand(),
 		a.batchCommand(),
 		a.batchesCommand(),
+		a.keysCommand(),
 		a.cancelCommand(),
 		a.periodicCommand(),
 		a.watchCommand(),

@@ -37,9 +37,14 @@
     if (!paused) { timer = window.setTimeout(refresh, seconds * 1000); }
   }
 
+  // busy reports whether the user is filling in a form of the page, which a refresh would undo: a
+  // field has the focus, or holds something else than the page gave it.
   function busy() {
     var el = document.activeElement;
-    return el && el.closest && el.closest('main') && /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName);
+    if (el && el.closest && el.closest('main') && /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName)) { return true; }
+    return Array.prototype.some.call(document.querySelectorAll('main input'), function (i) {
+      return i.value !== i.defaultValue;
+    });
   }
 
   function refresh() {
