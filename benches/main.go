@@ -38,6 +38,7 @@ type bench struct {
 
 	cur struct { // the run under way, for the profiles' names
 		caseID string
+		col    string // the library, or the variant of a case of variants
 		round  int
 	}
 }
@@ -340,8 +341,6 @@ func main() {
 	rep.loadStart = loadAverage()
 	start := time.Now()
 	for _, c := range cases {
-		c.vals = make([][]map[string]float64, len(b.libs))
-		c.fails = make([]int, len(b.libs))
 		b.runCase(c)
 	}
 	rep.cases = cases
@@ -370,32 +369,46 @@ func main() {
 	}
 }
 
-// runCase runs a case's rounds, alternating the libraries: work gocraft asynq work gocraft asynq ...,
-// FLUSHALL before every run. A failed run leaves a nil in its library's place for that round, so
-// that the paired ratios pair the runs of the same cycle.
+// runCase runs a case's rounds, alternating its columns (the libraries: work gocraft asynq work
+// gocraft asynq ...; or a case's own variants), FLUSHALL before every run. A failed run leaves a nil
+// in its column's place for that round, so that the paired ratios pair the runs of the same cycle.
 func (b *bench) runCase(c *benchCase) {
+	cols := c.cols
+	if cols == nil {
+		for _, l := range b.libs {
+			cols = append(cols, l.name())
+		}
+	}
+	c.vals = make([][]map[string]float64, len(cols))
+	c.fails = make([]int, len(cols))
 	for r := 0; r < c.rounds; r++ {
-		for li, l := range b.libs {
+		for ci, name := range cols {
 			if err := b.srv.flushAll(); err != nil {
 				b.fatalf("FLUSHALL: %v", err)
 			}
 			runtime.GC()
-			b.cur.caseID, b.cur.round = c.id, r+1
+			b.cur.caseID, b.cur.col, b.cur.round = c.id, name, r+1
 			t0 := time.Now()
-			m, err := c.run(l)
+			var m map[string]float64
+			var err error
+			if c.cols != nil {
+				m, err = c.runCol(ci)
+			} else {
+				m, err = c.run(b.libs[ci])
+			}
 			if err != nil {
-				c.fails[li]++
-				c.vals[li] = append(c.vals[li], nil)
-				progress("[%s] round %d/%d %s: FAILED: %v", c.title, r+1, c.rounds, l.name(), err)
+				c.fails[ci]++
+				c.vals[ci] = append(c.vals[ci], nil)
+				progress("[%s] round %d/%d %s: FAILED: %v", c.title, r+1, c.rounds, name, err)
 				continue
 			}
-			c.vals[li] = append(c.vals[li], m)
+			c.vals[ci] = append(c.vals[ci], m)
 			var parts []string
 			for _, k := range c.summary {
 				md := metricByKey(c.metrics, k)
-				parts = append(parts, md.label+" "+md.format(m[k]))
+				parts = append(parts, strings.TrimSpace(md.label)+" "+md.format(m[k]))
 			}
-			progress("[%s] round %d/%d %-7s %s (%.1fs)", c.title, r+1, c.rounds, l.name(), strings.Join(parts, ", "), time.Since(t0).Seconds())
+			progress("[%s] round %d/%d %-7s %s (%.1fs)", c.title, r+1, c.rounds, name, strings.Join(parts, ", "), time.Since(t0).Seconds())
 		}
 	}
 	if err := b.srv.flushAll(); err != nil {
