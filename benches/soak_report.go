@@ -219,8 +219,8 @@ func (r *soakRun) tables() []table {
 		restart = fmt.Sprintf("every %v (%d times)", cfg.restart, r.restarts)
 	}
 	notes := []string{
-		fmt.Sprintf("%s jobs/s offered for %v, achieved %s jobs/s (%s jobs in %.0f s, %d enqueue errors); 2 pools of %d workers, the second replaced by a new pool %s",
-			commas(float64(cfg.rate)), cfg.duration, commas(float64(r.offered)/el), commas(float64(r.offered)), el, r.enqErrs, cfg.workers, restart),
+		fmt.Sprintf("%s jobs/s offered for %v, achieved %s jobs/s (%s jobs in %.0f s, %d enqueue errors, %d ErrKeyFull refusals of the paused key's jobs); 2 pools of %d workers, the second replaced by a new pool %s",
+			commas(float64(cfg.rate)), cfg.duration, commas(float64(r.offered)/el), commas(float64(r.offered)), el, r.enqErrs, r.refused, cfg.workers, restart),
 		fmt.Sprintf("keep (batches, tracked jobs, KeepFinished) %v; DeadMaxJobs %d, DeadMaxAge %v; CancelJob reached a pool %s times", cfg.keep, cfg.deadMax, cfg.deadAge, commas(float64(r.cancels))),
 		"job runs: " + strings.Join(outcomes, ", "),
 		fmt.Sprintf("CPU cores busy over the run: harness process (pools, producer, sampler) %.2f, Redis %.2f", r.goCPU/el, r.redisCPU/el),

@@ -195,6 +195,7 @@ func TestSoakKeepsRedisBounded(t *testing.T) {
 	if run.enqErrs > 0 {
 		t.Errorf("%d enqueue calls failed; the first: %v", run.enqErrs, run.firstErr)
 	}
+	t.Logf("%d enqueues of the paused key's jobs refused with ErrKeyFull", run.refused)
 
 	// Bounds by construction, at every sample after the warm-up.
 	bounds := []struct {
@@ -208,6 +209,10 @@ func TestSoakKeepsRedisBounded(t *testing.T) {
 		{"pool_ids", 2, "two pools run; a pool replaced leaves the set"},
 		{"known_jobs", float64(len(soakNames)), "the soak's job names"},
 		{famQueueState, 5 * float64(len(soakNames)), "five per job name at most"},
+		{famKeyedState, 6 * float64(len(soakKeyedNames)), "six per job name with keyed jobs at most"},
+		{"keyed_conf_fields", 2 + 3, "the paused key's pause and cap, the other key's three overrides"},
+		{famKeyedQueue, soakKeys + 1 + soakSeqKeys, "the keys that have jobs waiting"},
+		{famKeyedInProgress, 2 * float64(len(soakKeyedNames)), "one per pool and job name with keyed jobs"},
 		{famOther, 0, "every key belongs to a family of docs/redis-layout.md"},
 	}
 	var overIndex []string
