@@ -4,6 +4,9 @@
 //
 //	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue,crash] [-libs work,gocraft,asynq] [-markdown]
 //
+// The keyed and millionkeys workloads compare variants of their own (work's keyed jobs against its
+// unkeyed ones and asynq's) rather than the libraries.
+//
 // The soak workload (-workloads soak) runs work alone, for a long time, and exits with status 1 when
 // something it keeps in Redis, or the pools' heap or goroutines, keeps growing.
 //
@@ -25,7 +28,7 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys"}
 
 const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
@@ -60,7 +63,7 @@ func main() {
 		rounds        = flag.Int("rounds", 5, "rounds per library per workload (work gocraft asynq work gocraft asynq ...)")
 		libs          = flag.String("libs", defaultLibs, "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (floor, floor-ack: the latency workload only; floor-enqueue: the enqueue workload only)")
 		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all; and soak (work alone, a pass/fail run of its own, not in all)")
-		n             = flag.Int("n", 100000, "jobs per burn and manynames run")
+		n             = flag.Int("n", 100000, "jobs per burn, manynames and keyed run")
 		millionN      = flag.Int("million-n", 1000000, "jobs per million run")
 		millionRounds = flag.Int("million-rounds", 1, "rounds of the million workload")
 		millionBatch  = flag.Int("million-batch", 1000, "jobs per batch enqueue call in the million workload, for a library that has one (0: single Enqueue calls)")
@@ -93,6 +96,7 @@ func main() {
 		soakRestart   = flag.Duration("soak-restart", time.Minute, "the soak workload replaces its second pool by a new one this often (0: never)")
 		soakGrowth    = flag.Float64("soak-growth", 0.1, "the soak workload's relative growth threshold: a series grows when its rise over the judged window exceeds this fraction of its level (and its floor; see README.md)")
 	)
+	kf := declareKeyedFlags()
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
@@ -176,6 +180,15 @@ func main() {
 	rates, err := parseRates(*latRates)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
+		os.Exit(2)
+	}
+	if (selected["keyed"] || selected["millionkeys"]) && !contains(libNames, "work") {
+		fmt.Fprintln(os.Stderr, "benches: the keyed and millionkeys workloads need work among -libs")
+		os.Exit(2)
+	}
+	kcfg, err := kf.configs(*n, *rounds)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benches:", err)
 		os.Exit(2)
 	}
 
@@ -336,6 +349,13 @@ func main() {
 				},
 			})
 		}
+	}
+
+	if selected["keyed"] {
+		cases = append(cases, b.keyedCase(kcfg))
+	}
+	if selected["millionkeys"] {
+		cases = append(cases, b.millionKeysCase(kcfg))
 	}
 
 	rep.loadStart = loadAverage()
