@@ -40,44 +40,52 @@ type keyedConfig struct {
 	millionN, millionSmall, millionMeasure, millionRounds int
 }
 
-// keyedFlags are the flags of the keyed and millionkeys workloads.
+// keyedFlags are the flags of the keyed, millionkeys and fairness workloads.
 type keyedFlags struct {
 	keys  string
 	keyed keyedConfig
+	fair  fairConfig
 }
 
-// declareKeyedFlags declares the flags of the keyed and millionkeys workloads.
+// declareKeyedFlags declares the flags of the keyed, millionkeys and fairness workloads.
 func declareKeyedFlags() *keyedFlags {
 	f := &keyedFlags{}
-	k := &f.keyed
+	k, fc := &f.keyed, &f.fair
 	flag.StringVar(&f.keys, "keyed-keys", "10,100000", "keys of the keyed workload's keyed variants, comma-separated (its jobs: -n)")
 	flag.IntVar(&k.seqKeys, "keyed-seq-keys", 10000, "keys of the keyed workload's KeyConcurrency 1 variant (0: none)")
-	flag.IntVar(&k.batch, "keyed-batch", 1000, "jobs per EnqueueBatch call in the keyed and millionkeys workloads (4 goroutines)")
+	flag.IntVar(&k.batch, "keyed-batch", 1000, "jobs per EnqueueBatch call in the keyed, millionkeys and fairness workloads (4 goroutines)")
 	flag.IntVar(&k.millionN, "millionkeys-n", 1000000, "jobs of each millionkeys run, and keys of its one-job-per-key variant")
 	flag.IntVar(&k.millionSmall, "millionkeys-small", 1000, "keys of the millionkeys variant that compares with -millionkeys-n keys ready")
 	flag.IntVar(&k.millionMeasure, "millionkeys-measure", 100000, "jobs over which millionkeys compares the Redis CPU per job")
 	flag.IntVar(&k.millionRounds, "millionkeys-rounds", 0, "rounds of the millionkeys workload (0: -rounds)")
+	flag.IntVar(&fc.backlog, "fairness-backlog", 100000, "jobs of the large key in the fairness workload")
+	flag.IntVar(&fc.keys, "fairness-keys", 100, "small keys in the fairness workload")
+	flag.IntVar(&fc.perKey, "fairness-jobs", 10, "jobs of each small key in the fairness workload")
+	flag.DurationVar(&fc.job, "fairness-job", time.Millisecond, "how long a fairness job sleeps")
+	flag.IntVar(&fc.concurrency, "fairness-concurrency", 50, "workers in the fairness workload")
 	return f
 }
 
-// configs returns the workloads' configuration once the flags are parsed, given the jobs per
+// configs returns the workloads' configurations once the flags are parsed, given the jobs per
 // keyed run (-n) and the rounds (-rounds).
-func (f *keyedFlags) configs(n, rounds int) (keyedConfig, error) {
-	k := f.keyed
+func (f *keyedFlags) configs(n, rounds int) (keyedConfig, fairConfig, error) {
+	k, fc := f.keyed, f.fair
 	k.n, k.rounds, k.batchG = n, rounds, 4
 	if k.millionRounds == 0 {
 		k.millionRounds = rounds
 	}
+	fc.batch, fc.batchG, fc.rounds = k.batch, 4, rounds
 	if list := strings.TrimSpace(f.keys); list != "" && list != "0" {
 		var err error
 		if k.keys, err = parseRates(list); err != nil {
-			return k, fmt.Errorf("bad -keyed-keys %q", f.keys)
+			return k, fc, fmt.Errorf("bad -keyed-keys %q", f.keys)
 		}
 	}
-	if k.seqKeys < 0 || k.batch < 1 || k.millionN < 1 || k.millionSmall < 1 || k.millionMeasure < 1 || k.millionRounds < 0 {
-		return k, errors.New("the keyed and millionkeys flags take positive numbers (-keyed-seq-keys and -millionkeys-rounds may be 0)")
+	if k.seqKeys < 0 || k.batch < 1 || k.millionN < 1 || k.millionSmall < 1 || k.millionMeasure < 1 || k.millionRounds < 0 ||
+		fc.backlog < 1 || fc.keys < 1 || fc.perKey < 1 || fc.job < 0 || fc.concurrency < 1 {
+		return k, fc, errors.New("the keyed, millionkeys and fairness flags take positive numbers (-keyed-seq-keys and -millionkeys-rounds may be 0, -fairness-job 0s)")
 	}
-	return k, nil
+	return k, fc, nil
 }
 
 // keyedVariant is a column of the keyed workload.

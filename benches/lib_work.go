@@ -41,6 +41,8 @@ func workArgs(a args) work.Q {
 	switch a {
 	case argsTimestamp:
 		return work.Q{"t": enqueueStamp()}
+	case argsNoStamp:
+		return work.Q{"t": 0}
 	case argsSmall:
 		return work.Q{"addr": "test@example.com", "n": 1}
 	}

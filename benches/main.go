@@ -4,8 +4,8 @@
 //
 //	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue,crash] [-libs work,gocraft,asynq] [-markdown]
 //
-// The keyed and millionkeys workloads compare variants of their own (work's keyed jobs against its
-// unkeyed ones and asynq's) rather than the libraries.
+// The keyed, millionkeys and fairness workloads compare variants of their own (work's keyed jobs
+// against its unkeyed ones and asynq's) rather than the libraries.
 //
 // The soak workload (-workloads soak) runs work alone, for a long time, and exits with status 1 when
 // something it keeps in Redis, or the pools' heap or goroutines, keeps growing.
@@ -28,7 +28,7 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness"}
 
 const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
@@ -182,11 +182,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
 		os.Exit(2)
 	}
-	if (selected["keyed"] || selected["millionkeys"]) && !contains(libNames, "work") {
-		fmt.Fprintln(os.Stderr, "benches: the keyed and millionkeys workloads need work among -libs")
+	if (selected["keyed"] || selected["millionkeys"] || selected["fairness"]) && !contains(libNames, "work") {
+		fmt.Fprintln(os.Stderr, "benches: the keyed, millionkeys and fairness workloads need work among -libs")
 		os.Exit(2)
 	}
-	kcfg, err := kf.configs(*n, *rounds)
+	kcfg, fcfg, err := kf.configs(*n, *rounds)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benches:", err)
 		os.Exit(2)
@@ -356,6 +356,9 @@ func main() {
 	}
 	if selected["millionkeys"] {
 		cases = append(cases, b.millionKeysCase(kcfg))
+	}
+	if selected["fairness"] {
+		cases = append(cases, b.fairnessCase(fcfg))
 	}
 
 	rep.loadStart = loadAverage()
