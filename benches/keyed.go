@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -228,7 +229,8 @@ func (b *bench) millionKeysCase(cfg keyedConfig) *benchCase {
 		goals: []goal{
 			{label: vs[1].name + ": Redis bytes per waiting job ≤ 1.3 × unkeyed", key: "enq.bytes", num: 1, den: 0, atMost: true, bound: 1.3},
 			{label: vs[2].name + ": Redis bytes per waiting job ≤ 1.3 × unkeyed", key: "enq.bytes", num: 2, den: 0, atMost: true, bound: 1.3},
-			{label: "Redis CPU per job, " + first + vs[1].name + " ready over " + vs[2].name + " ready ≤ 2 (O(log n) would be about log(" + strconv.Itoa(cfg.millionN) + ")/log(" + strconv.Itoa(cfg.millionSmall) + "); O(n) " + commas(float64(cfg.millionN)/float64(cfg.millionSmall)) + ")",
+			{label: fmt.Sprintf("%sRedis CPU per job, %s ready / %s ready ≤ 2 (O(log n): %s; O(n): %s)", first, vs[1].name, vs[2].name,
+				sig3(math.Log(float64(cfg.millionN))/math.Log(float64(cfg.millionSmall))), commas(float64(cfg.millionN)/float64(cfg.millionSmall))),
 				key: "first.redis_cpu", num: 1, den: 2, atMost: true, bound: 2},
 		},
 		runCol: func(ci int) (map[string]float64, error) {
