@@ -39,6 +39,8 @@ func (p *asynqProducer) enqueue(name string, a args) error {
 	switch a {
 	case argsTimestamp:
 		payload, _ = json.Marshal(map[string]interface{}{"t": enqueueStamp()})
+	case argsNoStamp:
+		payload = []byte(`{"t":0}`)
 	case argsSmall:
 		payload, _ = json.Marshal(map[string]interface{}{"addr": "test@example.com", "n": 1})
 	}

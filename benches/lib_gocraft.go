@@ -32,15 +32,21 @@ func (l gocraftLib) newProducer(conns int) producer {
 }
 
 func (p *gocraftProducer) enqueue(name string, a args) error {
-	var q work.Q
+	_, err := p.e.Enqueue(name, gocraftArgs(a))
+	return err
+}
+
+// gocraftArgs are a job's args of kind a.
+func gocraftArgs(a args) work.Q {
 	switch a {
 	case argsTimestamp:
-		q = work.Q{"t": enqueueStamp()}
+		return work.Q{"t": enqueueStamp()}
+	case argsNoStamp:
+		return work.Q{"t": 0}
 	case argsSmall:
-		q = work.Q{"addr": "test@example.com", "n": 1}
+		return work.Q{"addr": "test@example.com", "n": 1}
 	}
-	_, err := p.e.Enqueue(name, q)
-	return err
+	return nil
 }
 
 func (p *gocraftProducer) close() { p.pool.Close() }
@@ -54,6 +60,11 @@ type gocraftConsumer struct {
 }
 
 func (l gocraftLib) newConsumer(cfg consumerConfig) consumer {
+	return l.newConsumerWith(cfg, work.JobOptions{})
+}
+
+// newConsumerWith is newConsumer with the same options for every job name.
+func (l gocraftLib) newConsumerWith(cfg consumerConfig, opts work.JobOptions) consumer {
 	pool := redigoPool(l.addr, cfg.concurrency+10)
 	wp := work.NewWorkerPool(gocraftContext{}, uint(cfg.concurrency), gocraftNamespace, pool)
 	handler := func(job *work.Job) error {
@@ -71,7 +82,7 @@ func (l gocraftLib) newConsumer(cfg consumerConfig) consumer {
 		return cfg.h(id, ts)
 	}
 	for _, n := range cfg.names {
-		wp.Job(n, handler)
+		wp.JobWithOptions(n, opts, handler)
 	}
 	return &gocraftConsumer{pool: pool, wp: wp}
 }

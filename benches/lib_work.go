@@ -32,15 +32,21 @@ func (l workLib) newProducer(conns int) producer {
 }
 
 func (p *workProducer) enqueue(name string, a args) error {
-	var q work.Q
+	_, err := p.e.Enqueue(name, workArgs(a))
+	return err
+}
+
+// workArgs are a job's args of kind a.
+func workArgs(a args) work.Q {
 	switch a {
 	case argsTimestamp:
-		q = work.Q{"t": enqueueStamp()}
+		return work.Q{"t": enqueueStamp()}
+	case argsNoStamp:
+		return work.Q{"t": 0}
 	case argsSmall:
-		q = work.Q{"addr": "test@example.com", "n": 1}
+		return work.Q{"addr": "test@example.com", "n": 1}
 	}
-	_, err := p.e.Enqueue(name, q)
-	return err
+	return nil
 }
 
 func (p *workProducer) close() { p.pool.Close() }
@@ -54,6 +60,11 @@ type workConsumer struct {
 }
 
 func (l workLib) newConsumer(cfg consumerConfig) consumer {
+	return l.newConsumerWith(cfg, work.JobOptions{})
+}
+
+// newConsumerWith is newConsumer with the same options for every job name.
+func (l workLib) newConsumerWith(cfg consumerConfig, opts work.JobOptions) consumer {
 	pool := redigoPool(l.addr, cfg.concurrency+10)
 	wp := work.NewWorkerPool(workContext{}, uint(cfg.concurrency), workNamespace, pool)
 	handler := func(job *work.Job) error {
@@ -71,7 +82,7 @@ func (l workLib) newConsumer(cfg consumerConfig) consumer {
 		return cfg.h(id, ts)
 	}
 	for _, n := range cfg.names {
-		wp.Job(n, handler)
+		wp.JobWithOptions(n, opts, handler)
 	}
 	return &workConsumer{pool: pool, wp: wp}
 }

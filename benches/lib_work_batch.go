@@ -13,3 +13,14 @@ func (p *workProducer) enqueueBatch(names []string, start, count int) error {
 	_, err := p.e.EnqueueBatch(jobs)
 	return err
 }
+
+// enqueueKeyed enqueues jobs start..start+count-1 of a job name in one EnqueueBatch call, job i with
+// the key keyOf(i) ("": none) and args of kind a.
+func (p *workProducer) enqueueKeyed(name string, start, count int, keyOf func(int) string, a args) error {
+	jobs := make([]work.BatchJob, count)
+	for i := range jobs {
+		jobs[i] = work.BatchJob{Name: name, Key: keyOf(start + i), Args: workArgs(a)}
+	}
+	_, err := p.e.EnqueueBatch(jobs)
+	return err
+}

@@ -49,6 +49,7 @@ type args int
 const (
 	argsNone      args = iota // no arguments (burn-down jobs)
 	argsTimestamp             // {"t": enqueue time in Unix microseconds}
+	argsNoStamp               // {"t": 0}: a job whose enqueue time is not measured (its handler gets ts 0)
 	argsSmall                 // {"addr": "test@example.com", "n": 1}
 )
 

@@ -4,6 +4,9 @@
 //
 //	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue,crash] [-libs work,gocraft,asynq] [-markdown]
 //
+// The keyed, millionkeys and fairness workloads compare variants of their own (work's keyed jobs
+// against its unkeyed ones and asynq's) rather than the libraries.
+//
 // The soak workload (-workloads soak) runs work alone, for a long time, and exits with status 1 when
 // something it keeps in Redis, or the pools' heap or goroutines, keeps growing.
 //
@@ -25,7 +28,7 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness"}
 
 const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
@@ -38,6 +41,7 @@ type bench struct {
 
 	cur struct { // the run under way, for the profiles' names
 		caseID string
+		col    string // the library, or the variant of a case of variants
 		round  int
 	}
 }
@@ -59,7 +63,7 @@ func main() {
 		rounds        = flag.Int("rounds", 5, "rounds per library per workload (work gocraft asynq work gocraft asynq ...)")
 		libs          = flag.String("libs", defaultLibs, "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (floor, floor-ack: the latency workload only; floor-enqueue: the enqueue workload only)")
 		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all; and soak (work alone, a pass/fail run of its own, not in all)")
-		n             = flag.Int("n", 100000, "jobs per burn and manynames run")
+		n             = flag.Int("n", 100000, "jobs per burn, manynames and keyed run")
 		millionN      = flag.Int("million-n", 1000000, "jobs per million run")
 		millionRounds = flag.Int("million-rounds", 1, "rounds of the million workload")
 		millionBatch  = flag.Int("million-batch", 1000, "jobs per batch enqueue call in the million workload, for a library that has one (0: single Enqueue calls)")
@@ -92,6 +96,7 @@ func main() {
 		soakRestart   = flag.Duration("soak-restart", time.Minute, "the soak workload replaces its second pool by a new one this often (0: never)")
 		soakGrowth    = flag.Float64("soak-growth", 0.1, "the soak workload's relative growth threshold: a series grows when its rise over the judged window exceeds this fraction of its level (and its floor; see README.md)")
 	)
+	kf := declareKeyedFlags()
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
@@ -175,6 +180,15 @@ func main() {
 	rates, err := parseRates(*latRates)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
+		os.Exit(2)
+	}
+	if (selected["keyed"] || selected["millionkeys"] || selected["fairness"]) && !contains(libNames, "work") {
+		fmt.Fprintln(os.Stderr, "benches: the keyed, millionkeys and fairness workloads need work among -libs")
+		os.Exit(2)
+	}
+	kcfg, fcfg, err := kf.configs(*n, *rounds)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benches:", err)
 		os.Exit(2)
 	}
 
@@ -337,11 +351,19 @@ func main() {
 		}
 	}
 
+	if selected["keyed"] {
+		cases = append(cases, b.keyedCase(kcfg))
+	}
+	if selected["millionkeys"] {
+		cases = append(cases, b.millionKeysCase(kcfg))
+	}
+	if selected["fairness"] {
+		cases = append(cases, b.fairnessCase(fcfg))
+	}
+
 	rep.loadStart = loadAverage()
 	start := time.Now()
 	for _, c := range cases {
-		c.vals = make([][]map[string]float64, len(b.libs))
-		c.fails = make([]int, len(b.libs))
 		b.runCase(c)
 	}
 	rep.cases = cases
@@ -370,32 +392,46 @@ func main() {
 	}
 }
 
-// runCase runs a case's rounds, alternating the libraries: work gocraft asynq work gocraft asynq ...,
-// FLUSHALL before every run. A failed run leaves a nil in its library's place for that round, so
-// that the paired ratios pair the runs of the same cycle.
+// runCase runs a case's rounds, alternating its columns (the libraries: work gocraft asynq work
+// gocraft asynq ...; or a case's own variants), FLUSHALL before every run. A failed run leaves a nil
+// in its column's place for that round, so that the paired ratios pair the runs of the same cycle.
 func (b *bench) runCase(c *benchCase) {
+	cols := c.cols
+	if cols == nil {
+		for _, l := range b.libs {
+			cols = append(cols, l.name())
+		}
+	}
+	c.vals = make([][]map[string]float64, len(cols))
+	c.fails = make([]int, len(cols))
 	for r := 0; r < c.rounds; r++ {
-		for li, l := range b.libs {
+		for ci, name := range cols {
 			if err := b.srv.flushAll(); err != nil {
 				b.fatalf("FLUSHALL: %v", err)
 			}
 			runtime.GC()
-			b.cur.caseID, b.cur.round = c.id, r+1
+			b.cur.caseID, b.cur.col, b.cur.round = c.id, name, r+1
 			t0 := time.Now()
-			m, err := c.run(l)
+			var m map[string]float64
+			var err error
+			if c.cols != nil {
+				m, err = c.runCol(ci)
+			} else {
+				m, err = c.run(b.libs[ci])
+			}
 			if err != nil {
-				c.fails[li]++
-				c.vals[li] = append(c.vals[li], nil)
-				progress("[%s] round %d/%d %s: FAILED: %v", c.title, r+1, c.rounds, l.name(), err)
+				c.fails[ci]++
+				c.vals[ci] = append(c.vals[ci], nil)
+				progress("[%s] round %d/%d %s: FAILED: %v", c.title, r+1, c.rounds, name, err)
 				continue
 			}
-			c.vals[li] = append(c.vals[li], m)
+			c.vals[ci] = append(c.vals[ci], m)
 			var parts []string
 			for _, k := range c.summary {
 				md := metricByKey(c.metrics, k)
-				parts = append(parts, md.label+" "+md.format(m[k]))
+				parts = append(parts, strings.TrimSpace(md.label)+" "+md.format(m[k]))
 			}
-			progress("[%s] round %d/%d %-7s %s (%.1fs)", c.title, r+1, c.rounds, l.name(), strings.Join(parts, ", "), time.Since(t0).Seconds())
+			progress("[%s] round %d/%d %-7s %s (%.1fs)", c.title, r+1, c.rounds, name, strings.Join(parts, ", "), time.Since(t0).Seconds())
 		}
 	}
 	if err := b.srv.flushAll(); err != nil {

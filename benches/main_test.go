@@ -26,3 +26,38 @@ func TestMarkdownEscapesWhatWouldBreakACell(t *testing.T) {
 		t.Fatalf("markdown:\n%s\nwant a row %s", b.String(), want)
 	}
 }
+
+// A goal is met by the median of the per-cycle ratios, and by every cycle when the worst one meets
+// it too.
+func TestGoalTableJudgesTheMedianAndTheWorstCycle(t *testing.T) {
+	c := &benchCase{
+		title: "t",
+		cols:  []string{"keyed", "alone"},
+		vals: [][]map[string]float64{
+			{{"ms": 30}, {"ms": 30}, {"ms": 50}},
+			{{"ms": 20}, {"ms": 20}, {"ms": 20}},
+		},
+		goals: []goal{
+			{label: "within 2x", key: "ms", num: 0, den: 1, atMost: true, bound: 2},
+			{label: "at least 1.4x", key: "ms", num: 0, den: 1, bound: 1.4},
+			{label: "no data", key: "other", num: 0, den: 1, bound: 1},
+		},
+	}
+	got := c.goalTable().rows
+	want := [][]string{
+		{"within 2x", "1.50", "1.50..2.50", "yes", "NO"},
+		{"at least 1.4x", "1.50", "1.50..2.50", "yes", "yes"},
+		{"no data", "-", "-..-", "-", "-"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("goal rows:\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestFileSafeNamesAVariantForAProfile(t *testing.T) {
+	for in, want := range map[string]string{"work": "work", "100,000 keys": "100-000-keys", "10,000 keys, KC 1": "10-000-keys-KC-1", "work FIFO": "work-FIFO"} {
+		if got := fileSafe(in); got != want {
+			t.Errorf("fileSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

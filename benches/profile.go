@@ -10,13 +10,14 @@ import (
 )
 
 // startProfile starts a Go CPU profile of the harness process (the consumer, in the burn and latency
-// workloads) when -profile names a directory, in <dir>/<case>-<library>-r<round>.pprof, and returns
-// the function that stops it (safe to call more than once).
-func (b *bench) startProfile(l library) func() {
+// workloads) when -profile names a directory, in <dir>/<case>-<column>-r<round>.pprof (the column:
+// the library, or the variant of a workload that compares variants), and returns the function that
+// stops it (safe to call more than once).
+func (b *bench) startProfile() func() {
 	if b.profileDir == "" {
 		return func() {}
 	}
-	name := fmt.Sprintf("%s-%s-r%d.pprof", strings.ReplaceAll(b.cur.caseID, "/", "-"), l.name(), b.cur.round)
+	name := fmt.Sprintf("%s-%s-r%d.pprof", strings.ReplaceAll(b.cur.caseID, "/", "-"), fileSafe(b.cur.col), b.cur.round)
 	f, err := os.Create(filepath.Join(b.profileDir, name))
 	if err != nil {
 		progress("profile: %v", err)
@@ -37,4 +38,21 @@ func (b *bench) startProfile(l library) func() {
 			}
 		})
 	}
+}
+
+// fileSafe turns a column's name into a part of a file name: runs of anything but letters, digits,
+// '.' and '-' become one '-'.
+func fileSafe(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range s {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(b.String(), "-")
 }

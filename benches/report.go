@@ -148,7 +148,9 @@ func metricByKey(ms []metricDef, key string) metricDef {
 	return metricDef{key: key, label: key, kind: kindSig}
 }
 
-// benchCase is one workload configuration and its results: per library, one metrics map per round.
+// benchCase is one workload configuration and its results: per column, one metrics map per round.
+// The columns are the libraries, or, for a case that compares variants of its own (cols: keyed
+// jobs against unkeyed ones, say), those variants.
 type benchCase struct {
 	id, title, desc string
 	rounds          int
@@ -156,8 +158,49 @@ type benchCase struct {
 	summary         []string // metric keys shown in the summary
 	run             func(library) (map[string]float64, error)
 
-	vals  [][]map[string]float64 // [library][round]; nil for a failed run
-	fails []int                  // [library]
+	// A case of variants: its columns, what runs one, its ratio columns (each the median of the
+	// per-cycle ratios of two columns) and its goals. run is not used then.
+	cols   []string
+	runCol func(col int) (map[string]float64, error)
+	ratios []ratioCol
+	goals  []goal
+
+	vals  [][]map[string]float64 // [column][round]; nil for a failed run
+	fails []int                  // [column]
+}
+
+// ratioCol is a ratio column of a case of variants: column num over column den.
+type ratioCol struct{ num, den int }
+
+// goal is a target on the per-cycle ratio of a metric between two columns of a case of variants.
+type goal struct {
+	label    string // what it says, e.g. "10 keys: jobs/s ≥ 0.7 × unkeyed"
+	key      string // the metric
+	num, den int    // the columns
+	atMost   bool   // the ratio must be at most bound (else at least)
+	bound    float64
+}
+
+// colNames are the case's column names: its variants', or the libraries'.
+func (c *benchCase) colNames(libs []string) []string {
+	if c.cols != nil {
+		return c.cols
+	}
+	return libs
+}
+
+// ratioSeries are the per-cycle ratios of a metric, column a over column b (cycles where both ran).
+func (c *benchCase) ratioSeries(a, b int, key string) []float64 {
+	var rs []float64
+	n := min(len(c.vals[a]), len(c.vals[b]))
+	for i := 0; i < n; i++ {
+		x, okX := c.vals[a][i][key]
+		y, okY := c.vals[b][i][key]
+		if okX && okY && y != 0 {
+			rs = append(rs, x/y)
+		}
+	}
+	return rs
 }
 
 func (c *benchCase) series(li int, key string) []float64 {
@@ -173,16 +216,7 @@ func (c *benchCase) series(li int, key string) []float64 {
 // ratio is the median over rounds of library a's value over library b's, pairing the runs of the
 // same cycle of rounds.
 func (c *benchCase) ratio(a, b int, key string) float64 {
-	var rs []float64
-	n := min(len(c.vals[a]), len(c.vals[b]))
-	for i := 0; i < n; i++ {
-		x, okX := c.vals[a][i][key]
-		y, okY := c.vals[b][i][key]
-		if okX && okY && y != 0 {
-			rs = append(rs, x/y)
-		}
-	}
-	med, _, _ := summarize(rs)
+	med, _, _ := summarize(c.ratioSeries(a, b, key))
 	return med
 }
 
@@ -325,6 +359,9 @@ func (r *report) tables() []table {
 		header: append(append([]string{"workload", "metric"}, r.libs...), ratioNames...),
 	}
 	for _, c := range r.cases {
+		if c.cols != nil {
+			continue // a case of variants has a summary of its own
+		}
 		for _, k := range c.summary {
 			md := metricByKey(c.metrics, k)
 			row := []string{c.title, strings.TrimSpace(md.label)}
@@ -334,8 +371,16 @@ func (r *report) tables() []table {
 			sum.rows = append(sum.rows, append(row, r.ratios(c, k)...))
 		}
 	}
-	if len(r.cases) > 0 {
+	if len(sum.rows) > 0 {
 		ts = append(ts, sum)
+	}
+	for _, c := range r.cases {
+		if c.cols != nil {
+			ts = append(ts, c.variantSummary())
+			if len(c.goals) > 0 {
+				ts = append(ts, c.goalTable())
+			}
+		}
 	}
 
 	if mn := r.manyNamesTable(); mn != nil {
@@ -346,7 +391,8 @@ func (r *report) tables() []table {
 		var runs, fails []string
 		failed := false
 		header := []string{"metric"}
-		for li, name := range r.libs {
+		cols := c.colNames(r.libs)
+		for li, name := range cols {
 			runs = append(runs, fmt.Sprintf("%s %d", name, c.runs(li)))
 			fails = append(fails, fmt.Sprintf("%s %d", name, c.fails[li]))
 			failed = failed || c.fails[li] > 0
@@ -354,19 +400,19 @@ func (r *report) tables() []table {
 		}
 		t := table{
 			title:  c.title,
-			notes:  []string{c.desc, "rounds: " + strings.Join(runs, ", ") + " (alternating " + strings.Join(r.libs, ", ") + "; FLUSHALL before each run)"},
-			header: append(header, ratioNames...),
+			notes:  []string{c.desc, "rounds: " + strings.Join(runs, ", ") + " (alternating " + strings.Join(cols, ", ") + "; FLUSHALL before each run)"},
+			header: append(header, r.caseRatioHeaders(c)...),
 		}
 		if failed {
 			t.notes = append(t.notes, "FAILED runs: "+strings.Join(fails, ", "))
 		}
 		for _, md := range c.metrics {
 			row := []string{md.label}
-			for li := range r.libs {
+			for li := range cols {
 				med, lo, hi := summarize(c.series(li, md.key))
 				row = append(row, md.format(med), md.format(lo)+".."+md.format(hi))
 			}
-			t.rows = append(t.rows, append(row, r.ratios(c, md.key)...))
+			t.rows = append(t.rows, append(row, r.caseRatios(c, md.key)...))
 		}
 		ts = append(ts, t)
 		if r.verbose {
@@ -405,14 +451,102 @@ func (r *report) ratios(c *benchCase, key string) []string {
 	return out
 }
 
+// caseRatioHeaders names a case's ratio columns: its own for a case of variants, else the
+// libraries' (ratioHeaders).
+func (r *report) caseRatioHeaders(c *benchCase) []string {
+	if c.cols == nil {
+		return r.ratioHeaders()
+	}
+	var hs []string
+	for _, rc := range c.ratios {
+		hs = append(hs, c.cols[rc.num]+" / "+c.cols[rc.den])
+	}
+	return hs
+}
+
+// caseRatios are a metric's paired ratios, one per column of caseRatioHeaders.
+func (r *report) caseRatios(c *benchCase, key string) []string {
+	if c.cols == nil {
+		return r.ratios(c, key)
+	}
+	var out []string
+	for _, rc := range c.ratios {
+		out = append(out, ratioStr(c.ratio(rc.num, rc.den, key)))
+	}
+	return out
+}
+
+// variantSummary is the summary of a case of variants: its summary metrics' medians per variant and
+// its ratio columns.
+func (c *benchCase) variantSummary() table {
+	t := table{
+		title:  c.title + ": summary (medians; a / b = median of the per-cycle ratios)",
+		header: append([]string{"metric"}, c.cols...),
+	}
+	for _, rc := range c.ratios {
+		t.header = append(t.header, c.cols[rc.num]+" / "+c.cols[rc.den])
+	}
+	for _, k := range c.summary {
+		md := metricByKey(c.metrics, k)
+		row := []string{strings.TrimSpace(md.label)}
+		for ci := range c.cols {
+			row = append(row, md.format(c.median(ci, k)))
+		}
+		for _, rc := range c.ratios {
+			row = append(row, ratioStr(c.ratio(rc.num, rc.den, k)))
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+// goalTable lists a case's goals: the median of the per-cycle ratios, their range, and whether
+// the median and the worst cycle meet the goal.
+func (c *benchCase) goalTable() table {
+	t := table{
+		title:  c.title + ": goals (per-cycle ratios of one run)",
+		left:   1,
+		header: []string{"goal", "median", "min..max", "met (median)", "met (every cycle)"},
+	}
+	for _, g := range c.goals {
+		rs := c.ratioSeries(g.num, g.den, g.key)
+		med, lo, hi := summarize(rs)
+		meets := func(v float64) bool {
+			if math.IsNaN(v) {
+				return false
+			}
+			if g.atMost {
+				return v <= g.bound
+			}
+			return v >= g.bound
+		}
+		worst := lo
+		if g.atMost {
+			worst = hi
+		}
+		yes := func(ok bool) string {
+			if len(rs) == 0 {
+				return "-"
+			}
+			if ok {
+				return "yes"
+			}
+			return "NO"
+		}
+		t.rows = append(t.rows, []string{g.label, ratioStr(med), ratioStr(lo) + ".." + ratioStr(hi), yes(meets(med)), yes(meets(worst))})
+	}
+	return t
+}
+
 // roundsTable lists every run of a case, cycle by cycle (shown with -v for the crash workload).
 func (r *report) roundsTable(c *benchCase) table {
 	t := table{title: c.title + ": every run", header: []string{"round", "library"}}
+	cols := c.colNames(r.libs)
 	for _, md := range c.metrics {
 		t.header = append(t.header, strings.TrimSpace(md.label))
 	}
 	for round := 0; round < c.rounds; round++ {
-		for li, name := range r.libs {
+		for li, name := range cols {
 			if round >= len(c.vals[li]) {
 				continue
 			}
@@ -472,10 +606,11 @@ func (r *report) manyNamesTable() *table {
 // breakdownTable lists the median Redis commands per job (per second for idle) by command; false
 // when the case does not count them.
 func (r *report) breakdownTable(c *benchCase) (table, bool) {
+	cols := c.colNames(r.libs)
 	t := table{title: c.title + ": Redis commands by command (median per job; per second for idle)",
-		header: append([]string{"phase:command"}, r.libs...)}
+		header: append([]string{"phase:command"}, cols...)}
 	keys := map[string]bool{}
-	for li := range r.libs {
+	for li := range cols {
 		for _, m := range c.vals[li] {
 			for k := range m {
 				if strings.HasPrefix(k, "cmds:") {
@@ -491,7 +626,7 @@ func (r *report) breakdownTable(c *benchCase) (table, bool) {
 	sort.Strings(ks)
 	for _, k := range ks {
 		row := []string{strings.TrimPrefix(k, "cmds:")}
-		for li := range r.libs {
+		for li := range cols {
 			xs := make([]float64, 0, len(c.vals[li]))
 			for _, m := range c.vals[li] {
 				if m != nil {

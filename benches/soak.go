@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,16 +56,36 @@ const (
 	soakChainC     = "soak_chain_c"  //
 	soakTick       = "soak_tick"     // PeriodicallyEnqueue "* * * * * *"
 	soakTock       = "soak_tock"     // PeriodicallyEnqueue "@every 2s"
+	soakKeyed      = "soak_keyed"    // keyed: KeyConcurrency, KeyRateLimit, KeyMaxWaiting; a key paused now and then, one with overrides set and cleared
+	soakKeyedSeq   = "soak_seq"      // keyed over many keys, each getting a job now and then, KeyConcurrency 1
 	soakBatchSize  = 10              // members of a batch
 	soakMultiSize  = 10              // jobs of an EnqueueBatch call
 	soakUniqueKeys = 64              // distinct args (keys) of each kind of unique job
 	soakSlowMs     = 200             // how long a slow job runs
 	soakTimeout    = 300 * time.Millisecond
+	soakKeys       = 8        // keys of soak_keyed's steady traffic, "t0".."t7"
+	soakSeqKeys    = 1000     // keys of soak_seq, "s0".."s999", taken in turn
+	soakPausedKey  = "paused" // a key of soak_keyed paused 3 s of every 10, which may have 3 jobs waiting: its enqueues meet ErrKeyFull
+	soakVIPKey     = "t0"     // a key of soak_keyed given overrides every 10 s, cleared 4 s later
+	soakPausedMax  = 3
 )
+
+// soakKeyedOptions are soak_keyed's options: 2 jobs of a key at once, 50 starts of a key per second
+// (an interval of a whole number of milliseconds, as for soak_record's RateLimit), 20 jobs of a key
+// waiting at most.
+var soakKeyedOptions = work.JobOptions{KeyConcurrency: 2, KeyRateLimit: work.RateLimit{Jobs: 50, Period: time.Second},
+	KeyMaxWaiting: 20, MaxFails: 3, Backoff: func(*work.Job) int64 { return 1 }}
+
+// soakVIPLimits are the overrides soakVIPKey gets every 10 s, for 4 s.
+var soakVIPLimits = work.KeyLimits{Concurrency: 4, Weight: 3, RateLimit: work.RateLimit{Jobs: 100, Period: time.Second}}
 
 // soakNames are the job names the soak's pools serve.
 var soakNames = []string{soakPlain, soakFlaky, soakSlow, soakUnique, soakUUD, soakTracked, soakRecord,
-	soakMember, soakComplete, soakSuccess, soakAfterBatch, soakChainA, soakChainB, soakChainC, soakTick, soakTock}
+	soakMember, soakComplete, soakSuccess, soakAfterBatch, soakChainA, soakChainB, soakChainC, soakTick, soakTock,
+	soakKeyed, soakKeyedSeq}
+
+// soakKeyedNames are the soak's job names with keyed jobs.
+var soakKeyedNames = []string{soakKeyed, soakKeyedSeq}
 
 // soakKind is one way the soak's producer enqueues: weight picks of it for every
 // sum-of-weights picks, each counting as jobs jobs of the offered rate. n is the pick's number
@@ -76,15 +97,17 @@ type soakKind struct {
 	do     func(l *soakLoad, n int64) error
 }
 
-// soakKinds is the mix. Per 10,000 jobs offered: 5,797 plain jobs, 500 of them in EnqueueBatch
+// soakKinds is the mix. Per 10,000 jobs offered: 5,247 plain jobs, 500 of them in EnqueueBatch
 // calls and 500 scheduled; 1,000 that fail or snooze; 100 slow; 600 unique; 500 unique until done;
 // 500 tracked; 500 recorded; 1,000 batch members (100 batches, each with two callbacks; a quarter
 // built with NewBatch, Add and Close, with a member that adds a member; a quarter with a job
-// waiting for the batch, not counted); one chain of three steps. Every job of a chain keeps its
-// record 24 hours (EnqueueChain has no Keep), so chains are rare: their records would otherwise
-// dominate what grows over a run shorter than a day.
+// waiting for the batch, not counted); one chain of three steps; 550 keyed jobs (300 over the 8
+// steady keys, 100 more in EnqueueBatch calls, 50 to the key that is paused now and then, 100 over
+// 1,000 keys with KeyConcurrency 1). Every job of a chain keeps its record 24 hours (EnqueueChain
+// has no Keep), so chains are rare: their records would otherwise dominate what grows over a run
+// shorter than a day.
 var soakKinds = []soakKind{
-	{"plain", 4797, 1, (*soakLoad).plain},
+	{"plain", 4247, 1, (*soakLoad).plain},
 	{"multi", 50, soakMultiSize, (*soakLoad).multi},
 	{"scheduled", 500, 1, (*soakLoad).scheduled},
 	{"flaky", 1000, 1, (*soakLoad).flaky},
@@ -96,6 +119,10 @@ var soakKinds = []soakKind{
 	{"recorded", 500, 1, (*soakLoad).recorded},
 	{"batch", 100, soakBatchSize, (*soakLoad).batch},
 	{"chain", 1, 3, (*soakLoad).chain},
+	{"keyed", 300, 1, (*soakLoad).keyed},
+	{"keyed-multi", 10, soakMultiSize, (*soakLoad).keyedMulti},
+	{"keyed-paused", 50, 1, (*soakLoad).keyedPaused},
+	{"keyed-seq", 100, 1, (*soakLoad).keyedSeq},
 }
 
 // soakLoad is a running soak: two pools, a paced producer, a canceller and an administrator.
@@ -112,7 +139,8 @@ type soakLoad struct {
 	toCancel chan string // IDs of running slow jobs that are to be cancelled
 
 	offered  atomic.Int64 // jobs whose enqueue call returned, successful or not
-	enqErrs  atomic.Int64 // enqueue calls that failed
+	enqErrs  atomic.Int64 // enqueue calls that failed (but for refusals)
+	refused  atomic.Int64 // enqueue calls refused with ErrKeyFull, as expected now and then
 	firstErr atomic.Value // the first enqueue error (error)
 	outcomes [5]atomic.Int64
 	restarts atomic.Int64
@@ -221,6 +249,8 @@ func (l *soakLoad) newPool() *work.WorkerPool {
 		}
 		return failFirst(job)
 	})
+	wp.JobWithOptions(soakKeyed, soakKeyedOptions, failFirst)
+	wp.JobWithOptions(soakKeyedSeq, work.JobOptions{KeyConcurrency: 1}, func(*work.Job) error { return nil })
 	for _, name := range []string{soakComplete, soakSuccess, soakAfterBatch, soakChainA, soakChainB, soakChainC, soakTick, soakTock} {
 		wp.Job(name, func(*work.Job) error { return nil })
 	}
@@ -388,6 +418,44 @@ func (l *soakLoad) chain(n int64) error {
 	return err
 }
 
+// keyed: soak_keyed over its steady keys in turn; a tenth fail once, another tenth are scheduled a
+// second ahead (EnqueueOptions.At).
+func (l *soakLoad) keyed(n int64) error {
+	opts := work.EnqueueOptions{Key: soakKey(n)}
+	if n%10 == 5 {
+		opts.At = time.Now().Add(time.Second)
+	}
+	_, err := l.enq.EnqueueWith(soakKeyed, tenthFailOnce(n), opts)
+	return err
+}
+
+// soakKey is the n-th steady key of soak_keyed.
+func soakKey(n int64) string { return "t" + strconv.FormatInt(n%soakKeys, 10) }
+
+// keyedMulti: an EnqueueBatch of soak_keyed jobs over the steady keys.
+func (l *soakLoad) keyedMulti(n int64) error {
+	jobs := make([]work.BatchJob, soakMultiSize)
+	for i := range jobs {
+		g := n*soakMultiSize + int64(i)
+		jobs[i] = work.BatchJob{Name: soakKeyed, Key: soakKey(g), Args: work.Q{"n": g}}
+	}
+	_, err := l.enq.EnqueueBatch(jobs)
+	return err
+}
+
+// keyedPaused: a job of the key that is paused 3 s of every 10 and may have soakPausedMax jobs
+// waiting: while it is paused, enqueues past that are refused (ErrKeyFull).
+func (l *soakLoad) keyedPaused(n int64) error {
+	_, err := l.enq.EnqueueWith(soakKeyed, work.Q{"n": n}, work.EnqueueOptions{Key: soakPausedKey})
+	return err
+}
+
+// keyedSeq: soak_seq over 1,000 keys in turn, so that each key comes and goes.
+func (l *soakLoad) keyedSeq(n int64) error {
+	_, err := l.enq.EnqueueWith(soakKeyedSeq, work.Q{"n": n}, work.EnqueueOptions{Key: "s" + strconv.FormatInt(n%soakSeqKeys, 10)})
+	return err
+}
+
 // picker hands out the kinds in proportion to their weights, evenly spread (smooth weighted
 // round-robin), with the job slot at which each pick is due.
 type picker struct {
@@ -448,7 +516,9 @@ func (l *soakLoad) produce(g int, stop <-chan struct{}) {
 				default:
 				}
 				kind := soakKinds[ki]
-				if err := kind.do(l, l.kindN[ki].Add(1)-1); err != nil {
+				if err := kind.do(l, l.kindN[ki].Add(1)-1); errors.Is(err, work.ErrKeyFull) {
+					l.refused.Add(1)
+				} else if err != nil {
 					if l.enqErrs.Add(1) == 1 {
 						l.firstErr.Store(fmt.Errorf("%s: %w", kind.name, err))
 					}
@@ -515,6 +585,34 @@ func (l *soakLoad) administer(stop <-chan struct{}) {
 	}
 }
 
+// administerKeys pauses soakPausedKey 3 s of every 10, and sets soakVIPKey's overrides every 10 s
+// and clears them 4 s later.
+func (l *soakLoad) administerKeys(stop <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for sec := 1; ; sec++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		var err error
+		switch sec % 10 {
+		case 0:
+			err = l.client.PauseKey(soakKeyed, soakPausedKey)
+		case 3:
+			err = l.client.UnpauseKey(soakKeyed, soakPausedKey)
+		case 5:
+			err = l.client.SetKeyLimits(soakKeyed, soakVIPKey, soakVIPLimits)
+		case 9:
+			err = l.client.ClearKeyLimits(soakKeyed, soakVIPKey)
+		}
+		if err != nil {
+			l.cfg.log("soak: key control: %v", err)
+		}
+	}
+}
+
 // soakRun is what a soak run recorded.
 type soakRun struct {
 	cfg     soakConfig
@@ -523,6 +621,7 @@ type soakRun struct {
 	elapsed time.Duration
 	offered int64
 	enqErrs int64
+	refused int64 // ErrKeyFull refusals
 	// firstErr is the first enqueue error, if any.
 	firstErr error
 	outcomes map[string]int64
@@ -547,12 +646,20 @@ func runSoak(cfg soakConfig, onSample func(at time.Duration, s map[string]float6
 	l.pools[0], l.pools[1] = l.newPool(), l.newPool()
 	l.pools[0].Start()
 	l.pools[1].Start()
+	// The paused key may have a few jobs waiting: its own override, kept throughout.
+	if err := l.client.SetKeyLimits(soakKeyed, soakPausedKey, work.KeyLimits{MaxWaiting: soakPausedMax}); err != nil {
+		for _, wp := range l.pools {
+			wp.Stop()
+		}
+		return nil, fmt.Errorf("soak: %w", err)
+	}
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	bg.Add(3)
+	bg.Add(4)
 	go func() { defer bg.Done(); l.produce(16, stop) }()
 	go func() { defer bg.Done(); l.cancel(stop) }()
 	go func() { defer bg.Done(); l.administer(stop) }()
+	go func() { defer bg.Done(); l.administerKeys(stop) }()
 
 	run := &soakRun{cfg: cfg}
 	t0 := time.Now()
@@ -604,7 +711,7 @@ func runSoak(cfg soakConfig, onSample func(at time.Duration, s map[string]float6
 		wp.Stop()
 	}
 	l.mu.Unlock()
-	run.offered, run.enqErrs = l.offered.Load(), l.enqErrs.Load()
+	run.offered, run.enqErrs, run.refused = l.offered.Load(), l.enqErrs.Load(), l.refused.Load()
 	if e, ok := l.firstErr.Load().(error); ok {
 		run.firstErr = e
 	}

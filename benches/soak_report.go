@@ -48,6 +48,18 @@ var soakSeriesDefs = []soakSeries{
 	{key: famBatch, label: "batch hashes <ns>:batch:<id>", kind: kindRate, floor: 20},
 	{key: famBatchNext, label: "jobs waiting for a batch <ns>:batch:<id>:next", kind: kindRate, floor: 20},
 	{key: "batch_index", label: "batches index <ns>:batches (ZCARD)", kind: kindRate, floor: 20},
+	{key: "batch_expiry", label: "batches due to leave it <ns>:batches_expiry (ZCARD)", kind: kindRate, floor: 20},
+	{key: famKeyedQueue, label: "keys' queues <ns>:keyed:<name>:{<key>}", kind: kindRate, floor: 20},
+	{key: "keyed_queued", label: "  jobs in them (LLEN)", kind: kindRate, floorOf: func(c soakConfig) float64 { return float64(c.rate) }},
+	{key: famKeyedInProgress, label: "keyed in-progress lists <ns>:keyed:<name>:<poolID>:inprogress", kind: kindRate, floor: 10},
+	{key: "keyed_in_progress", label: "  jobs in them (LLEN)", kind: kindRate, floor: 50},
+	{key: famKeyedRate, label: "keys' rate limiter state <ns>:keyed:<name>:{<key>}:rate", kind: kindRate, floor: 10},
+	{key: famKeyedState, label: "keyed jobs' per-name keys <ns>:keyed:<name>:ready|waiting|running|delayed|conf|meta", kind: kindRate, floor: 2},
+	{key: "keyed_ready", label: "  keys ready (ZCARD ready)", kind: kindRate, floor: 20},
+	{key: "keyed_waiting_keys", label: "  keys with jobs waiting (ZCARD waiting)", kind: kindRate, floor: 20},
+	{key: "keyed_running_keys", label: "  keys with jobs running (HLEN running)", kind: kindRate, floor: 20},
+	{key: "keyed_delayed", label: "  keys past their rate (ZCARD delayed)", kind: kindRate, floor: 20},
+	{key: "keyed_conf_fields", label: "  keys' overrides and pauses (HLEN conf)", kind: kindRate, floor: 5},
 	{key: famHeartbeat, label: "pool heartbeats <ns>:worker_pools:<id>", kind: kindRate, floor: 2},
 	{key: "pool_ids", label: "pool IDs (SCARD <ns>:worker_pools)", kind: kindRate, floor: 2},
 	{key: famWorker, label: "busy workers <ns>:worker:<id>", kind: kindRate, floorOf: func(c soakConfig) float64 { return float64(c.workers) }},
@@ -207,8 +219,8 @@ func (r *soakRun) tables() []table {
 		restart = fmt.Sprintf("every %v (%d times)", cfg.restart, r.restarts)
 	}
 	notes := []string{
-		fmt.Sprintf("%s jobs/s offered for %v, achieved %s jobs/s (%s jobs in %.0f s, %d enqueue errors); 2 pools of %d workers, the second replaced by a new pool %s",
-			commas(float64(cfg.rate)), cfg.duration, commas(float64(r.offered)/el), commas(float64(r.offered)), el, r.enqErrs, cfg.workers, restart),
+		fmt.Sprintf("%s jobs/s offered for %v, achieved %s jobs/s (%s jobs in %.0f s, %d enqueue errors, %d ErrKeyFull refusals of the paused key's jobs); 2 pools of %d workers, the second replaced by a new pool %s",
+			commas(float64(cfg.rate)), cfg.duration, commas(float64(r.offered)/el), commas(float64(r.offered)), el, r.enqErrs, r.refused, cfg.workers, restart),
 		fmt.Sprintf("keep (batches, tracked jobs, KeepFinished) %v; DeadMaxJobs %d, DeadMaxAge %v; CancelJob reached a pool %s times", cfg.keep, cfg.deadMax, cfg.deadAge, commas(float64(r.cancels))),
 		"job runs: " + strings.Join(outcomes, ", "),
 		fmt.Sprintf("CPU cores busy over the run: harness process (pools, producer, sampler) %.2f, Redis %.2f", r.goCPU/el, r.redisCPU/el),
@@ -293,7 +305,8 @@ func soakProgress(at time.Duration, s map[string]float64) string {
 	keys := []struct{ key, name string }{
 		{"sent_s", "offered/s"}, {"runs_s", "runs/s"}, {"mem", "used_memory MiB"}, {"keys", "keys"},
 		{"queued", "queued"}, {"retry", "retry"}, {"dead", "dead"}, {"records_short", "records"},
-		{famBatch, "batch hashes"}, {"batch_index", "batches index"}, {"heap", "heap MiB"}, {"goroutines", "goroutines"},
+		{famBatch, "batch hashes"}, {"batch_index", "batches index"}, {famKeyedQueue, "keys' queues"}, {"keyed_queued", "keyed queued"},
+		{"heap", "heap MiB"}, {"goroutines", "goroutines"},
 	}
 	var parts []string
 	for _, k := range keys {

@@ -55,6 +55,39 @@ func (s *soakSampler) redisCPU() float64 {
 	return a + b
 }
 
+// scanPrefix returns every key that starts with prefix, once each, found by SCAN (which may return a
+// key twice, and never misses one that exists throughout). The prefix is matched here rather than by
+// a MATCH pattern, which would need its glob characters escaped; the harness's Redis holds nothing
+// else, the test's little else.
+func scanPrefix(do redisDo, prefix string) ([]string, error) {
+	keys := make(map[string]struct{})
+	cursor := "0"
+	for {
+		r, err := redigo.Values(do("SCAN", cursor, "COUNT", 1000))
+		if err != nil {
+			return nil, err
+		}
+		if len(r) != 2 {
+			return nil, fmt.Errorf("SCAN: a reply of %d elements", len(r))
+		}
+		cursor, _ = redigo.String(r[0], nil)
+		ks, _ := redigo.Strings(r[1], nil)
+		for _, k := range ks {
+			if strings.HasPrefix(k, prefix) {
+				keys[k] = struct{}{}
+			}
+		}
+		if cursor == "0" {
+			break
+		}
+	}
+	list := make([]string, 0, len(keys))
+	for k := range keys {
+		list = append(list, k)
+	}
+	return list, nil
+}
+
 // sample counts the namespace's keys by family (classifyKey) and the sizes of the sets, lists and
 // hashes that can grow, and reads the server's memory and clients.
 func (s *soakSampler) sample() (map[string]float64, error) {
@@ -77,30 +110,9 @@ func (s *soakSampler) sample() (map[string]float64, error) {
 		}
 	}
 
-	// Every key of the namespace: SCAN may return a key twice, never misses one that exists
-	// throughout. The prefix is matched here rather than by a MATCH pattern, which would need its
-	// glob characters escaped; the harness's Redis holds nothing else, the test's little else.
-	keys := make(map[string]bool)
-	cursor := "0"
-	for {
-		r, err := redigo.Values(s.conn.Do("SCAN", cursor, "COUNT", 1000))
-		if err != nil {
-			return nil, err
-		}
-		cursor, _ = redigo.String(r[0], nil)
-		ks, _ := redigo.Strings(r[1], nil)
-		for _, k := range ks {
-			if strings.HasPrefix(k, s.prefix) {
-				keys[k] = true
-			}
-		}
-		if cursor == "0" {
-			break
-		}
-	}
-	list := make([]string, 0, len(keys))
-	for k := range keys {
-		list = append(list, k)
+	list, err := scanPrefix(s.conn.Do, s.prefix)
+	if err != nil {
+		return nil, err
 	}
 	// Each key's TTL, and the size of each key that holds many elements, in one pipeline.
 	type sizeOf struct {
@@ -112,7 +124,8 @@ func (s *soakSampler) sample() (map[string]float64, error) {
 	for _, f := range soakFamilies {
 		out[f.key] = 0
 	}
-	for _, k := range []string{"no_ttl", "records_live", "records_day", "queued", "in_progress", "stats_fields", "lock_info_fields"} {
+	for _, k := range []string{"no_ttl", "records_live", "records_day", "queued", "in_progress", "stats_fields", "lock_info_fields",
+		"keyed_queued", "keyed_in_progress", "keyed_ready", "keyed_waiting_keys", "keyed_delayed", "keyed_running_keys", "keyed_conf_fields"} {
 		out[k] = 0
 	}
 	for _, k := range list {
@@ -129,9 +142,18 @@ func (s *soakSampler) sample() (map[string]float64, error) {
 			if strings.HasSuffix(k, ":lock_info") {
 				sizes = append(sizes, sizeOf{"lock_info_fields", "HLEN", k})
 			}
+		case famKeyedQueue:
+			sizes = append(sizes, sizeOf{"keyed_queued", "LLEN", k})
+		case famKeyedInProgress:
+			sizes = append(sizes, sizeOf{"keyed_in_progress", "LLEN", k})
+		case famKeyedState:
+			if sz, ok := keyedStateSizes[k[strings.LastIndexByte(k, ':')+1:]]; ok {
+				sizes = append(sizes, sizeOf{sz.series, sz.cmd, k})
+			}
 		}
 	}
-	for _, z := range []struct{ series, key string }{{"scheduled", "scheduled"}, {"retry", "retry"}, {"dead", "dead"}, {"batch_index", "batches"}} {
+	for _, z := range []struct{ series, key string }{{"scheduled", "scheduled"}, {"retry", "retry"}, {"dead", "dead"},
+		{"batch_index", "batches"}, {"batch_expiry", "batches_expiry"}} {
 		sizes = append(sizes, sizeOf{z.series, "ZCARD", s.prefix + z.key})
 	}
 	sizes = append(sizes, sizeOf{"known_jobs", "SCARD", s.prefix + "known_jobs"}, sizeOf{"pool_ids", "SCARD", s.prefix + "worker_pools"})
@@ -183,32 +205,50 @@ func (s *soakSampler) sample() (map[string]float64, error) {
 
 // Key families of a namespace (docs/redis-layout.md), as classifyKey names them.
 const (
-	famQueue       = "queues"        // <ns>:jobs:<name>
-	famInProgress  = "in_progress_l" // <ns>:jobs:<name>:<poolID>:inprogress
-	famQueueState  = "queue_state"   // <ns>:jobs:<name>:paused|lock|lock_info|max_concurrency|rate
-	famSingleton   = "singletons"    // scheduled, retry, dead, batches, known_jobs, worker_pools, last_periodic_enqueue, dead_trimmed
-	famHeartbeat   = "heartbeats"    // <ns>:worker_pools:<poolID>
-	famWorker      = "workers"       // <ns>:worker:<workerID>
-	famUnique      = "unique_locks"  // <ns>:unique:<name>:<args>
-	famStats       = "stats"         // <ns>:stats:<name>:<day>
-	famRecord      = "records"       // <ns>:job:<id>
-	famRecordNext  = "record_next"   // <ns>:job:<id>:next
-	famBatch       = "batch_hashes"  // <ns>:batch:<id>
-	famBatchNext   = "batch_next"    // <ns>:batch:<id>:next
-	famOther       = "other"         // anything else under the namespace
-	statsKeyPrefix = "stats:"
+	famQueue           = "queues"              // <ns>:jobs:<name>
+	famInProgress      = "in_progress_l"       // <ns>:jobs:<name>:<poolID>:inprogress
+	famQueueState      = "queue_state"         // <ns>:jobs:<name>:paused|lock|lock_info|max_concurrency|rate
+	famSingleton       = "singletons"          // scheduled, retry, dead, batches, batches_expiry, known_jobs, worker_pools, last_periodic_enqueue, dead_trimmed
+	famHeartbeat       = "heartbeats"          // <ns>:worker_pools:<poolID>
+	famWorker          = "workers"             // <ns>:worker:<workerID>
+	famUnique          = "unique_locks"        // <ns>:unique:<name>:<args>
+	famStats           = "stats"               // <ns>:stats:<name>:<day>
+	famRecord          = "records"             // <ns>:job:<id>
+	famRecordNext      = "record_next"         // <ns>:job:<id>:next
+	famBatch           = "batch_hashes"        // <ns>:batch:<id>
+	famBatchNext       = "batch_next"          // <ns>:batch:<id>:next
+	famKeyedState      = "keyed_state"         // <ns>:keyed:<name>:ready|waiting|running|delayed|conf|meta
+	famKeyedQueue      = "keyed_queues"        // <ns>:keyed:<name>:{<key>}
+	famKeyedRate       = "keyed_rate"          // <ns>:keyed:<name>:{<key>}:rate
+	famKeyedInProgress = "keyed_in_progress_l" // <ns>:keyed:<name>:<poolID>:inprogress
+	famOther           = "other"               // anything else under the namespace
+	statsKeyPrefix     = "stats:"
 )
+
+// keyedStateSizes are the series that add up the sizes of a keyed job name's state keys, by the
+// key's last part, and the command that reads each size.
+var keyedStateSizes = map[string]struct{ series, cmd string }{
+	"ready":   {"keyed_ready", "ZCARD"},
+	"waiting": {"keyed_waiting_keys", "ZCARD"},
+	"delayed": {"keyed_delayed", "ZCARD"},
+	"running": {"keyed_running_keys", "HLEN"},
+	"conf":    {"keyed_conf_fields", "HLEN"},
+}
+
+// keyedStateKeys are the last parts of a keyed job name's state keys: its per-name keys.
+var keyedStateKeys = map[string]bool{"ready": true, "waiting": true, "running": true, "delayed": true, "conf": true, "meta": true}
 
 // soakFamilies are the key families, in the order of the tables.
 var soakFamilies = []struct{ key string }{
 	{famQueue}, {famInProgress}, {famQueueState}, {famSingleton}, {famHeartbeat}, {famWorker}, {famUnique},
-	{famStats}, {famRecord}, {famRecordNext}, {famBatch}, {famBatchNext}, {famOther},
+	{famStats}, {famRecord}, {famRecordNext}, {famBatch}, {famBatchNext},
+	{famKeyedState}, {famKeyedQueue}, {famKeyedRate}, {famKeyedInProgress}, {famOther},
 }
 
 var queueStateSuffixes = []string{":paused", ":lock", ":lock_info", ":max_concurrency", ":rate"}
 
-var singletonKeys = map[string]bool{"scheduled": true, "retry": true, "dead": true, "batches": true, "known_jobs": true,
-	"worker_pools": true, "last_periodic_enqueue": true, "dead_trimmed": true}
+var singletonKeys = map[string]bool{"scheduled": true, "retry": true, "dead": true, "batches": true, "batches_expiry": true,
+	"known_jobs": true, "worker_pools": true, "last_periodic_enqueue": true, "dead_trimmed": true}
 
 // classifyKey names the family of a key of the namespace whose prefix (with its colon) is prefix.
 // Job names are taken to hold no colon, as the soak's do.
@@ -251,6 +291,36 @@ func classifyKey(prefix, key string) string {
 			return famBatchNext
 		}
 		return famBatch
+	case strings.HasPrefix(k, "keyed:"):
+		return classifyKeyed(strings.TrimPrefix(k, "keyed:"))
+	}
+	return famOther
+}
+
+// classifyKeyed names the family of a key of keyed jobs, given what follows <ns>:keyed:. A key of
+// a job's key holds it between braces, which keys may not contain.
+func classifyKeyed(rest string) string {
+	name, tail, ok := strings.Cut(rest, ":")
+	if !ok || name == "" {
+		return famOther
+	}
+	if keyedStateKeys[tail] {
+		return famKeyedState
+	}
+	if strings.HasPrefix(tail, "{") {
+		end := strings.IndexByte(tail, '}')
+		switch {
+		case end < 2: // no closing brace, or an empty key
+			return famOther
+		case tail[end+1:] == "":
+			return famKeyedQueue
+		case tail[end+1:] == ":rate":
+			return famKeyedRate
+		}
+		return famOther
+	}
+	if pool, suf, ok := strings.Cut(tail, ":"); ok && pool != "" && suf == "inprogress" {
+		return famKeyedInProgress
 	}
 	return famOther
 }

@@ -53,9 +53,9 @@ func enqueueAll(p producer, names []string, n, g int, a args) (time.Duration, er
 	return time.Since(start), firstErr
 }
 
-// enqueueBatched enqueues n jobs without args, round-robin over names, in batches of batch jobs from
-// g goroutines.
-func enqueueBatched(p batchProducer, names []string, n, g, batch int) (time.Duration, error) {
+// batched makes n jobs' calls in batches of batch jobs from g goroutines: each call is f(from,
+// count) for jobs from..from+count-1. It returns the time all calls took and the first error.
+func batched(n, g, batch int, f func(from, count int) error) (time.Duration, error) {
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	var mu sync.Mutex
@@ -70,7 +70,7 @@ func enqueueBatched(p batchProducer, names []string, n, g, batch int) (time.Dura
 				if from >= n {
 					return
 				}
-				if err := p.enqueueBatch(names, from, min(batch, n-from)); err != nil {
+				if err := f(from, min(batch, n-from)); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -96,69 +96,134 @@ func processTimeout(n int) time.Duration { return time.Minute + time.Duration(n)
 func (b *bench) burnRun(l library, conc, n, enqG, batch, batchG int, names []string, limit time.Duration) (map[string]float64, error) {
 	m := make(map[string]float64)
 	p := l.newProducer(max(enqG, batchG))
-	runtime.GC()
-	s0 := b.snap()
-	var el time.Duration
-	var err error
-	if bp, ok := p.(batchProducer); ok && batch > 0 {
-		el, err = enqueueBatched(bp, trafficNames, n, batchG, batch)
-	} else {
-		el, err = enqueueAll(p, trafficNames, n, enqG, argsNone)
-	}
-	s1 := b.snap()
+	err := b.enqueuePhase(m, n, func() (time.Duration, error) {
+		if bp, ok := p.(batchProducer); ok && batch > 0 {
+			return batched(n, batchG, batch, func(from, count int) error { return bp.enqueueBatch(trafficNames, from, count) })
+		}
+		return enqueueAll(p, trafficNames, n, enqG, argsNone)
+	})
 	p.close()
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, err
+	}
+	return m, b.burnDown(m, n, limit, func(h onJob) consumer {
+		return l.newConsumer(consumerConfig{concurrency: conc, names: names, h: h})
+	})
+}
+
+// enqueuePhase measures an enqueue of n jobs, made by enqueue (which returns the time its calls
+// took), into m's enq.* metrics.
+func (b *bench) enqueuePhase(m map[string]float64, n int, enqueue func() (time.Duration, error)) error {
+	runtime.GC()
+	s0 := b.snap()
+	el, err := enqueue()
+	s1 := b.snap()
+	if err != nil {
+		return fmt.Errorf("enqueue: %w", err)
 	}
 	u := since(s0, s1)
 	u.perJob(m, "enq", n, el, true)
 	addBreakdown(m, "enq", u, n)
+	return nil
+}
 
-	var done atomic.Int64
-	finished := make(chan struct{})
-	c := l.newConsumer(consumerConfig{concurrency: conc, names: names, h: func(string, int64) error {
-		if done.Add(1) == int64(n) {
-			close(finished)
-		}
-		return nil
-	}})
-	runtime.GC()
-	stopProfile := b.startProfile(l)
-	s2 := b.snap()
-	t0 := time.Now()
-	if err := c.start(); err != nil {
-		stopProfile()
-		return nil, fmt.Errorf("start: %w", err)
+// burnDown is a process phase: it starts the consumer that newConsumer makes around the handler it
+// is given and times it until the handler has run n jobs, or for limit when limit > 0 and that is
+// shorter, into m's proc.* metrics (over the jobs run, proc.jobs). The consumer is stopped after.
+func (b *bench) burnDown(m map[string]float64, n int, limit time.Duration, newConsumer func(onJob) consumer) error {
+	r, err := b.startTimed([]int{n}, nil, newConsumer)
+	if err != nil {
+		return err
 	}
-	timeout := processTimeout(n)
-	var limitC <-chan time.Time
-	if limit > 0 {
-		limitC = time.After(limit)
-	}
-	ran := n
-	select {
-	case <-finished:
-	case <-limitC:
-		ran = int(done.Load())
-	case <-time.After(timeout):
-		stopProfile()
-		c.stop()
-		return nil, fmt.Errorf("process: %d of %d jobs after %v", done.Load(), n, timeout)
-	}
-	el = time.Since(t0)
+	s, ran, el, err := r.wait(0, limit, processTimeout(n))
 	// Measured up to the last handler run (or the limit): the few outcomes still being recorded then
 	// (at most about two per worker) are left out, and so is the stop.
-	s3 := b.snap()
-	stopProfile()
-	c.stop()
-	if ran == 0 {
-		return nil, fmt.Errorf("process: no job ran in %v", limit)
+	r.stop()
+	if err != nil {
+		return fmt.Errorf("process: %w", err)
 	}
-	u = since(s2, s3)
+	if ran == 0 {
+		return fmt.Errorf("process: no job ran in %v", limit)
+	}
+	u := since(r.s0, s)
 	u.perJob(m, "proc", ran, el, false)
 	m["proc.jobs"] = float64(ran)
 	addBreakdown(m, "proc", u, ran)
-	return m, nil
+	return nil
+}
+
+// timedRun is a consumer started by startTimed, its handler runs counted, with the marks (counts of
+// handler runs) it is waited for.
+type timedRun struct {
+	b           *bench
+	c           consumer
+	done        atomic.Int64
+	marks       []int
+	reached     []chan struct{} // reached[i] is closed when done reaches marks[i]
+	t0          time.Time
+	s0          snapshot // taken just before the start
+	stopProfile func()
+	stopped     bool
+}
+
+// startTimed starts the consumer that newConsumer makes around a handler that counts its runs and
+// then calls then (when not nil), after a GC, with a profile (-profile) running and a snapshot taken.
+func (b *bench) startTimed(marks []int, then onJob, newConsumer func(onJob) consumer) (*timedRun, error) {
+	r := &timedRun{b: b, marks: marks, reached: make([]chan struct{}, len(marks))}
+	for i := range r.reached {
+		r.reached[i] = make(chan struct{})
+	}
+	r.c = newConsumer(func(id string, ts int64) error {
+		d := int(r.done.Add(1))
+		for i, mk := range r.marks {
+			if d == mk {
+				close(r.reached[i])
+			}
+		}
+		if then != nil {
+			return then(id, ts)
+		}
+		return nil
+	})
+	runtime.GC()
+	r.stopProfile = b.startProfile()
+	r.s0 = b.snap()
+	r.t0 = time.Now()
+	if err := r.c.start(); err != nil {
+		r.stopProfile()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	return r, nil
+}
+
+// wait waits until the handler has run marks[i] times, or for limit from the start when limit > 0
+// and that comes first, and returns the time since the start, a snapshot taken right after and the
+// handler runs counted right after that (more than marks[i] when the consumer ran on meanwhile). It
+// fails after timeout (from the start).
+func (r *timedRun) wait(i int, limit, timeout time.Duration) (snapshot, int, time.Duration, error) {
+	var limitC <-chan time.Time
+	if limit > 0 {
+		limitC = time.After(time.Until(r.t0.Add(limit)))
+	}
+	select {
+	case <-r.reached[i]:
+	case <-limitC:
+	case <-time.After(time.Until(r.t0.Add(timeout))):
+		return snapshot{}, 0, 0, fmt.Errorf("%d of %d jobs after %v", r.done.Load(), r.marks[i], timeout)
+	}
+	el := time.Since(r.t0)
+	s := r.b.snap()
+	return s, int(r.done.Load()), el, nil
+}
+
+// stop stops the profile and the consumer (once).
+func (r *timedRun) stop() {
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	r.stopProfile()
+	r.c.stop()
 }
 
 // latencyRun offers rate jobs/s for dur to a started pool/server of concurrency conc, from a paced
@@ -205,7 +270,7 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 		return nil, fmt.Errorf("producer: %w", err)
 	}
 	runtime.GC()
-	stopProfile := b.startProfile(l)
+	stopProfile := b.startProfile()
 	defer stopProfile()
 	s0 := b.snap()
 	if err := ch.send("go"); err != nil {
