@@ -17,9 +17,7 @@ import (
 // never otherwise, and its counts match what happened to its members. Members are killed mid-run, run
 // again, retried and sent to the dead set meanwhile.
 func TestBatchCallbacksFireOnceUnderRepeatedSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault scenarios take minutes")
-	}
+	skipIfShort(t)
 	const batches, workers = 6, 4
 	perBatch := jobsPerScenario(20000) / batches
 	srv := startRedis(t, "always")
@@ -30,14 +28,8 @@ func TestBatchCallbacksFireOnceUnderRepeatedSIGKILL(t *testing.T) {
 	fl := newFleet(t, "-redis", srv.addr, "-ns", ns, "-ledger", ledger, "-concurrency", "8",
 		"-heartbeat", "1s", "-dead-pool", "3s", "-max-fails", "2", "-backoff", "1",
 		"-names", "fa,fb,fc", "-callbacks", "on_complete,on_success")
-	waitRegistered := func(p *workerProc) {
-		deadline := time.Now().Add(15 * time.Second)
-		for in.poolOfPid(p.pid) == "" && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	for i := 0; i < workers; i++ {
-		waitRegistered(fl.spawn())
+		fl.spawnRegistered(in)
 	}
 
 	// Members: most quick, a few slow (so kills find them running), some failing their first
@@ -105,7 +97,7 @@ func TestBatchCallbacksFireOnceUnderRepeatedSIGKILL(t *testing.T) {
 			if p := fl.random(); p != nil {
 				fl.sigkill(p)
 				kills++
-				waitRegistered(fl.spawn())
+				fl.spawnRegistered(in)
 			}
 		}
 	}

@@ -87,23 +87,7 @@ func (e *env) sleepUntil(d time.Duration) {
 }
 
 // spawnWorker starts a worker and waits until its pool has registered.
-func (e *env) spawnWorker() *workerProc {
-	p := e.fl.spawn()
-	deadline := time.Now().Add(15 * time.Second)
-	for e.in.poolOfPid(p.pid) == "" {
-		select {
-		case <-p.exited:
-			b, _ := os.ReadFile(p.log)
-			e.t.Fatalf("worker %d exited at start:\n%s", p.pid, b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("worker %d did not register its pool", p.pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return p
-}
+func (e *env) spawnWorker() *workerProc { return e.fl.spawnRegistered(e.in) }
 
 // results collects every scenario's tally for the summary table.
 var (
@@ -286,9 +270,7 @@ func fmtRecovery(d time.Duration) string {
 
 // TestFaults runs every scenario in turn and prints a summary table.
 func TestFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault scenarios take minutes")
-	}
+	skipIfShort(t)
 	n := jobsPerScenario(20000)
 	window := stretch(10 * time.Second)
 	fast := func(sc *scenario) *scenario {

@@ -73,6 +73,14 @@ func buildWorker(dir string) (string, error) {
 	return out, nil
 }
 
+// skipIfShort skips a fault test under -short: each takes a minute or more.
+func skipIfShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fault scenarios take minutes")
+	}
+}
+
 func soak() bool { return *soakFlag || os.Getenv("WORK_FAULTS_SOAK") != "" }
 
 // jobsPerScenario is N: 20000 by default, WORK_FAULTS_JOBS to change it, five times more in a soak.
@@ -295,6 +303,7 @@ type workerProc struct {
 	n      int
 	cmd    *exec.Cmd
 	pid    int
+	poolID string // set by spawnRegistered
 	log    string
 	exited chan struct{}
 	killed bool // by SIGKILL
@@ -346,6 +355,29 @@ func (f *fleet) spawn() *workerProc {
 	f.procs = append(f.procs, p)
 	f.mu.Unlock()
 	return p
+}
+
+// spawnRegistered starts a worker and waits until its pool has registered; it returns the worker
+// with its pool ID set.
+func (f *fleet) spawnRegistered(in *inspector) *workerProc {
+	f.t.Helper()
+	p := f.spawn()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if p.poolID = in.poolOfPid(p.pid); p.poolID != "" {
+			return p
+		}
+		select {
+		case <-p.exited:
+			b, _ := os.ReadFile(p.log)
+			f.t.Fatalf("worker %d exited at start:\n%s", p.pid, b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("worker %d did not register its pool", p.pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (f *fleet) all() []*workerProc {

@@ -1,7 +1,7 @@
 // Package otelwork traces work jobs with OpenTelemetry, from the enqueue to every attempt to run them.
 //
-// Enqueue (and EnqueueIn, EnqueueUniqueByKey) start a producer span and carry its W3C trace context in
-// the job; Middleware starts a consumer span for every attempt, child of that producer span (or, with
+// Enqueue (and EnqueueIn, EnqueueUniqueByKey, EnqueueWith) start a producer span and carry its W3C trace
+// context in the job; Middleware starts a consumer span for every attempt, child of that producer span (or, with
 // WithLinks, the root of a new trace linked to it), and hands its context down the middleware chain
 // to the handler:
 //
@@ -37,8 +37,10 @@
 // The producer span is named "send <job name>" (kind producer) and the consumer span
 // "process <job name>" (kind consumer). Both carry messaging.system "work",
 // messaging.operation.type, messaging.destination.name (the job name) and messaging.message.id (the
-// job ID), plus work.job.name and work.job.id. The consumer span adds work.job.attempt (1 for the
-// first run), work.job.fails (failures so far) and work.job.enqueued_at (epoch seconds). An attempt that
+// job ID), plus work.job.name and work.job.id, and work.job.key for a keyed job (EnqueueOptions.Key;
+// an attribute of the span only, never a metric label, since keys have no bound). The consumer span
+// adds work.job.attempt (1 for the first run), work.job.fails (failures so far) and
+// work.job.enqueued_at (epoch seconds). An attempt that
 // returns an error, panics or outlives its JobOptions.Timeout ends with status Error (the error is
 // recorded as an exception event); the panic goes on to the pool. An attempt that returns work.Snooze
 // is not an error: its span gets a "snoozed" event.
@@ -174,6 +176,14 @@ func commonAttrs(op, jobName string) []attribute.KeyValue {
 	}
 }
 
+// keyAttrs is the job's key, for a keyed job; nothing otherwise.
+func keyAttrs(key string) []attribute.KeyValue {
+	if key == "" {
+		return nil
+	}
+	return []attribute.KeyValue{attribute.String("work.job.key", key)}
+}
+
 func idAttrs(id string) []attribute.KeyValue {
 	return []attribute.KeyValue{
 		attribute.String("messaging.message.id", id),
@@ -181,11 +191,12 @@ func idAttrs(id string) []attribute.KeyValue {
 	}
 }
 
-// produce runs enqueue inside a producer span whose context is injected into a copy of args.
-func produce(ctx context.Context, e *work.Enqueuer, jobName string, args map[string]interface{}, opts []Option,
+// produce runs enqueue inside a producer span whose context is injected into a copy of args; key is
+// the job's key ("" for none).
+func produce(ctx context.Context, e *work.Enqueuer, jobName, key string, args map[string]interface{}, opts []Option,
 	enqueue func(args map[string]interface{}) (*work.Job, error)) (*work.Job, error) {
 	cfg := newConfig(opts)
-	attrs := append(commonAttrs("send", jobName), cfg.attrs...)
+	attrs := append(append(commonAttrs("send", jobName), keyAttrs(key)...), cfg.attrs...)
 	if e != nil {
 		attrs = append(attrs, attribute.String("work.namespace", e.Namespace))
 	}
@@ -209,7 +220,7 @@ func produce(ctx context.Context, e *work.Enqueuer, jobName string, args map[str
 // Enqueue enqueues a job like e.Enqueue, inside a producer span "send <jobName>" that is a child of
 // ctx's span, and with that span's trace context in the job's TraceArg. args is not changed.
 func Enqueue(ctx context.Context, e *work.Enqueuer, jobName string, args map[string]interface{}, opts ...Option) (*work.Job, error) {
-	return produce(ctx, e, jobName, args, opts, func(a map[string]interface{}) (*work.Job, error) {
+	return produce(ctx, e, jobName, "", args, opts, func(a map[string]interface{}) (*work.Job, error) {
 		return e.Enqueue(jobName, a)
 	})
 }
@@ -217,7 +228,7 @@ func Enqueue(ctx context.Context, e *work.Enqueuer, jobName string, args map[str
 // EnqueueIn schedules a job like e.EnqueueIn, traced like Enqueue.
 func EnqueueIn(ctx context.Context, e *work.Enqueuer, jobName string, secondsFromNow int64, args map[string]interface{}, opts ...Option) (*work.ScheduledJob, error) {
 	var sj *work.ScheduledJob
-	_, err := produce(ctx, e, jobName, args, opts, func(a map[string]interface{}) (*work.Job, error) {
+	_, err := produce(ctx, e, jobName, "", args, opts, func(a map[string]interface{}) (*work.Job, error) {
 		var err error
 		sj, err = e.EnqueueIn(jobName, secondsFromNow, a)
 		if sj == nil {
@@ -239,8 +250,24 @@ func EnqueueUniqueByKey(ctx context.Context, e *work.Enqueuer, jobName string, a
 			keyMap = map[string]interface{}{}
 		}
 	}
-	return produce(ctx, e, jobName, args, opts, func(a map[string]interface{}) (*work.Job, error) {
+	return produce(ctx, e, jobName, "", args, opts, func(a map[string]interface{}) (*work.Job, error) {
 		return e.EnqueueUniqueByKey(jobName, a, keyMap)
+	})
+}
+
+// EnqueueWith enqueues a job with options like e.EnqueueWith (a key, dependencies, a record, a time,
+// uniqueness), traced like Enqueue; the producer span carries the job's key, if any, as
+// work.job.key. A unique job (Unique without UniqueBy) compares args as they were given, without the
+// trace context, as EnqueueUniqueByKey does; a duplicate returns (nil, nil).
+func EnqueueWith(ctx context.Context, e *work.Enqueuer, jobName string, args map[string]interface{}, eo work.EnqueueOptions, opts ...Option) (*work.Job, error) {
+	if eo.Unique && eo.UniqueBy == nil {
+		eo.UniqueBy = args
+		if eo.UniqueBy == nil {
+			eo.UniqueBy = map[string]interface{}{}
+		}
+	}
+	return produce(ctx, e, jobName, eo.Key, args, opts, func(a map[string]interface{}) (*work.Job, error) {
+		return e.EnqueueWith(jobName, a, eo)
 	})
 }
 
@@ -257,7 +284,7 @@ func Middleware(opts ...Option) work.ContextMiddlewareHandler {
 	cfg := newConfig(opts)
 	tracer := cfg.tracer()
 	return func(ctx context.Context, job *work.Job, next work.NextMiddlewareContextFunc) (err error) {
-		attrs := append(commonAttrs("process", job.Name), idAttrs(job.ID)...)
+		attrs := append(append(commonAttrs("process", job.Name), idAttrs(job.ID)...), keyAttrs(job.Key)...)
 		attrs = append(attrs,
 			attribute.Int64("work.job.attempt", job.Fails+1),
 			attribute.Int64("work.job.fails", job.Fails),

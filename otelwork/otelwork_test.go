@@ -46,6 +46,14 @@ func newProvider() (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
 	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr)), sr
 }
 
+// traced is the start of most tests: a Redis pool, a namespace of the test's own, and a tracer
+// provider whose spans sr records, with the option that makes the helpers use it.
+func traced(t *testing.T) (*redis.Pool, string, *sdktrace.TracerProvider, *tracetest.SpanRecorder, otelwork.Option) {
+	pool := testPool(t)
+	tp, sr := newProvider()
+	return pool, testNamespace(t, pool), tp, sr, otelwork.WithTracerProvider(tp)
+}
+
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 	m := map[attribute.Key]attribute.Value{}
 	for _, kv := range s.Attributes() {
@@ -81,10 +89,7 @@ func waitSpans(t *testing.T, sr *tracetest.SpanRecorder, name string, n int) []s
 }
 
 func TestEnqueueAndProcessAreOneTrace(t *testing.T) {
-	pool := testPool(t)
-	ns := testNamespace(t, pool)
-	tp, sr := newProvider()
-	opt := otelwork.WithTracerProvider(tp)
+	pool, ns, tp, sr, opt := traced(t)
 
 	// The enqueue side: inside a request's span.
 	ctx, parent := tp.Tracer("app").Start(context.Background(), "POST /signup")
@@ -191,10 +196,7 @@ func TestEnqueueAndProcessAreOneTrace(t *testing.T) {
 }
 
 func TestFailuresPanicsAndRetries(t *testing.T) {
-	pool := testPool(t)
-	ns := testNamespace(t, pool)
-	tp, sr := newProvider()
-	opt := otelwork.WithTracerProvider(tp)
+	pool, ns, tp, sr, opt := traced(t)
 
 	ctx, parent := tp.Tracer("app").Start(context.Background(), "batch")
 	enq := work.NewEnqueuer(ns, pool)
@@ -281,10 +283,7 @@ func TestFailuresPanicsAndRetries(t *testing.T) {
 }
 
 func TestWithLinks(t *testing.T) {
-	pool := testPool(t)
-	ns := testNamespace(t, pool)
-	tp, sr := newProvider()
-	opt := otelwork.WithTracerProvider(tp)
+	pool, ns, tp, sr, opt := traced(t)
 
 	ctx, parent := tp.Tracer("app").Start(context.Background(), "request")
 	enq := work.NewEnqueuer(ns, pool)
@@ -317,9 +316,7 @@ func TestWithLinks(t *testing.T) {
 }
 
 func TestJobsWithoutTraceContext(t *testing.T) {
-	pool := testPool(t)
-	ns := testNamespace(t, pool)
-	tp, sr := newProvider()
+	pool, ns, _, sr, opt := traced(t)
 
 	// Enqueued by a plain Enqueuer (or another language): a root consumer span.
 	enq := work.NewEnqueuer(ns, pool)
@@ -327,7 +324,7 @@ func TestJobsWithoutTraceContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	wp := work.NewWorkerPool(struct{}{}, 1, ns, pool)
-	wp.Middleware(otelwork.Middleware(otelwork.WithTracerProvider(tp)))
+	wp.Middleware(otelwork.Middleware(opt))
 	wp.Job("plain", func(job *work.Job) error { return nil })
 	wp.Start()
 	defer wp.Stop()
@@ -368,10 +365,7 @@ func TestInjectExtract(t *testing.T) {
 }
 
 func TestEnqueueInAndUniqueByKey(t *testing.T) {
-	pool := testPool(t)
-	ns := testNamespace(t, pool)
-	tp, sr := newProvider()
-	opt := otelwork.WithTracerProvider(tp)
+	pool, ns, tp, sr, opt := traced(t)
 	enq := work.NewEnqueuer(ns, pool)
 
 	ctx, parent := tp.Tracer("app").Start(context.Background(), "request")
@@ -403,5 +397,70 @@ func TestEnqueueInAndUniqueByKey(t *testing.T) {
 	spans := byName(sr.Ended(), "send reindex")
 	if len(spans) != 2 || !attrs(spans[1])["work.job.duplicate"].AsBool() {
 		t.Errorf("unique producer spans %d; duplicate attribute %v", len(spans), attrs(spans[len(spans)-1]))
+	}
+}
+
+// A keyed job's key is an attribute of its producer and consumer spans; a job without a key has none.
+func TestKeyedJobsCarryTheirKey(t *testing.T) {
+	pool, ns, tp, sr, opt := traced(t)
+	enq := work.NewEnqueuer(ns, pool)
+
+	ctx, parent := tp.Tracer("app").Start(context.Background(), "request")
+	keyed, err := otelwork.EnqueueWith(ctx, enq, "sync", work.Q{"n": 1}, work.EnqueueOptions{Key: "tenant-a"}, opt)
+	if err != nil || keyed == nil || keyed.Key != "tenant-a" {
+		t.Fatalf("EnqueueWith = %+v, %v", keyed, err)
+	}
+	plain, err := otelwork.Enqueue(ctx, enq, "sync", work.Q{"n": 2}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unique by its args as given: the trace context, which differs per request, is left out.
+	uniq := work.EnqueueOptions{Key: "tenant-b", Unique: true}
+	if j, err := otelwork.EnqueueWith(ctx, enq, "sync", work.Q{"n": 3}, uniq, opt); err != nil || j == nil {
+		t.Fatalf("unique EnqueueWith = %v, %v", j, err)
+	}
+	ctx2, other := tp.Tracer("app").Start(context.Background(), "another request")
+	if j, err := otelwork.EnqueueWith(ctx2, enq, "sync", work.Q{"n": 3}, uniq, opt); err != nil || j != nil {
+		t.Fatalf("duplicate unique EnqueueWith = %v, %v; want nil, nil", j, err)
+	}
+	other.End()
+	parent.End()
+
+	wp := work.NewWorkerPool(struct{}{}, 2, ns, pool)
+	wp.Middleware(otelwork.Middleware(opt))
+	wp.JobWithOptions("sync", work.JobOptions{KeyConcurrency: 1}, func(job *work.Job) error { return nil })
+	wp.Start()
+	defer wp.Stop()
+	consumers := waitSpans(t, sr, "process sync", 3)
+	producers := byName(sr.Ended(), "send sync")
+	if len(producers) != 4 {
+		t.Fatalf("%d producer spans, want 4", len(producers))
+	}
+
+	key := func(s sdktrace.ReadOnlySpan) (string, bool) {
+		v, ok := attrs(s)["work.job.key"]
+		return v.AsString(), ok
+	}
+	byID := map[string]string{keyed.ID: "tenant-a", plain.ID: ""}
+	for _, s := range consumers {
+		id := attrs(s)["work.job.id"].AsString()
+		want, known := byID[id]
+		if !known {
+			want = "tenant-b"
+		}
+		if got, ok := key(s); got != want || ok != (want != "") {
+			t.Errorf("consumer span of job %s: work.job.key %q (present %v), want %q", id, got, ok, want)
+		}
+		if id == keyed.ID && s.Parent().SpanID() != producers[0].SpanContext().SpanID() {
+			t.Errorf("the keyed job's consumer span is not the child of its producer span")
+		}
+	}
+	for i, want := range []string{"tenant-a", "", "tenant-b", "tenant-b"} {
+		if got, ok := key(producers[i]); got != want || ok != (want != "") {
+			t.Errorf("producer span %d: work.job.key %q (present %v), want %q", i, got, ok, want)
+		}
+	}
+	if !attrs(producers[3])["work.job.duplicate"].AsBool() {
+		t.Errorf("the duplicate's producer span: %v", attrs(producers[3]))
 	}
 }

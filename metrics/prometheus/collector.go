@@ -43,6 +43,15 @@
 //	work_dead_jobs_trimmed_total              dead jobs trimmed under DeadMaxJobs and DeadMaxAge
 //	work_scrape_success                       1 when every read from Redis succeeded
 //
+// Keyed jobs (EnqueueOptions.Key), per job name that has had some, summed over its keys: there is no
+// label per key, whose number has no bound (Client.Keys lists the keys themselves):
+//
+//	work_keyed_jobs_waiting{job_name}         keyed jobs waiting, over all keys
+//	work_keyed_keys_waiting{job_name}         keys with jobs waiting
+//	work_keyed_keys_running{job_name}         keys with jobs running
+//	work_keyed_largest_backlog_jobs{job_name} jobs waiting for the key with the most of them
+//	work_keyed_keys_paused{job_name}          keys paused with Client.PauseKey
+//
 // The metric prefix "work" can be changed with WithPrefix.
 package workprom
 
@@ -106,6 +115,12 @@ type Collector struct {
 	jobsRunning   *prometheus.Desc
 	deadTrimmed   *prometheus.Desc
 	scrapeSuccess *prometheus.Desc
+
+	keyedJobsWaiting *prometheus.Desc
+	keyedKeysWaiting *prometheus.Desc
+	keyedKeysRunning *prometheus.Desc
+	keyedLargest     *prometheus.Desc
+	keyedKeysPaused  *prometheus.Desc
 }
 
 // NewCollector returns a Collector for the namespace, reading Redis through pool at scrape time.
@@ -164,6 +179,12 @@ func NewCollector(namespace string, pool *redis.Pool, opts ...Option) *Collector
 		jobsRunning:   desc("jobs_running", "Busy workers of the namespace by the job name they run.", "job_name"),
 		deadTrimmed:   desc("dead_jobs_trimmed_total", "Dead jobs removed under WorkerPoolOptions.DeadMaxJobs and DeadMaxAge since the namespace began."),
 		scrapeSuccess: desc("scrape_success", "1 when every read from Redis of the last scrape succeeded, else 0."),
+
+		keyedJobsWaiting: desc("keyed_jobs_waiting", "Keyed jobs of a job name waiting, over all its keys.", "job_name"),
+		keyedKeysWaiting: desc("keyed_keys_waiting", "Keys of a job name with jobs waiting.", "job_name"),
+		keyedKeysRunning: desc("keyed_keys_running", "Keys of a job name with jobs running.", "job_name"),
+		keyedLargest:     desc("keyed_largest_backlog_jobs", "Jobs waiting for the key of a job name that has the most of them.", "job_name"),
+		keyedKeysPaused:  desc("keyed_keys_paused", "Keys of a job name paused with Client.PauseKey.", "job_name"),
 	}
 	return c
 }
@@ -197,7 +218,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		return
 	}
 	for _, d := range []*prometheus.Desc{c.queueJobs, c.queueLatency, c.queuePaused, c.scheduledJobs,
-		c.retryJobs, c.deadJobs, c.workerPools, c.workers, c.jobsRunning, c.deadTrimmed, c.scrapeSuccess} {
+		c.retryJobs, c.deadJobs, c.workerPools, c.workers, c.jobsRunning, c.deadTrimmed, c.scrapeSuccess,
+		c.keyedJobsWaiting, c.keyedKeysWaiting, c.keyedKeysRunning, c.keyedLargest, c.keyedKeysPaused} {
 		ch <- d
 	}
 }
@@ -286,6 +308,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.workers, float64(idle), "idle")
 		for name, n := range running {
 			gauge(c.jobsRunning, float64(n), name)
+		}
+	}
+
+	if stats, err := c.client.KeyStats(); err != nil {
+		ok = false
+	} else {
+		for _, st := range stats {
+			gauge(c.keyedJobsWaiting, float64(st.Waiting), st.JobName)
+			gauge(c.keyedKeysWaiting, float64(st.WaitingKeys), st.JobName)
+			gauge(c.keyedKeysRunning, float64(st.RunningKeys), st.JobName)
+			gauge(c.keyedLargest, float64(st.LargestBacklog), st.JobName)
+			gauge(c.keyedKeysPaused, float64(st.PausedKeys), st.JobName)
 		}
 	}
 

@@ -50,8 +50,25 @@ func do(t *testing.T, pool *redis.Pool, cmd string, args ...interface{}) {
 	}
 }
 
+// serve registers c with a pedantic registry and serves it at /metrics until the test ends.
+func serve(t *testing.T, c prometheus.Collector) (*prometheus.Registry, *httptest.Server) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return reg, srv
+}
+
 // scrape GETs /metrics from srv and parses the text exposition.
 func scrape(t *testing.T, srv *httptest.Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	return parse(t, scrapeText(t, srv))
+}
+
+// scrapeText GETs /metrics from srv and returns the text exposition.
+func scrapeText(t *testing.T, srv *httptest.Server) string {
 	t.Helper()
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {
@@ -61,8 +78,17 @@ func scrape(t *testing.T, srv *httptest.Server) map[string]*dto.MetricFamily {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %s", resp.Status)
 	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func parse(t *testing.T, text string) map[string]*dto.MetricFamily {
+	t.Helper()
 	var p expfmt.TextParser
-	fams, err := p.TextToMetricFamilies(resp.Body)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +133,7 @@ func TestCollectorAfterRealJobs(t *testing.T) {
 	failOpts := work.JobOptions{MaxFails: 1}
 	panicOpts := work.JobOptions{MaxFails: 3}
 	m := workprom.NewCollector(ns, pool)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(m)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	reg, srv := serve(t, m)
 
 	// A queue no pool serves, paused, whose oldest job was enqueued two minutes ago.
 	enq := work.NewEnqueuer(ns, pool)
@@ -290,6 +311,88 @@ func counterOf(t *testing.T, reg *prometheus.Registry, jobName string) prometheu
 	}
 	t.Fatalf("no work_jobs_processed_total{job_name=%q}", jobName)
 	return nil
+}
+
+// Keyed jobs show up per job name, summed over the keys, with no label per key.
+func TestCollectorKeyedJobs(t *testing.T) {
+	pool := testPool(t)
+	ns := testNamespace(t, pool)
+	m := workprom.NewCollector(ns, pool)
+	_, srv := serve(t, m)
+
+	// sync: tenant-a 4 jobs, tenant-b 2, tenant-c 3 (paused); export: tenant-x 2, served by no pool.
+	enq := work.NewEnqueuer(ns, pool)
+	var jobs []work.BatchJob
+	for key, n := range map[string]int{"tenant-a": 4, "tenant-b": 2, "tenant-c": 3} {
+		for i := 0; i < n; i++ {
+			jobs = append(jobs, work.BatchJob{Name: "sync", Key: key, Args: work.Q{"i": i}})
+		}
+	}
+	jobs = append(jobs, work.BatchJob{Name: "export", Key: "tenant-x"}, work.BatchJob{Name: "export", Key: "tenant-x"})
+	if _, err := enq.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	client := work.NewClient(ns, pool)
+	if err := client.PauseKey("sync", "tenant-c"); err != nil {
+		t.Fatal(err)
+	}
+
+	// One job of each key runs at a time, and blocks until release: a and b run one each.
+	release := make(chan struct{})
+	wp := work.NewWorkerPool(struct{}{}, 10, ns, pool)
+	wp.JobWithOptions("sync", work.JobOptions{KeyConcurrency: 1}, func(job *work.Job) error {
+		<-release
+		return nil
+	})
+	wp.Start()
+	defer wp.Stop()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+
+	nsl := "namespace=" + ns
+	// await scrapes until the gauges of jobName read want (waiting jobs, keys waiting, keys running,
+	// largest backlog, paused keys), and returns the last exposition.
+	await := func(jobName string, want [5]float64) string {
+		t.Helper()
+		names := []string{"work_keyed_jobs_waiting", "work_keyed_keys_waiting", "work_keyed_keys_running",
+			"work_keyed_largest_backlog_jobs", "work_keyed_keys_paused"}
+		var got [5]float64
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			body := scrapeText(t, srv)
+			fams := parse(t, body)
+			for i, name := range names {
+				got[i] = -1 // no sample
+				if v, ok := value(fams, name, "job_name="+jobName, nsl); ok {
+					got[i] = v
+				}
+			}
+			success, _ := value(fams, "work_scrape_success", nsl)
+			if got == want && success == 1 {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: keyed gauges %v, want %v (scrape success %v)", jobName, got, want, success)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	body := await("sync", [5]float64{7, 3, 2, 3, 1})
+	await("export", [5]float64{2, 1, 0, 2, 0})
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "work_keyed_") && strings.Contains(line, "tenant-") {
+			t.Errorf("a key in a label: %s", line)
+		}
+	}
+
+	// Once a and b have drained, only the paused key waits.
+	close(release)
+	released = true
+	await("sync", [5]float64{3, 1, 0, 3, 1})
 }
 
 func TestCollectorRedisDown(t *testing.T) {

@@ -4,14 +4,24 @@
 //
 // Bookkeeping, under the -ledger prefix (outside the pool's namespace):
 //
-//	<ledger>:runs  hash  "<key>|<run token>" -> 1   one field per handler run that started
-//	<ledger>:done  set   <key>                      jobs whose handler completed successfully
+//	<ledger>:runs  hash  "<key>|<run token>" -> "<job name>|<job key>|<pid>|<start>"
+//	                                            one field per handler run that started
+//	<ledger>:done  set   <key>                  jobs whose handler completed successfully
 //
-// Both writes are idempotent (a run token is random per run), so a write retried after a lost reply
-// does not count twice.
+// With -timeline, every run that ends (returning, successful or not) also records when:
+//
+//	<ledger>:ends  hash  "<key>|<run token>" -> <end>
+//
+// <start> and <end> are the wall clock in nanoseconds (Unix), read as the handler starts and before
+// it writes its end; <job key> is Job.Key ("" for a job without one). Every write is idempotent (a run
+// token is random per run), so a write retried after a lost reply does not count twice.
 //
 // A job's args: "k" its tracking key, "ms" how long the handler works (milliseconds), "fail"
-// "first" (fail the first attempt) or "always" (fail every attempt, so it ends in the dead set).
+// "first" (fail the first attempt) or "always" (fail every attempt, so it ends in the dead set), and
+// for a keyed job "key", the key it was enqueued with: a run that finds another in Job.Key records
+// "<tracking key>|<Job.Key>" in the set <ledger>:wrong_key.
+//
+// -key-concurrency gives job names a JobOptions.KeyConcurrency: "ka=1,kb=2".
 //
 // With -callbacks, the pool also serves batch callback jobs of those names, which record:
 //
@@ -32,6 +42,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +67,8 @@ func main() {
 	backoff := flag.Int64("backoff", 1, "retry backoff, seconds")
 	logLevel := flag.String("log", "warn", "log level: debug, info, warn, error")
 	callbacks := flag.String("callbacks", "", "batch callback job names, comma-separated")
+	keyConcurrency := flag.String("key-concurrency", "", "JobOptions.KeyConcurrency per job name: name=n,...")
+	timeline := flag.Bool("timeline", false, "record when each run ends too (<ledger>:ends)")
 	flag.Parse()
 
 	var level slog.Level
@@ -79,14 +92,33 @@ func main() {
 		HeartbeatInterval: *heartbeat,
 		DeadPoolTimeout:   *deadPool,
 	})
-	runsKey, doneKey := *ledger+":runs", *ledger+":done"
-	handler := func(c context.Context, job *work.Job) error {
+	runsKey, doneKey, endsKey, wrongKey := *ledger+":runs", *ledger+":done", *ledger+":ends", *ledger+":wrong_key"
+	pid := strconv.Itoa(os.Getpid())
+	handler := func(c context.Context, job *work.Job) (err error) {
+		start := time.Now().UnixNano()
 		k := job.ArgString("k")
 		if err := job.ArgError(); err != nil {
 			return err
 		}
-		if err := record(c, pool, "HSET", runsKey, k+"|"+token(), 1); err != nil {
+		run := k + "|" + token()
+		if err := record(c, pool, "HSET", runsKey, run, job.Name+"|"+job.Key+"|"+pid+"|"+strconv.FormatInt(start, 10)); err != nil {
 			return err
+		}
+		if want, _ := job.Args["key"].(string); want != job.Key {
+			if err := record(c, pool, "SADD", wrongKey, k+"|"+job.Key); err != nil {
+				return err
+			}
+		}
+		if *timeline {
+			defer func() {
+				end := strconv.FormatInt(time.Now().UnixNano(), 10)
+				// Written even when the job's context has ended: the run has ended all the same.
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if rerr := record(ctx, pool, "HSET", endsKey, run, end); rerr != nil && err == nil {
+					err = rerr
+				}
+			}()
 		}
 		if ms, ok := job.Args["ms"].(float64); ok && ms > 0 {
 			select {
@@ -105,9 +137,23 @@ func main() {
 		}
 		return record(c, pool, "SADD", doneKey, k)
 	}
+	limits := map[string]uint{}
+	if *keyConcurrency != "" {
+		for _, f := range strings.Split(*keyConcurrency, ",") {
+			name, n, _ := strings.Cut(f, "=")
+			v, err := strconv.ParseUint(n, 10, 32)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "-key-concurrency %q: %v\n", f, err)
+				os.Exit(2)
+			}
+			limits[name] = uint(v)
+		}
+	}
 	opts := work.JobOptions{MaxFails: *maxFails, Backoff: func(*work.Job) int64 { return *backoff }}
 	for _, name := range strings.Split(*names, ",") {
-		wp.JobWithOptions(name, opts, handler)
+		o := opts
+		o.KeyConcurrency = limits[name]
+		wp.JobWithOptions(name, o, handler)
 	}
 
 	if *callbacks != "" {
