@@ -12,6 +12,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // ErrNotDeleted is returned by the Client's Delete methods when no job matched.
@@ -518,8 +520,11 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 		if lengths[i] == 0 {
 			continue
 		}
-		// Every other list is a keyed in-progress list.
+		// Every other list is a keyed in-progress list (one of another type reads as empty).
 		loc, err := c.findInList(ctx, JobStateInProgress, key, jobID, needles, i%2 == 1)
+		if i%2 == 1 && isWrongType(err) {
+			continue
+		}
 		if loc != nil {
 			loc.PoolID = owners[i]
 		}
@@ -533,15 +538,23 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	return nil, ErrJobNotFound
 }
 
-// findKeyed looks for a job ID in the queues of a job name's keys with jobs waiting.
+// findKeyed looks for a job ID in the queues of a job name's keys with jobs waiting. Keyed state that
+// another program overwrote with another type is passed over, as the pools pass it over.
 func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]byte) (*JobLocation, error) {
 	for start := int64(0); ; start += clientBatchSize {
 		keys, _, _, err := c.store.keysByBacklog(ctx, name, start, start+clientBatchSize-1)
+		if isWrongType(err) {
+			return nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}
 		for _, key := range keys {
-			if loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.keyedQueue(name, key), jobID, needles, false); loc != nil || err != nil {
+			loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.keyedQueue(name, key), jobID, needles, false)
+			if isWrongType(err) {
+				continue
+			}
+			if loc != nil || err != nil {
 				return loc, err
 			}
 		}
@@ -787,4 +800,10 @@ func (c *Client) SearchJobs(state, query string, page uint) ([]*JobLocation, int
 		out = []*JobLocation{}
 	}
 	return out, int64(total), nil
+}
+
+// isWrongType reports whether err is Redis's WRONGTYPE error: a key another program overwrote.
+func isWrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(string(re), "WRONGTYPE")
 }
