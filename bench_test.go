@@ -97,26 +97,32 @@ func BenchmarkProcessNoopJobs(b *testing.B) {
 			for _, name := range names {
 				wp.Job(name, func(*Job) error { done.Add(1); return nil })
 			}
-			cmds0, cpu0 := serverStats(b, pool)
-			rt0 := rt.Load()
-			b.ResetTimer()
-			start := time.Now()
-			wp.Start()
-			for done.Load() < int64(b.N) {
-				time.Sleep(time.Millisecond)
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			wp.Drain()
-			rts := rt.Load() - rt0
-			wp.Stop()
-			cmds1, cpu1 := serverStats(b, pool)
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
-			b.ReportMetric(float64(rts)/float64(b.N), "roundtrips/job")
-			b.ReportMetric(float64(cmds1-cmds0-2)/float64(b.N), "rediscmds/job")
-			b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/job")
+			burnDown(b, pool, rt, wp, &done)
 		})
 	}
+}
+
+// burnDown starts wp, whose handlers count the jobs they run in done, times it until it has run b.N
+// jobs (already queued), and reports jobs/s, round trips, Redis commands and Redis CPU per job.
+func burnDown(b *testing.B, pool *redis.Pool, rt *atomic.Int64, wp *WorkerPool, done *atomic.Int64) {
+	cmds0, cpu0 := serverStats(b, pool)
+	rt0 := rt.Load()
+	b.ResetTimer()
+	start := time.Now()
+	wp.Start()
+	for done.Load() < int64(b.N) {
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	wp.Drain()
+	rts := rt.Load() - rt0
+	wp.Stop()
+	cmds1, cpu1 := serverStats(b, pool)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+	b.ReportMetric(float64(rts)/float64(b.N), "roundtrips/job")
+	b.ReportMetric(float64(cmds1-cmds0-2)/float64(b.N), "rediscmds/job")
+	b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/job")
 }
 
 // BenchmarkEnqueue measures single Enqueue calls.
@@ -407,24 +413,7 @@ func BenchmarkProcessKeyedJobs(b *testing.B) {
 			for _, name := range names {
 				wp.JobWithOptions(name, JobOptions{KeyConcurrency: tc.limit}, func(*Job) error { done.Add(1); return nil })
 			}
-			cmds0, cpu0 := serverStats(b, pool)
-			rt0 := rt.Load()
-			b.ResetTimer()
-			start := time.Now()
-			wp.Start()
-			for done.Load() < int64(b.N) {
-				time.Sleep(time.Millisecond)
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			wp.Drain()
-			rts := rt.Load() - rt0
-			wp.Stop()
-			cmds1, cpu1 := serverStats(b, pool)
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
-			b.ReportMetric(float64(rts)/float64(b.N), "roundtrips/job")
-			b.ReportMetric(float64(cmds1-cmds0-2)/float64(b.N), "rediscmds/job")
-			b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/job")
+			burnDown(b, pool, rt, wp, &done)
 		})
 	}
 }

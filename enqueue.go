@@ -111,30 +111,31 @@ func newJob(jobName string, args map[string]interface{}) *Job {
 // are needed. An idle worker pool picks the job up within milliseconds.
 // Example: e.Enqueue("send_email", work.Q{"addr": "test@example.com"})
 func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, error) {
-	if err := checkJobName(jobName); err != nil {
-		return nil, err
-	}
-	job := newJob(jobName, args)
-	raw, err := job.serialize()
+	return e.enqueueKeyed(jobName, args, "")
+}
+
+// enqueueKeyed enqueues a job, to its key's queue when key (checked by the caller) is not "",
+// sharing round trips with concurrent Enqueue calls.
+func (e *Enqueuer) enqueueKeyed(jobName string, args map[string]interface{}, key string) (*Job, error) {
+	job, raw, err := makeJob(jobName, args, key)
 	if err != nil {
 		return nil, err
 	}
 	return e.push(job, raw)
 }
 
-// enqueueKeyed enqueues a job with a key (checked by the caller) to its key's queue, sharing round
-// trips with concurrent Enqueue calls.
-func (e *Enqueuer) enqueueKeyed(jobName string, args map[string]interface{}, key string) (*Job, error) {
+// makeJob makes a new job of a checked name, with a key unless key is "", and encodes it.
+func makeJob(jobName string, args map[string]interface{}, key string) (*Job, []byte, error) {
 	if err := checkJobName(jobName); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	job := newJob(jobName, args)
 	job.Key = key
 	raw, err := job.serialize()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return e.push(job, raw)
+	return job, raw, nil
 }
 
 // push writes an encoded job to its queue (its key's, for a keyed job).
@@ -345,12 +346,7 @@ func (e *Enqueuer) EnqueueIn(jobName string, secondsFromNow int64, args map[stri
 
 // enqueueIn schedules a job, keyed when key is not "".
 func (e *Enqueuer) enqueueIn(jobName string, secondsFromNow int64, args map[string]interface{}, key string) (*ScheduledJob, error) {
-	if err := checkJobName(jobName); err != nil {
-		return nil, err
-	}
-	job := newJob(jobName, args)
-	job.Key = key
-	raw, err := job.serialize()
+	job, raw, err := makeJob(jobName, args, key)
 	if err != nil {
 		return nil, err
 	}
