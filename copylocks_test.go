@@ -64,3 +64,41 @@ func TestCopyingValuesVetsClean(t *testing.T) {
 		t.Fatalf("go vet ./testdata/copylocks: %v\n%s", err, strings.TrimSpace(string(out)))
 	}
 }
+
+// setWire copies every exported field of Job: a field added to Job and left out of it would be lost
+// when a worker decodes a payload through encoding/json.
+func TestSetWireCopiesEveryExportedField(t *testing.T) {
+	var w jobWire
+	v := reflect.ValueOf(&w).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if !v.Type().Field(i).IsExported() {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Int64:
+			f.SetInt(7)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Map:
+			f.Set(reflect.ValueOf(map[string]interface{}{"a": 1.0}))
+		case reflect.Slice:
+			f.SetBytes([]byte("r"))
+		default:
+			t.Fatalf("field %s of kind %s: teach this test to set it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	var j Job
+	j.setWire(&w)
+	got := reflect.ValueOf(j)
+	for i := 0; i < got.NumField(); i++ {
+		if !got.Type().Field(i).IsExported() {
+			continue
+		}
+		if !reflect.DeepEqual(got.Field(i).Interface(), v.Field(i).Interface()) {
+			t.Errorf("setWire left %s out", got.Type().Field(i).Name)
+		}
+	}
+}

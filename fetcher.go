@@ -314,7 +314,7 @@ func (f *fetcher) exchange(n int) error {
 			if q.keyed {
 				// A keyed job's in-progress entry is "<key>\n<payload>" (lua/lib/keyed.lua).
 				if i := bytes.IndexByte(raw, '\n'); i > 0 {
-					j.fetchedKey, j.raw = string(raw[:i]), raw[i+1:]
+					j.raw = raw[i+1:]
 				}
 			}
 			k++

@@ -41,14 +41,14 @@ type Job struct {
 	// Tracked is set for a job that has a record from its enqueue on (see EnqueueOptions.Track):
 	// the pool that finishes it updates the record and starts the jobs waiting for it.
 	Tracked bool `json:"tracked,omitempty"`
-	// Key is the job's key (EnqueueOptions.Key): the tenant, account or other party it works for,
-	// whose jobs of its name are dispatched fairly against other keys' and within the limits set per
-	// key (JobOptions.KeyConcurrency, KeyRateLimit). Empty for a job without one.
-	Key string `json:"key,omitempty"`
 	// KeyHold is set on a keyed job waiting in the retry set that keeps its key's concurrency slot
 	// (JobOptions.KeyRetryInOrder): the pools free the slot when they move the job back to the front
 	// of its key's queue, or when the Client deletes it.
 	KeyHold bool `json:"key_hold,omitempty"`
+	// Key is the job's key (EnqueueOptions.Key): the tenant, account or other party it works for,
+	// whose jobs of its name are dispatched fairly against other keys' and within the limits set per
+	// key (JobOptions.KeyConcurrency, KeyRateLimit). Empty for a job without one.
+	Key string `json:"key,omitempty"`
 
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.
@@ -62,12 +62,32 @@ type Job struct {
 	raw    []byte      // the bytes as fetched from Redis (the in-progress member)
 	rawArg interface{} // raw as the fetch reply held it, ready to pass back as a script argument
 	q      *queue      // the queue it was fetched from
-	// fetchedKey is the key whose queue a keyed job was fetched from; its in-progress entry (rawArg)
-	// is that key, a newline, then raw.
-	fetchedKey string
-	argError   error
-	observer   *workerState // set while a worker runs the job, for Checkin
-	result     []byte       // set by SetResult
+	// A keyed job's in-progress entry (rawArg) is the key whose queue it was fetched from, a line
+	// feed, then raw: see fetchedKey.
+	argError error
+	observer *workerState // set while a worker runs the job, for Checkin
+	result   []byte       // set by SetResult
+}
+
+// fetchedKey returns the key whose queue a keyed job was fetched from (nil for a job of a name's own
+// queue): the start of its in-progress entry, up to the line feed.
+func (j *Job) fetchedKey() []byte {
+	if j.q == nil || !j.q.keyed {
+		return nil
+	}
+	entry, _ := j.rawArg.([]byte)
+	if i := bytes.IndexByte(entry, '\n'); i > 0 {
+		return entry[:i]
+	}
+	return nil
+}
+
+// setWire sets j's exported fields, those of the wire format, to w's, leaving the others (how the
+// job was fetched, which the pool's sweeper reads) untouched.
+func (j *Job) setWire(w *jobWire) {
+	j.Name, j.ID, j.EnqueuedAt, j.Args, j.Unique, j.UniqueKey = w.Name, w.ID, w.EnqueuedAt, w.Args, w.Unique, w.UniqueKey
+	j.Fails, j.LastErr, j.FailedAt = w.Fails, w.LastErr, w.FailedAt
+	j.Batch, j.Tracked, j.KeyHold, j.Key, j.Raw = w.Batch, w.Tracked, w.KeyHold, w.Key, w.Raw
 }
 
 // ScheduledJob represents a job in the scheduled queue.

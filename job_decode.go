@@ -11,15 +11,14 @@ import (
 // decodeJob would, and checks that it names its queue. Payloads of the usual shape take a path
 // without reflection (decodeFast); anything else goes through encoding/json.
 func decodeFetched(j *Job, queueName string) error {
-	raw, rawArg, q, fetchedKey := j.raw, j.rawArg, j.q, j.fetchedKey
-	if !decodeFast(j, raw, queueName) {
-		w, err := decodeWire(raw)
+	if !decodeFast(j, j.raw, queueName) {
+		w, err := decodeWire(j.raw)
 		if err != nil {
 			return fmt.Errorf("malformed job payload: %w", err)
 		}
-		*j = Job(*w)
-		j.raw, j.rawArg, j.q, j.fetchedKey = raw, rawArg, q, fetchedKey
+		j.setWire(w)
 	}
+	q, fetchedKey := j.q, string(j.fetchedKey())
 	if j.Name == "" {
 		return errors.New("malformed job payload: no job name")
 	}

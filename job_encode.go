@@ -55,12 +55,12 @@ func encodeFast(b []byte, j *Job) ([]byte, bool) {
 	if j.Tracked {
 		b = append(b, `,"tracked":true`...)
 	}
+	if j.KeyHold {
+		b = append(b, `,"key_hold":true`...)
+	}
 	if j.Key != "" {
 		b = append(b, `,"key":`...)
 		b = appendJSONString(b, j.Key)
-	}
-	if j.KeyHold {
-		b = append(b, `,"key_hold":true`...)
 	}
 	return append(b, '}'), validStrings(j)
 }

@@ -5,6 +5,7 @@ package work
 // header describes the state.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -309,18 +310,18 @@ func (s *store) newKeyedQueueArgs(name, poolID string, limited bool, rl rateLimi
 // indexes in x.ops), key by key, so that the script counts each key's freed slots once; it sorts
 // acks into that order, which is the order of their outcomes in the reply.
 func (x *exchange) keyedAcks(args []interface{}, g int, acks []int) []interface{} {
-	slices.SortStableFunc(acks, func(a, b int) int { return strings.Compare(x.ops[a].job.fetchedKey, x.ops[b].job.fetchedKey) })
+	slices.SortStableFunc(acks, func(a, b int) int { return bytes.Compare(x.ops[a].job.fetchedKey(), x.ops[b].job.fetchedKey()) })
 	keys := 0
 	for i, a := range acks {
-		if i == 0 || x.ops[a].job.fetchedKey != x.ops[acks[i-1]].job.fetchedKey {
+		if i == 0 || !bytes.Equal(x.ops[a].job.fetchedKey(), x.ops[acks[i-1]].job.fetchedKey()) {
 			keys++
 		}
 	}
 	args = append(args, "K", g+1, keys)
 	for i := 0; i < len(acks); {
-		key := x.ops[acks[i]].job.fetchedKey
+		key := x.ops[acks[i]].job.fetchedKey()
 		j := i
-		for j < len(acks) && x.ops[acks[j]].job.fetchedKey == key {
+		for j < len(acks) && bytes.Equal(x.ops[acks[j]].job.fetchedKey(), key) {
 			j++
 		}
 		args = append(args, key, j-i)

@@ -12,28 +12,21 @@ import (
 type sweeper struct {
 	r         *poolRun
 	mu        sync.Mutex // guards held and active
-	held      map[*Job]heldEntry
+	held      map[*Job]struct{}
 	lastSweep time.Time
 	active    bool   // fetched since the last sweep
 	sweptErrs uint64 // the store's error count at the last sweep
 }
 
-// heldEntry is where a held job's in-progress entry is: copied when the job is fetched, since the
-// worker that runs the job rewrites its fields as it decodes it.
-type heldEntry struct {
-	queue string // the id of the queue whose in-progress list holds it
-	entry []byte
-}
-
 func newSweeper(r *poolRun) *sweeper {
-	return &sweeper{r: r, held: make(map[*Job]heldEntry)}
+	return &sweeper{r: r, held: make(map[*Job]struct{})}
 }
 
-// hold records a job just fetched, before a worker has it.
+// hold records a job just fetched. A worker that decodes the job changes only its exported fields
+// (Job.setWire), so the sweep may read how it was fetched (q, rawArg) meanwhile.
 func (s *sweeper) hold(j *Job) {
-	entry, _ := j.rawArg.([]byte)
 	s.mu.Lock()
-	s.held[j] = heldEntry{queue: j.q.id, entry: entry}
+	s.held[j] = struct{}{}
 	s.active = true
 	s.mu.Unlock()
 }
@@ -74,8 +67,10 @@ func (s *sweeper) sweep() {
 	held := make(map[string][][]byte, len(s.r.queueIDs))
 	s.mu.Lock()
 	s.active = false
-	for _, h := range s.held {
-		held[h.queue] = append(held[h.queue], h.entry)
+	for j := range s.held {
+		// The in-progress entry, by the id of the queue whose list holds it.
+		entry, _ := j.rawArg.([]byte)
+		held[j.q.id] = append(held[j.q.id], entry)
 	}
 	s.mu.Unlock()
 	n, err := s.r.wp.store.sweep(s.r.ctx, s.r.poolID, s.r.names, held)
