@@ -421,6 +421,8 @@ func FuzzDecodeFetchedAgreesWithDecodeJob(f *testing.F) {
 		`{"name":"x"} trailing`,
 		`{"name":"x","unique":null}`,
 		`{"name":"y","id":"a"}`,
+		`{"name":"x","key":"acme"}`,
+		`{"nAme":"x","keY":"0"}`,
 		`{}`,
 		``,
 	} {
@@ -433,6 +435,10 @@ func FuzzDecodeFetchedAgreesWithDecodeJob(f *testing.F) {
 		want, wantErr := decodeJob(append([]byte(nil), data...))
 		if wantErr == nil && want.Name != "x" {
 			wantErr = errors.New("other queue")
+		}
+		// The queue of name x holds unkeyed jobs: a keyed one found there is refused.
+		if wantErr == nil && want.Key != "" {
+			wantErr = errors.New("keyed job in the queue of its name")
 		}
 		got := &Job{raw: data, q: &queue{name: "x"}}
 		gotErr := decodeFetched(got, "x")
