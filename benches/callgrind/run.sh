@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Counts the instructions Redis executes per job for three ways of fetching and acknowledging jobs,
+# with callgrind: unkeyed (the exchange script's RPOP with a count), the least dispatch that keeps a
+# queue per key (cycle_floor.lua), and the library's keyed fetch and acknowledgement
+# (cycle_keyed.lua on lua/lib/keyed.lua). Instruction counts do not depend on the machine's load, so
+# the three compare where a timed run on a shared machine cannot. It runs the Lua directly, not the
+# whole exchange script, so it leaves out what all three share (the call itself, statistics, locks).
+#
+#   benches/callgrind/run.sh [jobs per take] [takes]    # defaults 50 and 36: 1,800 jobs a case
+#
+# Needs valgrind (apt-get install valgrind) and redis-server; starts its own server on a free port.
+set -euo pipefail
+cd "$(dirname "$0")"
+n=${1:-50}
+takes=${2:-36}
+lib=../../lua/lib
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+tmp=$(mktemp -d)
+valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+  redis-server --port "$port" --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
+vg=$!
+trap 'kill $vg 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
+for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+
+cat "$lib/keychecks.lua" "$lib/keyed.lua" cycle_keyed.lua >"$tmp/cycle_keyed.lua"
+# measure LABEL SCRIPT LIMIT: runs SCRIPT between a reset of callgrind's counts and a dump of them
+# (the dumps are numbered), and prints the instructions per job.
+dumps=0
+measure() {
+  callgrind_control -z "$vg" >/dev/null 2>&1
+  local jobs ir
+  jobs=$(redis-cli -p "$port" --eval "$2" , "$3" "$n" "$takes")
+  callgrind_control -d "$vg" >/dev/null 2>&1
+  dumps=$((dumps + 1))
+  ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg.out.$dumps")
+  printf '%-42s %6d jobs  %9d instructions a job\n' "$1" "$jobs" $((ir / jobs))
+}
+jobs=$((n * takes))
+redis-cli -p "$port" --eval setup_unkeyed.lua , "$jobs" >/dev/null
+measure "unkeyed" cycle_unkeyed.lua 0
+for keys in 100000 10; do
+  per=$(( (jobs + keys - 1) / keys ))
+  redis-cli -p "$port" --eval setup_keyed.lua , "$keys" "$per" >/dev/null
+  measure "least per-key dispatch, $keys keys" cycle_floor.lua 0
+  redis-cli -p "$port" --eval setup_keyed.lua , "$keys" "$per" >/dev/null
+  measure "keyed, $keys keys" "$tmp/cycle_keyed.lua" 0
+  redis-cli -p "$port" --eval setup_keyed.lua , "$keys" "$per" >/dev/null
+  measure "keyed, $keys keys, KeyConcurrency 1" "$tmp/cycle_keyed.lua" 1
+done
