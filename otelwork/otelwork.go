@@ -244,15 +244,22 @@ func EnqueueIn(ctx context.Context, e *work.Enqueuer, jobName string, secondsFro
 // they were given, without the trace context). A duplicate returns (nil, nil) and, as with
 // EnqueueUniqueByKey, replaces the args of the waiting job, trace context included.
 func EnqueueUniqueByKey(ctx context.Context, e *work.Enqueuer, jobName string, args, keyMap map[string]interface{}, opts ...Option) (*work.Job, error) {
-	if keyMap == nil {
-		keyMap = args
-		if keyMap == nil {
-			keyMap = map[string]interface{}{}
-		}
-	}
+	keyMap = uniqueBy(keyMap, args)
 	return produce(ctx, e, jobName, "", args, opts, func(a map[string]interface{}) (*work.Job, error) {
 		return e.EnqueueUniqueByKey(jobName, a, keyMap)
 	})
+}
+
+// uniqueBy returns what decides a unique job's uniqueness: keyMap, or else args as they were given
+// (before the trace context is added to them), or else an empty map.
+func uniqueBy(keyMap, args map[string]interface{}) map[string]interface{} {
+	switch {
+	case keyMap != nil:
+		return keyMap
+	case args != nil:
+		return args
+	}
+	return map[string]interface{}{}
 }
 
 // EnqueueWith enqueues a job with options like e.EnqueueWith (a key, dependencies, a record, a time,
@@ -260,11 +267,8 @@ func EnqueueUniqueByKey(ctx context.Context, e *work.Enqueuer, jobName string, a
 // work.job.key. A unique job (Unique without UniqueBy) compares args as they were given, without the
 // trace context, as EnqueueUniqueByKey does; a duplicate returns (nil, nil).
 func EnqueueWith(ctx context.Context, e *work.Enqueuer, jobName string, args map[string]interface{}, eo work.EnqueueOptions, opts ...Option) (*work.Job, error) {
-	if eo.Unique && eo.UniqueBy == nil {
-		eo.UniqueBy = args
-		if eo.UniqueBy == nil {
-			eo.UniqueBy = map[string]interface{}{}
-		}
+	if eo.Unique {
+		eo.UniqueBy = uniqueBy(eo.UniqueBy, args)
 	}
 	return produce(ctx, e, jobName, eo.Key, args, opts, func(a map[string]interface{}) (*work.Job, error) {
 		return e.EnqueueWith(jobName, a, eo)

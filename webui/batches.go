@@ -171,7 +171,7 @@ func (s *Server) batchList(r *http.Request) (*batchesData, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &batchesData{Rows: bs, Total: total, Page: int64(page), Pages: (total + 19) / 20}
+	d := &batchesData{Rows: bs, Total: total, Page: int64(page), Pages: pageCount(total)}
 	link := func(p int64) string { return "batches?" + url.Values{"page": {strconv.FormatInt(p, 10)}}.Encode() }
 	d.PrevURL, d.NextURL = pageLinks(d.Page, d.Pages, link)
 	return d, nil

@@ -170,8 +170,9 @@ func newKeyRow(name string, k *work.KeyInfo) keyRow {
 		row.Overrides = append(row.Overrides, "no concurrency limit")
 	}
 	if l.RateLimit.Jobs > 0 {
-		row.Form.Rate = fmt.Sprintf("%d/%s", l.RateLimit.Jobs, periodText(l.RateLimit.Period))
-		row.Overrides = append(row.Overrides, fmt.Sprintf("%d per %s", l.RateLimit.Jobs, periodText(l.RateLimit.Period)))
+		period := periodText(l.RateLimit.Period)
+		row.Form.Rate = fmt.Sprintf("%d/%s", l.RateLimit.Jobs, period)
+		row.Overrides = append(row.Overrides, fmt.Sprintf("%d per %s", l.RateLimit.Jobs, period))
 	}
 	if l.Weight > 0 {
 		row.Overrides = append(row.Overrides, fmt.Sprintf("weight %d", l.Weight))
@@ -249,6 +250,7 @@ func (s *Server) keyList(r *http.Request) (*keysData, error) {
 	for _, st := range stats {
 		if st.JobName == name {
 			d.Stat = st
+			break
 		}
 	}
 	if d.Query != "" {
@@ -257,7 +259,7 @@ func (s *Server) keyList(r *http.Request) (*keysData, error) {
 			return nil, keyError(name, err)
 		}
 		row := newKeyRow(name, k)
-		d.One, d.Total = &row, 1
+		d.One = &row
 		return d, nil
 	}
 	keys, total, err := s.client.Keys(name, page)
@@ -267,7 +269,7 @@ func (s *Server) keyList(r *http.Request) (*keysData, error) {
 	for _, k := range keys {
 		d.Rows = append(d.Rows, newKeyRow(name, k))
 	}
-	d.Total, d.Pages = total, (total+19)/20
+	d.Total, d.Pages = total, pageCount(total)
 	link := func(p int64) string { return d.ListURL + "&" + url.Values{"page": {strconv.FormatInt(p, 10)}}.Encode() }
 	d.PrevURL, d.NextURL = pageLinks(d.Page, d.Pages, link)
 	return d, nil

@@ -520,7 +520,7 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 			}
 		}
 	}
-	d.Pages = (d.Total + 19) / 20
+	d.Pages = pageCount(d.Total)
 	link := func(p int64) string {
 		v := url.Values{}
 		if q != "" {
@@ -532,6 +532,9 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 	d.PrevURL, d.NextURL = pageLinks(d.Page, d.Pages, link)
 	return d, nil
 }
+
+// pageCount is the number of pages of a list of total items, at the Client's 20 a page.
+func pageCount(total int64) int64 { return (total + 19) / 20 }
 
 // pageLinks returns the links to the pages before and after page of a list of pages pages ("" where
 // there is none); a page past the end links back to the last one.

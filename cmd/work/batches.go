@@ -197,8 +197,7 @@ func (a *app) batchesCommand() *cobra.Command {
 			if err := t.flush(); err != nil {
 				return err
 			}
-			p := max(page, 1)
-			fmt.Fprintf(a.stdout, "page %d of %d, %d %s\n", p, (total+19)/20, total, plural(total, "batch", "batches"))
+			pageFooter(a.stdout, page, total, "batch", "batches")
 			return nil
 		},
 	}

@@ -188,54 +188,24 @@ it is a keyed job: it waits in its key's queue and is served in its key's turn (
 				return err
 			}
 			e := work.NewEnqueuer(a.ns, a.pool)
+			// EnqueueWith serves every combination: keyed or not, unique or not, now or later.
+			opts := work.EnqueueOptions{Key: key, Unique: unique}
+			if secs > 0 {
+				opts.At = time.Now().Add(time.Duration(secs) * time.Second)
+			}
+			j, err := e.EnqueueWith(name, q, opts)
+			if errors.Is(err, work.ErrMalformedKey) {
+				return malformedKey(err)
+			}
+			if err != nil {
+				return err
+			}
 			res := enqueueResult{}
-			switch {
-			case key != "":
-				opts := work.EnqueueOptions{Key: key, Unique: unique}
-				if secs > 0 {
-					opts.At = time.Now().Add(time.Duration(secs) * time.Second)
-				}
-				j, err := e.EnqueueWith(name, q, opts)
-				if errors.Is(err, work.ErrMalformedKey) {
-					return malformedKey(err)
-				}
-				if err != nil {
-					return err
-				}
-				if j != nil {
-					res = enqueueResult{Enqueued: true, Job: j}
-					if secs > 0 {
-						res.RunAt = opts.At.Unix()
-					}
-				}
-			case secs > 0 && unique:
-				sj, err := e.EnqueueUniqueIn(name, secs, q)
-				if err != nil {
-					return err
-				}
-				if sj != nil {
-					res = enqueueResult{Enqueued: true, Job: sj.Job, RunAt: sj.RunAt}
-				}
-			case secs > 0:
-				sj, err := e.EnqueueIn(name, secs, q)
-				if err != nil {
-					return err
-				}
-				res = enqueueResult{Enqueued: true, Job: sj.Job, RunAt: sj.RunAt}
-			case unique:
-				j, err := e.EnqueueUnique(name, q)
-				if err != nil {
-					return err
-				}
-				if j != nil {
-					res = enqueueResult{Enqueued: true, Job: j}
-				}
-			default:
-				j, err := e.Enqueue(name, q)
-				if err != nil {
-					return err
-				}
+			if j != nil {
 				res = enqueueResult{Enqueued: true, Job: j}
+				if secs > 0 {
+					res.RunAt = opts.At.Unix()
+				}
 			}
 			if a.json {
 				return printJSON(a.stdout, res)
@@ -417,11 +387,7 @@ func (a *app) setCommand(state string) *cobra.Command {
 			if err := t.flush(); err != nil {
 				return err
 			}
-			p := page
-			if p == 0 {
-				p = 1
-			}
-			fmt.Fprintf(a.stdout, "page %d of %d, %d %s\n", p, (total+19)/20, total, map[bool]string{true: "job", false: "jobs"}[total == 1])
+			pageFooter(a.stdout, page, total, "job", "jobs")
 			return nil
 		},
 	}

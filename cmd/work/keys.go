@@ -15,9 +15,6 @@ import (
 	"github.com/workqueue/work"
 )
 
-// keysPerPage is the page size of Client.Keys.
-const keysPerPage = 20
-
 // keyError turns the library's refusal of a key into a usage error, and a key of the name's keyed
 // state that another program overwrote into a clear error.
 func keyError(name string, err error) error {
@@ -213,7 +210,7 @@ With --json it prints {"count":N,"keys":[...]}, or the key.`,
 			if err := t.flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "page %d of %d, %d %s\n", p, (total+keysPerPage-1)/keysPerPage, total, plural(total, "key", "keys"))
+			pageFooter(a.stdout, page, total, "key", "keys")
 			return nil
 		},
 	}

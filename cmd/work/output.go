@@ -133,6 +133,14 @@ func orDash(s string) string {
 }
 
 // plural picks the word for n things.
+// pageSize is the length of the Client's pages (jobs of a set, batches, keys).
+const pageSize = 20
+
+// pageFooter prints the line under a page of a listing: "page 2 of 5, 97 jobs". page 0 is page 1.
+func pageFooter(w io.Writer, page uint, total int64, one, many string) {
+	fmt.Fprintf(w, "page %d of %d, %d %s\n", max(page, 1), (total+pageSize-1)/pageSize, total, plural(total, one, many))
+}
+
 func plural(n int64, one, many string) string {
 	if n == 1 {
 		return one
