@@ -482,8 +482,7 @@ func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 	var gone []string
 	for _, id := range ids {
 		h, err := c.store.batchStatus(ctx, id)
-		var re redis.Error
-		if errors.As(err, &re) && strings.HasPrefix(string(re), "WRONGTYPE") {
+		if isWrongType(err) {
 			// Another program overwrote this batch's key: listed as damaged, the page goes on.
 			out = append(out, &BatchStatus{ID: id, Damaged: true})
 			continue

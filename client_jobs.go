@@ -611,8 +611,10 @@ func (c *Client) findInList(ctx context.Context, state, key, jobID string, needl
 	var loc *JobLocation
 	err := c.eachListChunk(ctx, key, func(chunk [][]byte) bool {
 		for _, m := range chunk {
-			if i := bytes.IndexByte(m, '\n'); entries && i > 0 {
-				m = m[i+1:]
+			if entries {
+				if i := bytes.IndexByte(m, '\n'); i > 0 {
+					m = m[i+1:]
+				}
 			}
 			if j, ok, is := matchID(m, jobID, needles); is {
 				loc = &JobLocation{State: state, Job: j, Decoded: ok, Payload: string(m)}

@@ -125,3 +125,51 @@ func TestKeyedStateOfTheWrongTypeStopsOnlyItsOwner(t *testing.T) {
 		t.Fatal("a refused enqueue wrote the key's queue")
 	}
 }
+
+// A pool's keyed in-progress list overwritten with another type stops its keyed takes; the jobs it
+// popped go back to their keys' queues and the keys back to their turns, so they run once the list
+// is repaired, even keys whose only job it was.
+func TestKeyedInProgressOfTheWrongTypePutsKeysBack(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	var mu sync.Mutex
+	ran := map[string]int{}
+	h := func(j *Job) error {
+		mu.Lock()
+		ran[j.Name+"/"+j.Key]++
+		mu.Unlock()
+		return nil
+	}
+	count := func(k string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return ran[k]
+	}
+	for _, key := range []string{"a", "b"} {
+		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wp := NewWorkerPool(bhvCtx{}, 4, ns, pool).Job("mail", h).Job("sms", h)
+	inprogress := ns + ":keyed:mail:" + wp.workerPoolID + ":inprogress"
+	rdo(t, pool, "SET", inprogress, "x")
+	bhvStart(t, wp)
+	// An unkeyed job enqueued after the pool started runs: the pool has fetched since.
+	if _, err := e.Enqueue("sms", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the unkeyed job to run", func() bool { return count("sms/") == 1 })
+	if count("mail/a")+count("mail/b") != 0 {
+		t.Fatal("a keyed job ran while the pool's keyed in-progress list was broken")
+	}
+	rdo(t, pool, "DEL", inprogress)
+	// A new keyed job wakes the pool; the old keys must have their turns back to run.
+	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "every key's job to run", func() bool {
+		return count("mail/a") == 1 && count("mail/b") == 1 && count("mail/c") == 1
+	})
+}

@@ -161,7 +161,7 @@ func (s *store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 }
 
 // push is one job of an enqueueMany call: its queue, payload and what to send with it, then the
-// outcome (the queue's length after the push, or the error of this job's push).
+// outcome (the error of this job's push and, for an unkeyed job, the queue's length after it).
 type push struct {
 	name     string
 	key      string // a keyed job's key: the push runs enqueueKeyedScript

@@ -8,10 +8,11 @@ import (
 
 // upkeep bounds what would otherwise grow in Redis for as long as a service runs: every minute (with
 // some jitter, so pools spread their passes) it trims the dead set within
-// WorkerPoolOptions.DeadMaxJobs and DeadMaxAge, and walks part of the batch index for batches that
-// are gone (the requeuer drops the others when their status expires, as it moves due jobs). Each call costs O(log n + removed) in Redis and removes at most upkeepBudget
-// entries, looping while there is more, so a large backlog goes in short steps. Several pools doing
-// it at once is harmless.
+// WorkerPoolOptions.DeadMaxJobs and DeadMaxAge, and trims the batch index: the batches whose status
+// expired (which the requeuer drops too, as it moves due jobs, so they leave at once) and, walking a
+// part of the index each pass, batches gone another way. Each call costs O(log n + removed) in
+// Redis and removes at most upkeepBudget entries, looping while there is more, so a large backlog
+// goes in short steps. Several pools doing it at once is harmless.
 type upkeep struct {
 	r *poolRun
 	// batchWalk is the rank of the batch index from which the next pass checks for entries whose

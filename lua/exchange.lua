@@ -36,7 +36,7 @@
 --   Candidates are tried in the order given; what a queue cannot give passes to the next ones, so a
 --   candidate with a share of 0 may still give jobs.
 -- ARGV then outcomes, each an op code and its arguments, to the end of ARGV (g is a group number):
---   A g n p1..pn   n jobs of group g done, by their in-progress payloads
+--   A g n p1..pn   n jobs of group g, a queue, done, by their in-progress payloads
 --   K g k key1 n1 p1..pn1 .. keyk nk p1..pnk   jobs of keyed group g done, key by key
 --   R|D|S g p score member   move job p to the retry, dead or scheduled set as member
 --   Q g p          put job p back at the fetch end of its queue
@@ -143,7 +143,6 @@ while a <= #ARGV do
       if type(r) ~= 'number' then done[#done+1] = 'e'
       elseif r > 0 then
         done[#done+1] = '1'; n_ended = n_ended + 1
-        if keyed[g] then endKeyed(g, ARGV[i]) end
       else done[#done+1] = '0' end
     end
     if n_ended > 0 then ended[g] = (ended[g] or 0) + n_ended end

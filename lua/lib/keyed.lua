@@ -162,7 +162,7 @@ local function keyedRelease(k, K, n, rearm, name, channel)
   end
 end
 
--- keyedPairs returns the fields of key K in the conf hash, in the order keyedConf reads them.
+-- CONF_FIELDS are the prefixes of a key's fields in the conf hash, in the order keyedConf reads them.
 local CONF_FIELDS = {'p:', 'c:', 'w:', 'r:'}
 
 -- keyedConf reads the overrides of keys (a list) from the conf hash in one call: per key, a table
@@ -410,14 +410,21 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     redis.pcall('hset', k.meta, 'vt', tostring(vt))
     return 0
   end
-  -- The entries into the in-progress list: a list of another type puts every job back.
+  -- The entries into the in-progress list: a list of another type puts every job back, and every
+  -- key served back in ready (one drained or at its limit would otherwise get no turn again).
   for i = first, #out, 1000 do
     if type(redis.pcall('lpush', inprogress, unpack(out, i, math.min(#out, i + 999)))) ~= 'number' then
       for j = #out, first, -1 do
         local K, payload = keyedSplit(out[j])
-        redis.call('rpush', k.p .. '{' .. K .. '}', payload)
+        redis.call('rpush', keyedQueue(k, K), payload)
         out[j] = nil
       end
+      local add = {}
+      for K in pairs(taken) do
+        add[#add + 1] = vt
+        add[#add + 1] = K
+      end
+      redis.pcall('zadd', k.ready, 'NX', unpack(add))
       return nil
     end
   end
