@@ -81,41 +81,6 @@ func TestClientKeysListsBusiestFirst(t *testing.T) {
 	}
 }
 
-// keyedStarts records the order in which jobs start, by key.
-type keyedStarts struct {
-	mu     sync.Mutex
-	keys   []string
-	times  map[string][]time.Time
-	active map[string]int
-	most   map[string]int
-}
-
-func newKeyedStarts() *keyedStarts {
-	return &keyedStarts{times: map[string][]time.Time{}, active: map[string]int{}, most: map[string]int{}}
-}
-
-func (s *keyedStarts) handler(d time.Duration) func(*Job) error {
-	return func(j *Job) error {
-		s.mu.Lock()
-		s.keys = append(s.keys, j.Key)
-		s.times[j.Key] = append(s.times[j.Key], time.Now())
-		s.active[j.Key]++
-		s.most[j.Key] = max(s.most[j.Key], s.active[j.Key])
-		s.mu.Unlock()
-		time.Sleep(d)
-		s.mu.Lock()
-		s.active[j.Key]--
-		s.mu.Unlock()
-		return nil
-	}
-}
-
-func (s *keyedStarts) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.keys)
-}
-
 // A paused key waits while the others run; resumed, it runs. An override raises one key's limit
 // above its name's KeyConcurrency.
 func TestKeyPauseAndOverride(t *testing.T) {
@@ -137,21 +102,21 @@ func TestKeyPauseAndOverride(t *testing.T) {
 	if _, err := e.EnqueueBatch(jobs); err != nil {
 		t.Fatal(err)
 	}
-	s := newKeyedStarts()
+	s := newKeyedRun()
 	bhvStart(t, NewWorkerPool(bhvCtx{}, 10, ns, pool).JobWithOptions("mail", JobOptions{KeyConcurrency: 1}, s.handler(20*time.Millisecond)))
-	eventually(t, 20*time.Second, "the unpaused keys' jobs", func() bool { return s.count() == 24 })
+	eventually(t, 20*time.Second, "the unpaused keys' jobs", func() bool { return s.started() == 24 })
 	s.mu.Lock()
-	if len(s.times["held"]) != 0 {
-		t.Fatalf("%d jobs of a paused key ran", len(s.times["held"]))
+	if len(s.order["held"]) != 0 {
+		t.Fatalf("%d jobs of a paused key ran", len(s.order["held"]))
 	}
-	if s.most["big"] != 3 || s.most["small"] != 1 {
-		t.Fatalf("most running at once: big %d (override 3), small %d (KeyConcurrency 1)", s.most["big"], s.most["small"])
+	if s.max["big"] != 3 || s.max["small"] != 1 {
+		t.Fatalf("most running at once: big %d (override 3), small %d (KeyConcurrency 1)", s.max["big"], s.max["small"])
 	}
 	s.mu.Unlock()
 	if err := c.UnpauseKey("mail", "held"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the resumed key's jobs", func() bool { return s.count() == 36 })
+	eventually(t, 20*time.Second, "the resumed key's jobs", func() bool { return s.started() == 36 })
 }
 
 // While two keys have jobs waiting, one of weight 3 gets three jobs to the other's one.
@@ -170,9 +135,9 @@ func TestKeyWeightGivesMoreTurns(t *testing.T) {
 	if _, err := e.EnqueueBatch(jobs); err != nil {
 		t.Fatal(err)
 	}
-	s := newKeyedStarts()
+	s := newKeyedRun()
 	bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("mail", s.handler(0)))
-	eventually(t, 20*time.Second, "every job", func() bool { return s.count() == 600 })
+	eventually(t, 20*time.Second, "every job", func() bool { return s.started() == 600 })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	heavy := 0
@@ -187,34 +152,38 @@ func TestKeyWeightGivesMoreTurns(t *testing.T) {
 	}
 }
 
-// A key past its KeyRateLimit waits while other keys go on: each key starts at most its burst plus
-// one job per interval.
+// A key past its KeyRateLimit waits while other keys go on: with 4 jobs an hour, each key starts its
+// burst of 4 and no more, while a key enqueued after them runs its own.
 func TestKeyRateLimitPacesEachKey(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	e := NewEnqueuer(ns, pool)
-	var jobs []BatchJob
-	for i := 0; i < 12; i++ {
-		jobs = append(jobs, BatchJob{Name: "mail", Key: "a"}, BatchJob{Name: "mail", Key: "b"})
+	enqueue := func(keys ...string) {
+		t.Helper()
+		var jobs []BatchJob
+		for i := 0; i < 6; i++ {
+			for _, k := range keys {
+				jobs = append(jobs, BatchJob{Name: "mail", Key: k})
+			}
+		}
+		if _, err := e.EnqueueBatch(jobs); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := e.EnqueueBatch(jobs); err != nil {
-		t.Fatal(err)
-	}
-	s := newKeyedStarts()
+	enqueue("a", "b")
+	s := newKeyedRun()
 	bhvStart(t, NewWorkerPool(bhvCtx{}, 10, ns, pool).JobWithOptions("mail",
-		JobOptions{KeyRateLimit: RateLimit{Jobs: 4, Period: time.Second}}, s.handler(0)))
-	eventually(t, 30*time.Second, "every job", func() bool { return s.count() == 24 })
+		JobOptions{KeyRateLimit: RateLimit{Jobs: 4, Period: time.Hour}}, s.handler(0)))
+	eventually(t, 20*time.Second, "the bursts of a and b", func() bool { return s.started() == 8 })
+	// Key c, enqueued once a and b are past their rate, runs its burst: the pool goes on fetching.
+	enqueue("c")
+	eventually(t, 20*time.Second, "the burst of c", func() bool { return s.started() == 12 })
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, k := range []string{"a", "b"} {
-		ts := s.times[k]
-		// GCRA: a burst of 4, then one every 250 ms, so job i+4 starts at least 1 s after job i
-		// (less the clock's few milliseconds); a slower machine only makes the gaps longer.
-		for i := 0; i+4 < len(ts); i++ {
-			if gap := ts[i+4].Sub(ts[i]); gap < 950*time.Millisecond {
-				t.Fatalf("key %s: jobs %d and %d started %v apart, under the 1s that 4 per second allows", k, i, i+4, gap)
-			}
+	for _, k := range []string{"a", "b", "c"} {
+		if n := len(s.order[k]); n != 4 {
+			t.Errorf("key %s started %d jobs, want its burst of 4 (4 an hour)", k, n)
 		}
 	}
 }
@@ -232,9 +201,9 @@ func TestSmallKeysOvertakeABacklog(t *testing.T) {
 	if _, err := e.EnqueueBatch(jobs); err != nil {
 		t.Fatal(err)
 	}
-	s := newKeyedStarts()
+	s := newKeyedRun()
 	bhvStart(t, NewWorkerPool(bhvCtx{}, 4, ns, pool).Job("mail", s.handler(time.Millisecond)))
-	eventually(t, 10*time.Second, "the backlog to start", func() bool { return s.count() > 50 })
+	eventually(t, 10*time.Second, "the backlog to start", func() bool { return s.started() > 50 })
 	jobs = jobs[:0]
 	for k := 0; k < 20; k++ {
 		for i := 0; i < 3; i++ {
@@ -247,13 +216,13 @@ func TestSmallKeysOvertakeABacklog(t *testing.T) {
 	eventually(t, 20*time.Second, "the small keys' jobs", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.keys)-len(s.times["whale"]) == 60
+		return len(s.keys)-len(s.order["whale"]) == 60
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The small keys' 60 jobs take 60 turns among 21 keys: the whale gets about one in 21 of them,
 	// plus what pools held already; the small keys do not wait for its 2,000.
-	whale := len(s.times["whale"])
+	whale := len(s.order["whale"])
 	t.Logf("whale jobs started by the time the 60 small ones had: %d", whale)
 	if whale > 300 {
 		t.Fatalf("the whale had %d jobs started by the time 60 small jobs enqueued after its backlog ran", whale)
@@ -307,9 +276,7 @@ func TestKeyRetryInOrder(t *testing.T) {
 			if !inOrder && got != "[0 2 3 1]" {
 				t.Fatalf("without KeyRetryInOrder the key ran %s, want [0 2 3 1]", got)
 			}
-			eventually(t, 5*time.Second, "the key's slot to be free", func() bool {
-				return rInt(t, pool, "EXISTS", ns+":keyed:sync:running") == 0
-			})
+			waitKeyedStateGone(t, pool, ns, "sync")
 		})
 	}
 }
@@ -347,11 +314,21 @@ func TestKeyHeldRetryFreedByTheClient(t *testing.T) {
 		retries, _, _ = c.RetryJobs(1)
 		return len(retries) == 2
 	})
-	time.Sleep(200 * time.Millisecond)
+	// A job of another key, enqueued now, runs: the pool has fetched since the retries held their
+	// keys' slots.
+	if _, err := e.EnqueueWith("sync", Q{"id": "other"}, EnqueueOptions{Key: "k-other"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "another key's job", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) > 0
+	})
 	mu.Lock()
-	if len(ran) != 0 {
+	if len(ran) != 1 || ran[0] != "other" {
 		t.Fatalf("jobs ran while their keys' first jobs held the slots: %v", ran)
 	}
+	ran = nil
 	mu.Unlock()
 	for _, r := range retries {
 		if !r.KeyHold {
@@ -383,9 +360,7 @@ func TestKeyHeldRetryFreedByTheClient(t *testing.T) {
 			t.Fatalf("the key's next job ran before the retry run at once: %v", ran)
 		}
 	}
-	eventually(t, 5*time.Second, "the keys' slots to be free", func() bool {
-		return rInt(t, pool, "EXISTS", ns+":keyed:sync:running") == 0
-	})
+	waitKeyedStateGone(t, pool, ns, "sync")
 }
 
 // FindJob finds a keyed job waiting in its key's queue and running in a pool; QueueStats counts the

@@ -59,9 +59,7 @@ func TestKeyedPayloadInAnotherKeysQueueIsDeadLettered(t *testing.T) {
 	if !strings.Contains(dead[0].LastErr, `job key "b" does not match the queue of key "a"`) {
 		t.Fatalf("dead record's reason %q", dead[0].LastErr)
 	}
-	eventually(t, 5*time.Second, "key a's slot to be free", func() bool {
-		return rInt(t, pool, "EXISTS", ns+":keyed:mail:running") == 0
-	})
+	waitKeyedStateGone(t, pool, ns, "mail")
 }
 
 // Keyed state overwritten by another program with the wrong type stops only what it belongs to: a

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // A keyed job waits in its key's queue, in the documented layout, and its key gets a turn.
@@ -121,12 +123,14 @@ func TestKeyedScheduledJobKeepsItsKey(t *testing.T) {
 	}
 }
 
-// keyedRun records, from inside handlers, how many jobs of each key run at once.
+// keyedRun records, from inside handlers, how many jobs of each key run at once, and the order in
+// which jobs start.
 type keyedRun struct {
 	mu      sync.Mutex
 	now     map[string]int
 	max     map[string]int
-	order   map[string][]int64
+	order   map[string][]int64 // per key, the "i" arg of its jobs as they start
+	keys    []string           // the keys of the jobs as they start
 	total   int
 	overlap int // the most jobs of all keys running at once
 	running int
@@ -144,6 +148,7 @@ func (k *keyedRun) handler(d time.Duration) func(*Job) error {
 		k.max[j.Key] = max(k.max[j.Key], k.now[j.Key])
 		k.overlap = max(k.overlap, k.running)
 		k.order[j.Key] = append(k.order[j.Key], j.ArgInt64("i"))
+		k.keys = append(k.keys, j.Key)
 		k.mu.Unlock()
 		time.Sleep(d)
 		k.mu.Lock()
@@ -153,6 +158,13 @@ func (k *keyedRun) handler(d time.Duration) func(*Job) error {
 		k.mu.Unlock()
 		return nil
 	}
+}
+
+// started is the number of jobs that have started.
+func (k *keyedRun) started() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.keys)
 }
 
 func (k *keyedRun) done() int {
@@ -198,12 +210,23 @@ func TestKeyedJobsRunWithinTheirKeyConcurrencyInOrder(t *testing.T) {
 	if run.overlap < 2 {
 		t.Errorf("at most %d jobs ran at once over %d keys: keys did not run in parallel", run.overlap, keys)
 	}
-	eventually(t, 10*time.Second, "the keys' state to go", func() bool {
-		return len(rStrings(t, pool, "KEYS", ns+":keyed:sync:*")) <= 1 // the meta hash
+	waitKeyedStateGone(t, pool, ns, "sync")
+}
+
+// waitKeyedStateGone waits until a job name's keyed state is down to what a name with no job waiting
+// or running keeps: its meta hash, and its conf hash while keys have overrides.
+func waitKeyedStateGone(t *testing.T, pool *redis.Pool, ns, name string) {
+	t.Helper()
+	var left []string
+	eventually(t, 10*time.Second, "the name's keyed state, but its meta and conf hashes, to go", func() bool {
+		left = left[:0]
+		for _, k := range rStrings(t, pool, "KEYS", ns+":keyed:"+name+":*") {
+			if k != ns+":keyed:"+name+":meta" && k != ns+":keyed:"+name+":conf" {
+				left = append(left, k)
+			}
+		}
+		return len(left) == 0
 	})
-	if left := rStrings(t, pool, "KEYS", ns+":keyed:sync:*"); len(left) != 1 || left[0] != ns+":keyed:sync:meta" {
-		t.Errorf("keyed state left after every job ran: %v", left)
-	}
 }
 
 // A pool's KeyMaxWaiting reaches every enqueuer through Redis; a pool without it lifts it.
@@ -235,4 +258,60 @@ func TestKeyMaxWaitingOfThePoolCapsEnqueues(t *testing.T) {
 	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "acme"}); err != nil {
 		t.Fatalf("after a pool without KeyMaxWaiting started: %v", err)
 	}
+}
+
+// Every way to enqueue carries the key to the handler, and the job runs under its key's limit: a
+// chain's keyed step, keyed members of a tracked batch, a unique keyed job (whose lock goes once it
+// has run, so the same job enqueues again), a keyed job scheduled for now. Once all have run, no
+// keyed state is left.
+func TestEveryEnqueueKeepsTheKey(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	run := newKeyedRun()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 8, ns, pool).
+		JobWithOptions("sync", JobOptions{KeyConcurrency: 1}, run.handler(time.Millisecond)))
+
+	if _, err := e.EnqueueChain(ChainStep{Name: "sync", Args: Q{"i": 0}, Key: "chain"},
+		ChainStep{Name: "sync", Args: Q{"i": 1}, Key: "chain"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.EnqueueInBatch(BatchOptions{Keep: time.Minute}, []BatchJob{
+		{Name: "sync", Args: Q{"i": 0}, Key: "batch"}, {Name: "sync", Args: Q{"i": 1}, Key: "batch"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.EnqueueWith("sync", Q{"i": 0}, EnqueueOptions{Key: "later", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	unique := func() *Job {
+		t.Helper()
+		j, err := e.EnqueueWith("sync", Q{"i": 0}, EnqueueOptions{Key: "unique", Unique: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	if unique() == nil {
+		t.Fatal("the first unique keyed job was refused")
+	}
+	eventually(t, 20*time.Second, "every job", func() bool { return run.done() == 6 })
+	if unique() == nil {
+		t.Fatal("a unique keyed job that has run still holds its lock")
+	}
+	eventually(t, 20*time.Second, "the unique job again", func() bool { return run.done() == 7 })
+	run.mu.Lock()
+	for key, want := range map[string]string{"chain": "[0 1]", "batch": "[0 1]", "later": "[0]", "unique": "[0 0]"} {
+		if got := fmt.Sprint(run.order[key]); got != want {
+			t.Errorf("key %s ran %s, want %s", key, got, want)
+		}
+		if run.max[key] != 1 {
+			t.Errorf("key %s ran %d at once, over its KeyConcurrency of 1", key, run.max[key])
+		}
+	}
+	if len(run.order[""]) != 0 {
+		t.Errorf("%d jobs ran without their key", len(run.order[""]))
+	}
+	run.mu.Unlock()
+	waitKeyedStateGone(t, pool, ns, "sync")
 }

@@ -27,6 +27,9 @@ func TestExpiredBatchesLeaveTheIndexWithNoReader(t *testing.T) {
 	}
 	index := bhvKey(ns, "batches")
 	largest, largestBytes := rInt(t, pool, "ZCARD", index), rInt(t, pool, "MEMORY", "USAGE", index, "SAMPLES", "0")
+	if largest != int64(n) {
+		t.Fatalf("the index lists %d of the %d batches made", largest, n)
+	}
 	bhvStart(t, NewWorkerPool(bhvCtx{}, 10, ns, pool).Job("m", func(*Job) error { return nil }))
 	eventually(t, time.Minute, "every batch to expire and leave the index", func() bool {
 		return rInt(t, pool, "EXISTS", index) == 0 && len(rStrings(t, pool, "KEYS", ns+":batch*")) == 0

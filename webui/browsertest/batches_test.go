@@ -10,11 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/workqueue/work"
 	"github.com/workqueue/work/webui"
@@ -182,12 +180,7 @@ func TestBrowserShowsBatches(t *testing.T) {
 	srv := httptest.NewServer(webui.NewServerWithOptions(ns, pool, "", webui.Options{RefreshInterval: time.Second}).Handler())
 	defer srv.Close()
 	p := &tab{t: t, ctx: ctx, dir: screenshotDir(t)}
-	var dialogs atomic.Int32
-	chromedp.ListenTarget(ctx, func(ev interface{}) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialogs.Add(1)
-		}
-	})
+	dialogs := watchDialogs(ctx)
 
 	// From the overview, the navigation leads to the batches.
 	p.run(chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitVisible("#stat-queued", chromedp.ByID),

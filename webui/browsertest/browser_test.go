@@ -19,6 +19,18 @@ import (
 	"github.com/workqueue/work/webui"
 )
 
+// watchDialogs counts the JavaScript dialogs the tab opens: page data that ran as script (an
+// alert planted in a job's args, say) opens one.
+func watchDialogs(ctx context.Context) *atomic.Int32 {
+	var n atomic.Int32
+	chromedp.ListenTarget(ctx, func(ev interface{}) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			n.Add(1)
+		}
+	})
+	return &n
+}
+
 // chromiumPath finds a Chromium or Chrome binary: $WORK_CHROMIUM, else the usual names on PATH.
 func chromiumPath() string {
 	if p := os.Getenv("WORK_CHROMIUM"); p != "" {
@@ -155,12 +167,7 @@ func TestBrowserShowsCountsAndRetriesADeadJob(t *testing.T) {
 	defer srv.Close()
 	dir := screenshotDir(t)
 
-	var dialogs atomic.Int32
-	chromedp.ListenTarget(ctx, func(ev interface{}) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialogs.Add(1)
-		}
-	})
+	dialogs := watchDialogs(ctx)
 
 	// text reads an element's text in one step, so that a refresh replacing the element meanwhile
 	// cannot fail the read.

@@ -5,11 +5,9 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/workqueue/work"
 	"github.com/workqueue/work/webui"
@@ -47,12 +45,7 @@ func TestBrowserManagesKeys(t *testing.T) {
 	srv := httptest.NewServer(webui.NewServerWithOptions(ns, pool, "", webui.Options{RefreshInterval: time.Second}).Handler())
 	defer srv.Close()
 	p := &tab{t: t, ctx: ctx, dir: screenshotDir(t)}
-	var dialogs atomic.Int32
-	chromedp.ListenTarget(ctx, func(ev interface{}) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialogs.Add(1)
-		}
-	})
+	dialogs := watchDialogs(ctx)
 
 	// The queues page links the name that has keyed jobs, and sums them up.
 	p.run(chromedp.Navigate(srv.URL+"/ui/queues"), chromedp.WaitVisible("#key-stats", chromedp.ByID))
