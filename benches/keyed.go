@@ -54,7 +54,7 @@ func declareKeyedFlags() *keyedFlags {
 	k, fc := &f.keyed, &f.fair
 	flag.StringVar(&f.keys, "keyed-keys", "10,100000", "keys of the keyed workload's keyed variants, comma-separated (its jobs: -n)")
 	flag.IntVar(&k.seqKeys, "keyed-seq-keys", 10000, "keys of the keyed workload's KeyConcurrency 1 variant (0: none)")
-	flag.IntVar(&k.batch, "keyed-batch", 1000, "jobs per EnqueueBatch call in the keyed, millionkeys and fairness workloads (4 goroutines)")
+	flag.IntVar(&k.batch, "keyed-batch", 1000, "jobs per EnqueueBatch call in the keyed, millionkeys and fairness workloads (from 4 goroutines; fairness's small keys from 1)")
 	flag.IntVar(&k.millionN, "millionkeys-n", 1000000, "jobs of each millionkeys run, and keys of its one-job-per-key variant")
 	flag.IntVar(&k.millionSmall, "millionkeys-small", 1000, "keys of the millionkeys variant that compares with -millionkeys-n keys ready")
 	flag.IntVar(&k.millionMeasure, "millionkeys-measure", 100000, "jobs over which millionkeys compares the Redis CPU per job")

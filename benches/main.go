@@ -60,7 +60,7 @@ func main() {
 		return
 	}
 	var (
-		rounds        = flag.Int("rounds", 5, "rounds per library per workload (work gocraft asynq work gocraft asynq ...)")
+		rounds        = flag.Int("rounds", 5, "rounds per library, or per variant of a workload that compares variants, per workload (work gocraft asynq work gocraft asynq ...)")
 		libs          = flag.String("libs", defaultLibs, "libraries to run, a subset of "+strings.Join(libraryNames, ",")+" (floor, floor-ack: the latency workload only; floor-enqueue: the enqueue workload only)")
 		workloads     = flag.String("workloads", defaultWorkloads, "comma-separated subset of "+strings.Join(allWorkloads, ",")+", or all; and soak (work alone, a pass/fail run of its own, not in all)")
 		n             = flag.Int("n", 100000, "jobs per burn, manynames and keyed run")
@@ -78,7 +78,7 @@ func main() {
 		idleRounds    = flag.Int("idle-rounds", 3, "rounds of the idle workload")
 		idleNames     = flag.Int("idle-names", 5, "registered job names in the idle workload")
 		enqN          = flag.Int("enqueue-n", 50000, "jobs per enqueue run")
-		settle        = flag.Duration("settle", 2*time.Second, "wait after starting a pool before measuring (latency, idle)")
+		settle        = flag.Duration("settle", 2*time.Second, "wait after starting a pool before measuring (latency, idle; fairness's small keys alone)")
 		markdown      = flag.Bool("markdown", false, "also write the results as markdown to stdout")
 		verbose       = flag.Bool("v", false, "also print the Redis commands per job, by command, and every run of the crash workload")
 		skipCeiling   = flag.Bool("skip-ceiling", false, "skip the redis-benchmark ceiling")
@@ -86,7 +86,7 @@ func main() {
 		crashRates    = flag.String("crash-rate", "2000,15000", "offered loads of the crash workload's steady variants, jobs/s, comma-separated (0 or empty: no steady variant)")
 		crashRun      = flag.Duration("crash-run", 1500*time.Millisecond, "how long the crash workload's pool works before the SIGKILL")
 		crashConc     = flag.Int("crash-concurrency", 50, "workers in the crash workload")
-		profileDir    = flag.String("profile", "", "write a Go CPU profile of the consumer (the harness process) over every burn, million and manynames process phase and every latency run to this directory")
+		profileDir    = flag.String("profile", "", "write a Go CPU profile of the consumer (the harness process) over every burn, million, manynames, keyed and millionkeys process phase and every latency and fairness run to this directory")
 		soakDur       = flag.Duration("soak-duration", 10*time.Minute, "how long the soak workload runs its load")
 		soakRate      = flag.Int("soak-rate", 2000, "jobs/s the soak workload offers (every member of a batch, step of a chain and job of an EnqueueBatch counted)")
 		soakInterval  = flag.Duration("soak-interval", 30*time.Second, "time between the soak workload's samples")

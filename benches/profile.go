@@ -9,8 +9,8 @@ import (
 	"sync"
 )
 
-// startProfile starts a Go CPU profile of the harness process (the consumer, in the burn and latency
-// workloads) when -profile names a directory, in <dir>/<case>-<column>-r<round>.pprof (the column:
+// startProfile starts a Go CPU profile of the harness process (the consumer, in every workload that
+// profiles) when -profile names a directory, in <dir>/<case>-<column>-r<round>.pprof (the column:
 // the library, or the variant of a workload that compares variants), and returns the function that
 // stops it (safe to call more than once).
 func (b *bench) startProfile() func() {

@@ -516,7 +516,8 @@ func (l *soakLoad) produce(g int, stop <-chan struct{}) {
 				default:
 				}
 				kind := soakKinds[ki]
-				if err := kind.do(l, l.kindN[ki].Add(1)-1); errors.Is(err, work.ErrKeyFull) {
+				// Only the paused key is meant to fill up: a refusal of any other kind is an error.
+				if err := kind.do(l, l.kindN[ki].Add(1)-1); errors.Is(err, work.ErrKeyFull) && kind.name == "keyed-paused" {
 					l.refused.Add(1)
 				} else if err != nil {
 					if l.enqErrs.Add(1) == 1 {

@@ -1,5 +1,5 @@
 -- The least a dispatcher that keeps a queue per key can do: pop the keys with the earliest turns,
--- RPOP one job from each, put the keys back with a later score, LPUSH the jobs into an in-progress
+-- RPOP each key's share of the take (as keyedTake gives it), put the keys back with a later score, LPUSH the jobs into an in-progress
 -- list and LREM each when done. No running counts, limits, backlog index or key beside the job.
 --
 -- keys: 0; ARGV[1] unused, ARGV[2] jobs per take, ARGV[3] takes. Returns the jobs taken.
@@ -9,12 +9,14 @@ local total = 0
 for _ = 1, rounds do
   local popped = redis.call('zpopmin', p .. 'ready', n)
   local out, readd = {}, {}
+  -- Each key's share of the take, as keyedTake gives it.
+  local quantum = math.max(1, math.floor(n / math.max(1, #popped / 2)))
   for i = 1, #popped, 2 do
     local K = popped[i]
-    local v = redis.call('rpop', p .. '{' .. K .. '}')
-    if v then
-      out[#out + 1] = v
-      readd[#readd + 1] = popped[i + 1] + 1
+    local vals = redis.call('rpop', p .. '{' .. K .. '}', quantum)
+    if vals then
+      for _, v in ipairs(vals) do out[#out + 1] = v end
+      readd[#readd + 1] = popped[i + 1] + #vals
       readd[#readd + 1] = K
     end
   end

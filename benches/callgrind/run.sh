@@ -2,13 +2,17 @@
 # Counts the instructions Redis executes per job for three ways of fetching and acknowledging jobs,
 # with callgrind: unkeyed (the exchange script's RPOP with a count), the least dispatch that keeps a
 # queue per key (cycle_floor.lua), and the library's keyed fetch and acknowledgement
-# (cycle_keyed.lua on lua/lib/keyed.lua). Instruction counts do not depend on the machine's load, so
-# the three compare where a timed run on a shared machine cannot. It runs the Lua directly, not the
-# whole exchange script, so it leaves out what all three share (the call itself, statistics, locks).
+# (cycle_keyed.lua on lua/lib/keyed.lua). Instruction counts hardly depend on the machine's load (the
+# count also holds the command's parsing and a share of Redis's timer tasks), so the three compare
+# where a timed run on a shared machine cannot. It runs the Lua directly, not the whole exchange
+# script, so it leaves out what all three share (the call itself, statistics, locks).
 #
-#   benches/callgrind/run.sh [jobs per take] [takes]    # defaults 50 and 36: 1,800 jobs a case
+#   benches/callgrind/run.sh [jobs per take] [takes]    # defaults 50 and 36: up to 1,800 jobs a case
 #
-# Needs valgrind (apt-get install valgrind) and redis-server; starts its own server on a free port.
+# A case may take fewer jobs than jobs per take times takes (KeyConcurrency 1 gives one job a key a
+# take); the count is divided by the jobs taken.
+# Needs valgrind (apt-get install valgrind), redis-server, redis-cli and python3 (for a free port);
+# starts its own server on a free port.
 set -euo pipefail
 cd "$(dirname "$0")"
 n=${1:-50}
@@ -21,6 +25,7 @@ valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
 vg=$!
 trap 'kill $vg 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+redis-cli -p "$port" ping >/dev/null || { echo "redis-server under valgrind did not start:" >&2; cat "$tmp/redis.log" >&2; exit 1; }
 
 cat "$lib/keychecks.lua" "$lib/keyed.lua" cycle_keyed.lua >"$tmp/cycle_keyed.lua"
 # measure LABEL SCRIPT LIMIT: runs SCRIPT between a reset of callgrind's counts and a dump of them
@@ -33,6 +38,7 @@ measure() {
   sha=$(redis-cli -p "$port" -x script load <"$2")
   callgrind_control -z "$vg" >/dev/null 2>&1
   jobs=$(redis-cli -p "$port" evalsha "$sha" 0 "$3" "$n" "$takes")
+  [ "$jobs" -gt 0 ] || { echo "$1: the script took no job" >&2; exit 1; }
   callgrind_control -d "$vg" >/dev/null 2>&1
   dumps=$((dumps + 1))
   ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg.out.$dumps")
