@@ -70,19 +70,7 @@ func TestKeyedStateOfTheWrongTypeStopsOnlyItsOwner(t *testing.T) {
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	e := NewEnqueuer(ns, pool)
-	var mu sync.Mutex
-	ran := map[string]int{}
-	h := func(j *Job) error {
-		mu.Lock()
-		ran[j.Name+"/"+j.Key]++
-		mu.Unlock()
-		return nil
-	}
-	count := func(k string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return ran[k]
-	}
+	h, count := countRuns()
 	for _, key := range []string{"good", "broken"} {
 		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); err != nil {
 			t.Fatal(err)
@@ -132,19 +120,7 @@ func TestKeyedInProgressOfTheWrongTypePutsKeysBack(t *testing.T) {
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	e := NewEnqueuer(ns, pool)
-	var mu sync.Mutex
-	ran := map[string]int{}
-	h := func(j *Job) error {
-		mu.Lock()
-		ran[j.Name+"/"+j.Key]++
-		mu.Unlock()
-		return nil
-	}
-	count := func(k string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return ran[k]
-	}
+	h, count := countRuns()
 	for _, key := range []string{"a", "b"} {
 		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); err != nil {
 			t.Fatal(err)
@@ -170,4 +146,23 @@ func TestKeyedInProgressOfTheWrongTypePutsKeysBack(t *testing.T) {
 	eventually(t, 15*time.Second, "every key's job to run", func() bool {
 		return count("mail/a") == 1 && count("mail/b") == 1 && count("mail/c") == 1
 	})
+}
+
+// countRuns returns a handler that counts its runs by "<name>/<key>", and the function that reads a
+// count.
+func countRuns() (func(*Job) error, func(string) int) {
+	var mu sync.Mutex
+	ran := map[string]int{}
+	h := func(j *Job) error {
+		mu.Lock()
+		ran[j.Name+"/"+j.Key]++
+		mu.Unlock()
+		return nil
+	}
+	count := func(k string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return ran[k]
+	}
+	return h, count
 }
