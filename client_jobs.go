@@ -538,11 +538,14 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	return nil, ErrJobNotFound
 }
 
-// findKeyed looks for a job ID in the queues of a job name's keys with jobs waiting. Keyed state that
-// another program overwrote with another type is passed over, as the pools pass it over.
+// findKeyed looks for a job ID in the queues of a job name's keys with jobs waiting, walking the
+// keys with ZSCAN: unlike pages by backlog, whose ranks move as jobs come and go, it sees every key
+// that has jobs waiting all along. Keyed state that another program overwrote with another type is
+// passed over, as the pools pass it over.
 func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]byte) (*JobLocation, error) {
-	for start := int64(0); ; start += clientBatchSize {
-		keys, _, _, err := c.store.keysByBacklog(ctx, name, start, start+clientBatchSize-1)
+	cursor := "0"
+	for {
+		next, keys, err := c.store.zscan(ctx, c.store.ks.keyedWaiting(name), cursor, "*", clientBatchSize)
 		if isWrongType(err) {
 			return nil, nil
 		}
@@ -550,7 +553,7 @@ func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]
 			return nil, err
 		}
 		for _, key := range keys {
-			loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.keyedQueue(name, key), jobID, needles, false)
+			loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.keyedQueue(name, string(key.member)), jobID, needles, false)
 			if isWrongType(err) {
 				continue
 			}
@@ -558,7 +561,7 @@ func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]
 				return loc, err
 			}
 		}
-		if len(keys) < clientBatchSize {
+		if cursor = next; cursor == "0" {
 			return nil, nil
 		}
 	}
