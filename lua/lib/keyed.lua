@@ -24,7 +24,7 @@
 -- finds it paused or at its limit, so ready never needs a scan.
 --
 -- uses: none
--- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedReleaseMany, keyedTake
+-- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedReleaseMany, keyedTake
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
 local function keyedKeys(p)
@@ -54,16 +54,27 @@ local function keyedTypesOK(k)
   return true
 end
 
--- keyedReady gives key K a turn at the current virtual time unless it has one, and publishes name
--- on the keyed wake-up channel (the wake-up channel, channel, followed by ":keyed") when no other key
--- of the name was ready, so that idle pools fetch the name's keyed jobs. A channel of their own
--- spares pools that serve a name without keyed jobs a look at its keys on every wake-up.
-local function keyedReady(k, K, name, channel)
+-- keyedReadyMany gives keys (a list) a turn at the current virtual time, those that have none, and
+-- publishes name on the keyed wake-up channel (the wake-up channel, channel, followed by ":keyed")
+-- when no key of the name was ready before, so that idle pools fetch the name's keyed jobs. A channel
+-- of their own spares pools that serve a name without keyed jobs a look at its keys on every wake-up.
+-- Writes go through pcall: a script that acknowledges jobs must not stop on state overwritten by hand.
+local function keyedReadyMany(k, keys, name, channel)
+  if #keys == 0 then return end
   local vt = redis.pcall('hget', k.meta, 'vt')
   if type(vt) ~= 'string' then vt = 0 end
-  local added = redis.pcall('zadd', k.ready, 'NX', vt, K)
-  if added == 1 and redis.call('zcard', k.ready) == 1 then redis.call('publish', channel .. ':keyed', name) end
+  local add = {}
+  for _, K in ipairs(keys) do
+    add[#add + 1] = vt
+    add[#add + 1] = K
+  end
+  local before = redis.pcall('zcard', k.ready)
+  for i = 1, #add, 2000 do redis.pcall('zadd', k.ready, 'NX', unpack(add, i, math.min(#add, i + 1999))) end
+  if before == 0 then redis.call('publish', channel .. ':keyed', name) end
 end
+
+-- keyedReady gives key K a turn, as keyedReadyMany does.
+local function keyedReady(k, K, name, channel) keyedReadyMany(k, {K}, name, channel) end
 
 -- keyedCap returns the most jobs key K may have waiting (0: no limit): its override, else the name's.
 local function keyedCap(k, K)
@@ -125,17 +136,7 @@ local function keyedPushMany(k, name, groups, payloads, channel)
   end
   for i = 1, #backlog, 2000 do redis.call('zadd', k.waiting, unpack(backlog, i, math.min(#backlog, i + 1999))) end
   redis.call('hincrby', k.meta, 'waiting', total)
-  if #fresh > 0 then
-    local vt = redis.call('hget', k.meta, 'vt') or 0
-    local add = {}
-    for _, K in ipairs(fresh) do
-      add[#add + 1] = vt
-      add[#add + 1] = K
-    end
-    local before = redis.call('zcard', k.ready)
-    for i = 1, #add, 2000 do redis.call('zadd', k.ready, 'NX', unpack(add, i, math.min(#add, i + 1999))) end
-    if before == 0 then redis.call('publish', channel .. ':keyed', name) end
-  end
+  keyedReadyMany(k, fresh, name, channel)
 end
 
 -- keyedReturn puts a payload back at the front of key K's queue (a job fetched and not run: a stop,
@@ -231,19 +232,11 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
   if #rearm == 0 then return end
   local scores = redis.pcall('zmscore', k.waiting, unpack(rearm))
   if scores.err then return end
-  local vt = redis.pcall('hget', k.meta, 'vt')
-  if type(vt) ~= 'string' then vt = 0 end
-  local add = {}
+  local waiting = {}
   for i, K in ipairs(rearm) do
-    if scores[i] then
-      add[#add + 1] = vt
-      add[#add + 1] = K
-    end
+    if scores[i] then waiting[#waiting + 1] = K end
   end
-  if #add == 0 then return end
-  local before = redis.pcall('zcard', k.ready)
-  redis.pcall('zadd', k.ready, 'NX', unpack(add))
-  if before == 0 then redis.call('publish', channel .. ':keyed', name) end
+  keyedReadyMany(k, waiting, name, channel)
 end
 
 -- keyedTake moves up to n jobs of a job name's keys into the pool's keyed in-progress list, key by
