@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -46,13 +47,26 @@ func (b *poolBackend) Conn(ctx context.Context) (redis.Conn, error) { return b.p
 // dial opens a connection of the pool's own outside the pool, for a subscription: closing it from
 // another goroutine ends a blocked receive at once, so no goroutine has to wait on each message.
 func (b *poolBackend) dial(ctx context.Context) (redis.Conn, error) {
-	switch {
-	case b.pool.DialContext != nil:
-		return b.pool.DialContext(ctx)
-	case b.pool.Dial != nil:
+	if dialContext := poolDialContext(b.pool); dialContext != nil {
+		return dialContext(ctx)
+	}
+	if b.pool.Dial != nil {
 		return b.pool.Dial()
 	}
 	return b.pool.GetContext(ctx)
+}
+
+// poolDialContext returns the pool's DialContext, or nil when it has none. The field came with
+// redigo v1.8.0; programs that moved from gocraft/work often hold v2.0.0+incompatible, an older
+// tag that minimal version selection ranks above every v1 release, so the field is looked up at
+// run time: naming it would not compile against that tag.
+func poolDialContext(p *redis.Pool) func(context.Context) (redis.Conn, error) {
+	f := reflect.ValueOf(p).Elem().FieldByName("DialContext")
+	if !f.IsValid() || f.IsNil() {
+		return nil
+	}
+	fn, _ := f.Interface().(func(context.Context) (redis.Conn, error))
+	return fn
 }
 
 func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscribed func(), message func(string, []byte)) error {
