@@ -222,6 +222,8 @@ func (f *fetcher) finished() {
 // fetched jobs still wait for a worker, it waits for room for a batch. roomBound reports that room
 // is what it waits for.
 func (f *fetcher) want() (n int, roomBound bool) {
+	// The sampler is only used under mu: it takes the priorities of the set served now.
+	f.ready.sampler.priority = f.r.jobs().priority
 	f.names, f.gens = f.ready.candidates(f.names, f.gens)
 	if len(f.names) == 0 {
 		return 0, false
@@ -283,9 +285,10 @@ func (f *fetcher) sleep(timer *time.Timer, d time.Duration) {
 func (f *fetcher) exchange(n int) error {
 	r, a, x := f.r, f.r.acker, &f.x
 	x.reset()
+	set := r.jobs()
 	f.shares = f.ready.sampler.shares(f.names, n, f.shares)
 	for i, name := range f.names {
-		x.fetch = append(x.fetch, fetchShare{q: r.queues[name].args, share: f.shares[i]})
+		x.fetch = append(x.fetch, fetchShare{q: set.queues[name].args, share: f.shares[i]})
 	}
 	batch := a.takeForFetch()
 	x.ops = batch
@@ -307,7 +310,7 @@ func (f *fetcher) exchange(n int) error {
 	k := 0
 	for g := range f.names {
 		c, _ := x.counts[g].(int64)
-		q := r.queues[f.names[g]]
+		q := set.queues[f.names[g]]
 		for ; c > 0 && k < len(x.jobs); c-- {
 			raw, _ := x.jobs[k].([]byte)
 			j := &Job{raw: raw, rawArg: x.jobs[k], q: q}

@@ -19,6 +19,11 @@ type heartbeater struct {
 	reap  *reaper
 	keep  atomic.Bool // leave the heartbeat in place at stop: jobs may still be held
 	beats int
+	now   chan struct{} // a registration on the started pool asks for a beat at once
+
+	mu      sync.Mutex         // one beat at a time: the loop's, or start's first
+	written map[string][2]uint // what registerNames last wrote of each job name
+	hbSet   *jobSet            // the set hb was built from
 }
 
 // fullReconcileEvery is how many heartbeats apart every lock counter is recomputed from lock_info,
@@ -28,36 +33,51 @@ type heartbeater struct {
 const fullReconcileEvery = 60
 
 func newHeartbeater(r *poolRun) *heartbeater {
-	h := &heartbeater{r: r, reap: newReaper(r)}
+	h := &heartbeater{r: r, reap: newReaper(r), now: make(chan struct{}, 1), written: map[string][2]uint{}}
 	h.hb = poolHeartbeat{
-		poolID:    r.poolID,
-		startedAt: r.startedAt,
-		jobNames:  r.names,
-		maxConcurrency: func() []uint {
-			m := make([]uint, len(r.names))
-			for i, name := range r.names {
-				m[i] = r.jobTypes[name].MaxConcurrency
-			}
-			return m
-		}(),
+		poolID:      r.poolID,
+		startedAt:   r.startedAt,
 		concurrency: r.wp.concurrency,
 		workerIDs:   r.workerIDs(),
 		host:        hostname(),
 		pid:         os.Getpid(),
 	}
-	if len(r.wp.reg.periodicJobs) > 0 {
+	return h
+}
+
+// describe fills in what the heartbeat says of the job set: every registered job name (announced
+// before the pool serves it), their MaxConcurrency and the periodic jobs.
+func (h *heartbeater) describe(s *jobSet) {
+	if s == h.hbSet {
+		return
+	}
+	h.hbSet = s
+	h.hb.jobNames = s.names
+	h.hb.maxConcurrency = make([]uint, len(s.names))
+	for i, name := range s.names {
+		h.hb.maxConcurrency[i] = s.jobTypes[name].MaxConcurrency
+	}
+	h.hb.periodicJobs = ""
+	if len(s.periodic) > 0 {
 		type entry struct {
 			JobName string `json:"job_name"`
 			Spec    string `json:"spec"`
 		}
-		list := make([]entry, len(r.wp.reg.periodicJobs))
-		for i, pj := range r.wp.reg.periodicJobs {
+		list := make([]entry, len(s.periodic))
+		for i, pj := range s.periodic {
 			list[i] = entry{JobName: pj.jobName, Spec: pj.spec}
 		}
 		b, _ := json.Marshal(list) // strings only: cannot fail
 		h.hb.periodicJobs = string(b)
 	}
-	return h
+}
+
+// announceNow asks for a heartbeat at once: the registry has job names the pool does not serve yet.
+func (h *heartbeater) announceNow() {
+	select {
+	case h.now <- struct{}{}:
+	default:
+	}
 }
 
 func (h *heartbeater) start(wg *sync.WaitGroup) {
@@ -75,6 +95,7 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 				return
 			case <-t.C:
 			case <-extra.C:
+			case <-h.now:
 			}
 			if d := h.beat(); d > 0 {
 				extra.Reset(d)
@@ -85,28 +106,46 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 
 // beat sends one heartbeat and reaps what it reports dead. When another pool is late, it returns
 // how long until that pool would be dead, so the next look comes then rather than at the next tick:
-// that keeps recovery near DeadPoolTimeout instead of DeadPoolTimeout plus an interval.
+// that keeps recovery near DeadPoolTimeout instead of DeadPoolTimeout plus an interval. A heartbeat
+// that names job names the pool does not serve yet makes the pool serve them.
 func (h *heartbeater) beat() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	opts := h.r.wp.opts
 	ctx, cancel := context.WithTimeout(h.r.ctx, opts.DeadPoolTimeout)
 	defer cancel()
+	// The names and limits of the registry go to Redis before any heartbeat names them (at the first
+	// beat, and after a registration on the started pool).
+	full := h.r.full.Load()
+	if err := h.r.registerNames(ctx, full, h.written); err != nil {
+		if h.r.ctx.Err() == nil {
+			h.r.wp.logger.Error("work: registering job names", "err", err)
+		}
+		if full = h.hbSet; full == nil {
+			full = h.r.jobs() // the first beat: the pool serves its names all the same
+		}
+	}
+	h.describe(full)
 	deadAfter := int64(opts.DeadPoolTimeout / time.Second)
 	lateAfter := int64(opts.HeartbeatInterval/time.Second) + 1
-	full := h.beats%fullReconcileEvery == 0
+	fullReconcile := h.beats%fullReconcileEvery == 0
 	h.beats++
 	var reconcile []int
 	for i := range h.hb.jobNames {
-		if full || h.hb.maxConcurrency[i] > 0 {
+		if fullReconcile || h.hb.maxConcurrency[i] > 0 {
 			reconcile = append(reconcile, i)
 		}
 	}
-	res, err := h.r.wp.store.heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, full)
+	res, err := h.r.wp.store.heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
 	if err != nil {
 		if h.r.ctx.Err() == nil {
 			h.r.wp.logger.Error("work: heartbeat", "err", err)
 		}
 		h.reap.unhealthy()
 		return 0
+	}
+	if !covers(h.r.jobs().names, full.names) {
+		h.r.announced(full.names)
 	}
 	h.r.fetcher.ready.looked(res.scan)
 	h.reap.observe(ctx, res.now, res.stale)
@@ -135,7 +174,7 @@ func (h *heartbeater) unregister() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := h.r.wp.store.reap(ctx, h.r.poolID, h.r.names, -1)
+	n, err := h.r.wp.store.reap(ctx, h.r.poolID, h.r.jobs().names, -1)
 	if err != nil {
 		h.r.wp.logger.Error("work: removing the pool's heartbeat", "err", err)
 		return

@@ -15,8 +15,8 @@ import (
 // epoch, args null), so every pool writes the same bytes and ZADD keeps a single copy; the requeuer
 // then moves it to its queue once.
 type periodicEnqueuer struct {
-	r    *poolRun
-	jobs []*periodicJob
+	r       *poolRun
+	changes chan struct{} // a periodic job was registered on the started pool
 }
 
 type periodicJob struct {
@@ -30,14 +30,19 @@ const (
 	periodicEvery   = time.Minute
 )
 
-func newPeriodicEnqueuer(r *poolRun, jobs []*periodicJob) *periodicEnqueuer {
-	return &periodicEnqueuer{r: r, jobs: jobs}
+func newPeriodicEnqueuer(r *poolRun) *periodicEnqueuer {
+	return &periodicEnqueuer{r: r, changes: make(chan struct{}, 1)}
+}
+
+// changed schedules the runs of periodic jobs registered on the started pool at once.
+func (p *periodicEnqueuer) changed() {
+	select {
+	case p.changes <- struct{}{}:
+	default:
+	}
 }
 
 func (p *periodicEnqueuer) start(wg *sync.WaitGroup) {
-	if len(p.jobs) == 0 {
-		return
-	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -48,6 +53,7 @@ func (p *periodicEnqueuer) start(wg *sync.WaitGroup) {
 			select {
 			case <-p.r.ctx.Done():
 				return
+			case <-p.changes:
 			case <-time.After(wait):
 			}
 		}
@@ -58,7 +64,7 @@ func (p *periodicEnqueuer) start(wg *sync.WaitGroup) {
 func (p *periodicEnqueuer) enqueue(now time.Time) {
 	var scores []int64
 	var payloads [][]byte
-	for _, pj := range p.jobs {
+	for _, pj := range p.r.full.Load().periodic {
 		for _, epoch := range periodicTicks(pj.schedule, now) {
 			job := &Job{Name: pj.jobName, ID: periodicJobID(pj.jobName, pj.spec, epoch), EnqueuedAt: epoch}
 			raw, err := job.serialize()

@@ -23,8 +23,8 @@ import (
 // is as long as its HeartbeatInterval sends nothing but its heartbeat.
 type readiness struct {
 	r       *poolRun
-	wake    chan struct{} // poked when there may be something for the loop to do
-	sampler prioritySampler
+	wake    chan struct{}   // poked when there may be something for the loop to do
+	sampler prioritySampler // used only under the fetcher's mu
 
 	mu       sync.Mutex
 	idle     int       // consecutive looks that found no queue holding jobs
@@ -48,14 +48,10 @@ type drainWaiter struct {
 }
 
 func newReadiness(r *poolRun) *readiness {
-	prio := make(map[string]uint, len(r.queues))
-	for id, q := range r.queues {
-		prio[id] = q.jt.Priority
-	}
 	return &readiness{
 		r:       r,
 		wake:    make(chan struct{}, 1),
-		sampler: newPrioritySampler(prio, r.wp.opts.StrictPriority),
+		sampler: newPrioritySampler(r.jobs().priority, r.wp.opts.StrictPriority),
 		ready:   make(map[string]bool),
 		gen:     make(map[string]uint64),
 		warned:  make(map[string]time.Time),
@@ -76,7 +72,7 @@ func (q *readiness) poke() {
 // keyed jobs' (a message on the keyed wake-up channel).
 func (q *readiness) notify(name string, keyed bool) {
 	q.mu.Lock()
-	if _, ok := q.r.jobTypes[name]; !ok {
+	if _, ok := q.r.jobs().jobTypes[name]; !ok {
 		q.mu.Unlock()
 		return
 	}
@@ -91,9 +87,12 @@ func (q *readiness) notify(name string, keyed bool) {
 }
 
 // markAllReady makes every queue ready: wake-ups may have been missed.
-func (q *readiness) markAllReady() {
+func (q *readiness) markAllReady() { q.markReady(q.r.jobs().queueIDs) }
+
+// markReady makes the given queues ready.
+func (q *readiness) markReady(ids []string) {
 	q.mu.Lock()
-	for _, id := range q.r.queueIDs {
+	for _, id := range ids {
 		q.ready[id] = true
 		q.gen[id]++
 	}
@@ -126,7 +125,7 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 		st, _ := status[i].(int64)
 		if st == -5 && time.Since(q.warned[name]) > time.Minute {
 			q.warned[name] = time.Now()
-			ks, qu := q.r.wp.store.ks, q.r.queues[name]
+			ks, qu := q.r.wp.store.ks, q.r.jobs().queues[name]
 			keys := []string{ks.jobs(qu.name), ks.inProgress(qu.name, q.r.poolID)}
 			if qu.keyed {
 				keys = []string{ks.keyed(qu.name) + "*", ks.keyedInProgress(qu.name, q.r.poolID)}
@@ -203,9 +202,14 @@ func (q *readiness) looked(res scanResult) {
 	if res.dueIn >= 0 {
 		q.r.requeuer.in(time.Duration(res.dueIn) * time.Second)
 	}
+	// A heartbeat also looks at the queues of names it announces for the first time: those are
+	// left alone until the pool serves them.
+	served := q.r.jobs().queues
 	q.mu.Lock()
-	for _, name := range res.nonEmpty {
-		q.ready[name] = true
+	for _, id := range res.nonEmpty {
+		if served[id] != nil {
+			q.ready[id] = true
+		}
 	}
 	if len(res.nonEmpty) > 0 {
 		q.idle = 0
@@ -225,7 +229,7 @@ func (q *readiness) scan() error {
 	q.scans++
 	seq := q.scans
 	q.mu.Unlock()
-	res, err := q.r.wp.store.poll(q.r.ctx, q.r.names)
+	res, err := q.r.wp.store.poll(q.r.ctx, q.r.jobs().names)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (p *reaper) observe(ctx context.Context, now int64, stale []stalePool) {
 				p.r.wp.logger.Error("work: reaping: listing job names", "err", err)
 				continue
 			}
-			names = union(known, p.r.names)
+			names = union(known, p.r.jobs().names)
 		}
 		n, err := p.r.wp.store.reap(ctx, sp.id, names, deadAfter)
 		if err != nil {

@@ -433,10 +433,12 @@ func (x *exchange) reset() {
 	x.done, x.status, x.counts, x.jobs = "", nil, nil, nil
 }
 
-// group returns q's group index (1-based), adding it (with no share) if it is not in yet.
+// group returns q's group index (1-based), adding it (with no share) if it is not in yet. A queue
+// is one group whatever args stand for it: a job name registered again on a started pool has new
+// args, while the outcomes of jobs fetched before carry the old ones.
 func (x *exchange) group(q *queueArgs) int {
 	for i, g := range x.groups {
-		if g == q {
+		if g == q || g.name == q.name && g.keyed == q.keyed {
 			return i + 1
 		}
 	}

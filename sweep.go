@@ -64,7 +64,8 @@ func (s *sweeper) due() bool {
 func (s *sweeper) sweep() {
 	s.lastSweep = time.Now()
 	s.sweptErrs = s.r.wp.store.errs.Load()
-	held := make(map[string][][]byte, len(s.r.queueIDs))
+	set := s.r.jobs()
+	held := make(map[string][][]byte, len(set.queueIDs))
 	s.mu.Lock()
 	s.active = false
 	for j := range s.held {
@@ -73,7 +74,7 @@ func (s *sweeper) sweep() {
 		held[j.q.id] = append(held[j.q.id], entry)
 	}
 	s.mu.Unlock()
-	n, err := s.r.wp.store.sweep(s.r.ctx, s.r.poolID, s.r.names, held)
+	n, err := s.r.wp.store.sweep(s.r.ctx, s.r.poolID, set.names, held)
 	if err != nil {
 		if s.r.ctx.Err() == nil {
 			s.r.wp.logger.Error("work: looking for in-progress jobs the pool does not hold", "err", err)

@@ -39,6 +39,8 @@ func (w *worker) process(job *Job) {
 		return
 	}
 	jt := job.q.jt
+	// The middleware and options registered when the job starts apply to it.
+	set := r.jobs()
 	if job.Unique && job.Fails == 0 {
 		// Only a first attempt holds the lock: by a retry it may belong to a later identical job.
 		w.claimUnique(job)
@@ -47,12 +49,12 @@ func (w *worker) process(job *Job) {
 	// A context of its own only when a function of the chain receives it or the job has a timeout:
 	// otherwise nothing could see it, and a cancel is recorded in the worker's state instead.
 	ctx, cancel := r.jobCtx, context.CancelCauseFunc(nil)
-	if job.q.contextual {
+	if set.contextual(jt) {
 		ctx, cancel = context.WithCancelCause(r.jobCtx)
 	}
 	w.state.start(job, cancel)
 	start := time.Now()
-	res := w.runJob(ctx, jt, job)
+	res := w.runJob(ctx, set, jt, job)
 	r.fetcher.ran(time.Since(start))
 	cancelled := w.state.done()
 	res.cancelled = res.err != nil && (cancelled || (cancel != nil && isCancelled(ctx)))
@@ -138,7 +140,7 @@ func (w *worker) uniqueKey(job *Job) string {
 
 // runJob runs the middleware chain and the handler, turning a panic into an error (its text is
 // fmt.Sprintf("%v", value)) and logging its stack.
-func (w *worker) runJob(ctx context.Context, jt *jobType, job *Job) (res runResult) {
+func (w *worker) runJob(ctx context.Context, set *jobSet, jt *jobType, job *Job) (res runResult) {
 	if jt.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, jt.Timeout)
@@ -151,8 +153,7 @@ func (w *worker) runJob(ctx context.Context, jt *jobType, job *Job) (res runResu
 				"panic", res.err.Error(), "stack", string(debug.Stack()))
 		}
 	}()
-	wp := w.r.wp
-	res.err = runChain(wp.contextType, wp.reg.needsCtx, wp.reg.middleware, jt.handler, ctx, job)
+	res.err = runChain(w.r.wp.contextType, set.needsCtx, set.middleware, jt.handler, ctx, job)
 	if res.err == nil && jt.Timeout > 0 && ctx.Err() == context.DeadlineExceeded {
 		res.err = context.DeadlineExceeded
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"reflect"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,18 +31,6 @@ type WorkerPool struct {
 	// none, and its users copy it (reflect.ValueOf(*wp) to read workerPoolID), which go vet's
 	// copylocks check would flag.
 	reg *poolRegistry
-}
-
-// poolRegistry is what a WorkerPool's registration methods build and Start reads, and the run
-// while started.
-type poolRegistry struct {
-	mu           sync.Mutex
-	jobTypes     map[string]*jobType
-	middleware   []boundMiddleware
-	needsCtx     bool // some handler or middleware takes the custom context
-	mwContext    bool // some middleware receives a context.Context
-	periodicJobs []*periodicJob
-	run          *poolRun // non-nil while started
 }
 
 // JobOptions can be passed to JobWithOptions.
@@ -237,23 +224,26 @@ func NewWorkerPoolWithBackend(ctx interface{}, concurrency uint, namespace strin
 // forms: func(*Job, NextMiddlewareFunc) error, func(*Ctx, *Job, NextMiddlewareFunc) error,
 // func(context.Context, *Job, NextMiddlewareContextFunc) error, or
 // func(*Ctx, context.Context, *Job, NextMiddlewareContextFunc) error, where Ctx is the type of the
-// pool's context. It panics on any other form, and when called after Start.
+// pool's context. It panics on any other form. Middleware added to a started pool applies to the jobs
+// that start after it.
 func (wp *WorkerPool) Middleware(fn interface{}) *WorkerPool {
 	m, usesCtx := bindMiddleware(wp.contextType, fn)
 	wp.reg.mu.Lock()
 	defer wp.reg.mu.Unlock()
-	wp.mustNotBeStarted("Middleware")
 	wp.reg.middleware = append(wp.reg.middleware, m)
 	wp.reg.needsCtx = wp.reg.needsCtx || usesCtx
 	wp.reg.mwContext = wp.reg.mwContext || receivesContext(fn)
+	wp.reg.changed()
 	return wp
 }
 
 // Job registers the job name to the specified handler fn. For instance, when workers pull jobs from
 // the name "send_email" queue, they'll call the specified handler. fn can take one of these forms:
 // func(*Job) error, func(*Ctx, *Job) error, func(context.Context, *Job) error, or
-// func(*Ctx, context.Context, *Job) error. It panics on any other form, on an empty name, and when
-// called after Start.
+// func(*Ctx, context.Context, *Job) error. It panics on any other form and on an empty name. A job
+// name registered on a started pool is served from the pool's next heartbeat, which it sends at once
+// (other pools must know of the name before this one holds its jobs, to put them back should it die);
+// registering a name again replaces its handler and options for the jobs fetched after it.
 func (wp *WorkerPool) Job(name string, fn interface{}) *WorkerPool {
 	return wp.JobWithOptions(name, JobOptions{}, fn)
 }
@@ -277,16 +267,18 @@ func (wp *WorkerPool) JobWithOptions(name string, jobOpts JobOptions, fn interfa
 	h, usesCtx := bindHandler(wp.contextType, fn)
 	wp.reg.mu.Lock()
 	defer wp.reg.mu.Unlock()
-	wp.mustNotBeStarted("Job")
+	wp.reg.checkKeyedSuffix(name)
 	wp.reg.jobTypes[name] = &jobType{Name: name, JobOptions: jobOpts, handler: h, receivesCtx: receivesContext(fn)}
 	wp.reg.needsCtx = wp.reg.needsCtx || usesCtx
+	wp.reg.changed()
 	return wp
 }
 
 // PeriodicallyEnqueue will periodically enqueue jobName according to the cron-based spec, read as
 // gocraft/work reads it: "second minute hour day-of-month month [day-of-week]" (so "0 */5 * * *" is
 // every five minutes, at second 0), or a descriptor such as "@every 1m" or "@hourly". Every pool of
-// the namespace may register the same spec: each tick is enqueued once. It panics on a bad spec.
+// the namespace may register the same spec: each tick is enqueued once. It panics on a bad spec. On
+// a started pool the job's ticks are scheduled at once.
 func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPool {
 	sched, err := parseCronSpec(spec)
 	if err != nil {
@@ -297,8 +289,8 @@ func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPo
 	}
 	wp.reg.mu.Lock()
 	defer wp.reg.mu.Unlock()
-	wp.mustNotBeStarted("PeriodicallyEnqueue")
 	wp.reg.periodicJobs = append(wp.reg.periodicJobs, &periodicJob{jobName: jobName, spec: spec, schedule: sched})
+	wp.reg.changed()
 	return wp
 }
 
@@ -320,12 +312,6 @@ func parseCronSpec(spec string) (sched cron.Schedule, err error) {
 		return nil, err
 	}
 	return alignSchedule(s), nil
-}
-
-func (wp *WorkerPool) mustNotBeStarted(what string) {
-	if wp.reg.run != nil {
-		panic("work: " + what + " called after Start")
-	}
 }
 
 // Start starts the workers and associated processes. Calling Start on a started pool does nothing.
@@ -379,10 +365,10 @@ type poolRun struct {
 	wp          *WorkerPool
 	poolID      string
 	boxedPoolID interface{} // poolID as a script argument
-	names       []string    // registered job names, sorted
-	queueIDs    []string    // the ids of queues: each name's, then its keyed jobs', in names' order
-	jobTypes    map[string]*jobType
-	queues      map[string]*queue
+	// served is the job set the pool serves (see registry.go), full the whole registry, which may
+	// hold job names the heartbeat has yet to announce. Both are replaced under the registry's lock.
+	served atomic.Pointer[jobSet]
+	full   atomic.Pointer[jobSet]
 
 	ctx    context.Context // cancelled when the pool stops: background loops end
 	cancel context.CancelFunc
@@ -419,40 +405,11 @@ func newRateLimit(l RateLimit) rateLimit {
 	return rateLimit{}
 }
 
-// queue is one of a started pool's job names, or the keyed jobs of one (keyed): its options and its
-// script arguments.
-type queue struct {
-	id    string // its key in poolRun.queues: the job name, or keyedQueueID of it
-	name  string
-	keyed bool
-	jt    *jobType
-	args  *queueArgs
-	// contextual: a job gets a context of its own (some function of its chain receives one, or it
-	// has a Timeout).
-	contextual bool
-}
-
 func newPoolRun(wp *WorkerPool) *poolRun {
-	r := &poolRun{wp: wp, poolID: wp.workerPoolID, boxedPoolID: wp.workerPoolID,
-		jobTypes: make(map[string]*jobType, len(wp.reg.jobTypes)), queues: make(map[string]*queue, len(wp.reg.jobTypes))}
-	for name, jt := range wp.reg.jobTypes {
-		if base, ok := strings.CutSuffix(name, keyedQueueSuffix); ok && wp.reg.jobTypes[base] != nil {
-			panic(fmt.Sprintf("work: job names %q and %q cannot be served by one pool", base, name))
-		}
-		r.jobTypes[name] = jt
-		r.names = append(r.names, name)
-		rl, krl := newRateLimit(jt.RateLimit), newRateLimit(jt.KeyRateLimit)
-		contextual := jt.receivesCtx || wp.reg.mwContext || jt.Timeout > 0
-		r.queues[name] = &queue{id: name, name: name, jt: jt, contextual: contextual,
-			args: wp.store.newQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl)}
-		id := keyedQueueID(name)
-		r.queues[id] = &queue{id: id, name: name, keyed: true, jt: jt, contextual: contextual,
-			args: wp.store.newKeyedQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl, keyDefaults{limit: jt.KeyConcurrency, rate: krl, holdOnRetry: jt.KeyRetryInOrder})}
-	}
-	sort.Strings(r.names)
-	for _, name := range r.names {
-		r.queueIDs = append(r.queueIDs, name, keyedQueueID(name))
-	}
+	r := &poolRun{wp: wp, poolID: wp.workerPoolID, boxedPoolID: wp.workerPoolID}
+	set := wp.reg.newJobSet(r, nil, nil)
+	r.served.Store(set)
+	r.full.Store(set)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.jobCtx, r.jobCancel = context.WithCancel(context.Background())
 	r.startedAt = nowEpochSeconds()
@@ -465,20 +422,13 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.observer = newObserver(r)
 	r.heartbeater = newHeartbeater(r)
 	r.requeuer = newRequeuer(r)
-	r.periodic = newPeriodicEnqueuer(r, wp.reg.periodicJobs)
+	r.periodic = newPeriodicEnqueuer(r)
 	r.upkeep = newUpkeep(r)
 	return r
 }
 
 func (r *poolRun) start() {
-	maxc, keyMax := make([]uint, len(r.names)), make([]uint, len(r.names))
-	for i, name := range r.names {
-		maxc[i], keyMax[i] = r.jobTypes[name].MaxConcurrency, r.jobTypes[name].KeyMaxWaiting
-	}
-	if err := r.wp.store.registerPool(r.ctx, r.names, maxc, keyMax); err != nil {
-		r.wp.logger.Error("work: registering job names", "err", err)
-	}
-	r.heartbeater.beat() // register the pool before it holds any job
+	r.heartbeater.beat() // register the job names and the pool before it holds any job
 	r.acker.start()
 	r.observer.start(&r.bgDone)
 	r.heartbeater.start(&r.bgDone)

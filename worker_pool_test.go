@@ -197,39 +197,6 @@ func TestNewWorkerPoolPanicsOnZeroConcurrency(t *testing.T) {
 	bhvPanicMessage(t, "NewWorkerPool(concurrency 0)", func() { NewWorkerPool(bhvCtx{}, 0, "ns", pool) })
 }
 
-func TestRegisteringAfterStartPanics(t *testing.T) {
-	t.Parallel()
-	pool := newTestPool(t)
-	ns := newTestNamespace(t, pool)
-	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("a", bhvNoop))
-	for _, tc := range []struct {
-		what string
-		fn   func()
-	}{
-		{"Job after Start", func() { wp.Job("b", bhvNoop) }},
-		{"JobWithOptions after Start", func() { wp.JobWithOptions("b", JobOptions{Priority: 3}, bhvNoop) }},
-		{"Middleware after Start", func() {
-			wp.Middleware(func(j *Job, next NextMiddlewareFunc) error { return next() })
-		}},
-		{"PeriodicallyEnqueue after Start", func() { wp.PeriodicallyEnqueue("* * * * * *", "a") }},
-	} {
-		if msg := bhvPanicMessage(t, tc.what, tc.fn); msg != "" && !strings.Contains(msg, "Start") {
-			t.Errorf("%s: panic %q does not say why", tc.what, msg)
-		}
-	}
-	// The pool is still usable (the registration lock was released by the panics).
-	if _, err := NewEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
-		t.Fatal(err)
-	}
-	wp.Drain()
-	if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "a")); n != 0 {
-		t.Errorf("queue a holds %d jobs after Drain", n)
-	}
-	if n := rInt(t, pool, "EXISTS", bhvKey(ns, "jobs", "b", "max_concurrency")); n != 0 {
-		t.Error("a job registered after Start must not be registered at all")
-	}
-}
-
 // Lifecycle.
 
 func TestStartTwiceRunsOnePool(t *testing.T) {
