@@ -14,19 +14,26 @@ import (
 // jobs channel. An idle pool sends nothing until a wake-up or a look gives it something to do.
 //
 // The pool's room is counted in jobs held: a job is held from its fetch until its worker hands over
-// its outcome. The pool holds at most 2 x concurrency jobs (the jobs it runs and as many fetched
-// ahead), and more while its jobs are quick (see quickHeld: they then wait for a worker a few
-// milliseconds at most, and the larger batches save round trips); a pool of slow jobs never holds
-// them from other pools.
+// its outcome. A pool holds a job for each worker, and fetches ahead only as many more as its
+// workers will start within about aheadWait, judged by the mean run time of its jobs: many for
+// jobs of microseconds (the batches save round trips), a few for jobs of a millisecond, none for
+// longer jobs, which are then fetched only by a free worker, so that no job waits in a busy pool
+// while another pool that serves its name idles, and no key's slot is held by a job that has not
+// started. If the fetched-ahead jobs wait longer than handBackAfter all the same (the workers
+// turned to long jobs), the pool hands them back to the front of their queues, for any pool to take,
+// and fetches ahead no more until one of its jobs ends.
 type fetcher struct {
-	r        *poolRun
-	jobs     chan *Job
-	ready    *readiness
-	sweeper  *sweeper
-	capacity int // the most jobs held while jobs are quick
-	base     int // the most jobs held while jobs are not quick
-	minBatch int
-	meanRun  atomic.Int64 // moving mean of handler run times, ns
+	r           *poolRun
+	jobs        chan *Job
+	ready       *readiness
+	sweeper     *sweeper
+	concurrency int
+	capacity    int // the most jobs held, however quick the jobs
+	// handBackAfter is how long a fetched-ahead job may wait for a worker (the constant; tests that
+	// need jobs to stay fetched ahead raise it).
+	handBackAfter time.Duration
+	meanRun       atomic.Int64 // moving mean of handler run times, ns
+	noAhead       atomic.Bool  // fetched-ahead jobs were handed back: none until a job ends
 
 	// mu is held by whoever fetches (the loop, or the subscription's goroutine in fetchNow) and by
 	// the sweep: it guards the fetch state below and keeps a sweep from running during a fetch.
@@ -36,6 +43,13 @@ type fetcher struct {
 	lastWake    atomic.Int64 // when fetchNow last returned, Unix ns: wake-ups coming in a stream
 	waitingRoom atomic.Bool  // the loop waits for room: a finished job pokes freed
 	freed       chan struct{}
+
+	// What waits in the jobs channel: pushed counts the jobs put in it, taken those workers took out,
+	// and batches when each fetch's jobs went in (oldest first), so the loop knows how long the
+	// job at its head has waited.
+	pushed  uint64
+	taken   atomic.Uint64
+	batches []fetchedBatch
 
 	stopped chan struct{} // closed by stop: fetch no more
 	done    chan struct{} // closed when the loop ends
@@ -47,39 +61,50 @@ type fetcher struct {
 	shares []int
 }
 
-// quickAhead is how many more jobs a pool fetches ahead while its jobs run in under quickRun, and
-// quickHeld how many it may then hold in all, up to 14 per worker (quickCapacity): a small pool of
-// quick jobs fetches batches large enough that round trips do not bound it, and a job it holds
-// waits for a worker some 14 ms at most.
+// fetchedBatch is one fetch's jobs in the channel: they were put in at at, and the last of them is
+// job number end (counted by pushed).
+type fetchedBatch struct {
+	end uint64
+	at  time.Time
+}
+
+// aheadWait is about how long a job fetched ahead waits for a worker; handBackAfter how long it may
+// wait before the pool hands it back. quickHeld is the most jobs a pool holds while its jobs are
+// quick, and quickAhead the fetch-ahead of a small pool of quick jobs: its batches are then large
+// enough that round trips do not bound it.
 const (
-	quickAhead = 16
-	quickHeld  = 128
-	quickRun   = time.Millisecond
+	aheadWait     = time.Millisecond
+	handBackAfter = 10 * time.Millisecond
+	quickAhead    = 16
+	quickHeld     = 128
 )
 
-// quickCapacity is the most jobs a pool whose slow-job limit is base may hold while its jobs are
-// quick.
-func quickCapacity(base int) int { return base + max(quickAhead, min(quickHeld-base, 6*base)) }
+// quickCapacity is the most jobs a pool of the given concurrency holds, however quick its jobs: up
+// to 14 per worker, a job it holds then waiting for a worker some 14 ms at most.
+func quickCapacity(concurrency int) int {
+	base := 2 * concurrency
+	return base + max(quickAhead, min(quickHeld-base, 6*base))
+}
 
 // streamGap is how soon after the last one a wake-up counts as part of a stream: one read while a
 // fetch was under way comes at once, and a round trip on a busy machine takes about this long.
 const streamGap = 500 * time.Microsecond
 
-func newFetcher(r *poolRun, base int) *fetcher {
-	capacity := quickCapacity(base)
+func newFetcher(r *poolRun, concurrency int) *fetcher {
+	capacity := quickCapacity(concurrency)
 	f := &fetcher{
-		r:        r,
-		jobs:     make(chan *Job, capacity),
-		ready:    newReadiness(r),
-		sweeper:  newSweeper(r),
-		capacity: capacity,
-		base:     base,
-		minBatch: max(1, base/4),
-		freed:    make(chan struct{}, 1),
-		stopped:  make(chan struct{}),
-		done:     make(chan struct{}),
+		r:             r,
+		jobs:          make(chan *Job, capacity),
+		ready:         newReadiness(r),
+		sweeper:       newSweeper(r),
+		concurrency:   concurrency,
+		capacity:      capacity,
+		handBackAfter: handBackAfter,
+		freed:         make(chan struct{}, 1),
+		stopped:       make(chan struct{}),
+		done:          make(chan struct{}),
 	}
-	f.meanRun.Store(int64(time.Second)) // not quick until jobs have shown it
+	f.meanRun.Store(int64(time.Second)) // nothing fetched ahead until jobs have shown they are quick
 	return f
 }
 
@@ -118,19 +143,73 @@ func (f *fetcher) isStopped() bool {
 	}
 }
 
-// ran records a handler's run time in the moving mean that decides whether jobs are quick.
+// ran records a handler's run time in the moving mean that decides how far ahead to fetch.
 func (f *fetcher) ran(d time.Duration) {
 	m := f.meanRun.Load()
 	f.meanRun.Store(m + (int64(d)-m)/8) // racing workers may drop a sample: it is only a mean
 }
 
-// room is how many more jobs the pool may hold now.
-func (f *fetcher) room() int {
-	limit := f.base
-	if f.meanRun.Load() < int64(quickRun) {
-		limit = f.capacity
+// room is how many more jobs the pool may hold now: one per free worker, and as many more as its
+// workers start within aheadWait at the mean run time.
+func (f *fetcher) room() int { return f.limit() - int(f.held.Load()) }
+
+// limit is how many jobs the pool may hold now.
+func (f *fetcher) limit() int {
+	limit := f.concurrency
+	if !f.noAhead.Load() {
+		ahead := int64(f.concurrency) * int64(aheadWait) / max(f.meanRun.Load(), 1)
+		limit += int(min(ahead, int64(f.capacity-f.concurrency)))
 	}
-	return limit - int(f.held.Load())
+	return limit
+}
+
+// headWait reports how long the job at the head of the jobs channel has waited for a worker, if
+// one waits. The caller holds mu.
+func (f *fetcher) headWait(now time.Time) (time.Duration, bool) {
+	taken := f.taken.Load()
+	i := 0
+	for i < len(f.batches) && f.batches[i].end <= taken {
+		i++
+	}
+	if i > 0 {
+		f.batches = append(f.batches[:0], f.batches[i:]...)
+	}
+	if len(f.batches) == 0 {
+		return 0, false
+	}
+	return now.Sub(f.batches[0].at), true
+}
+
+// handBack puts every job waiting in the channel back at the front of its queue, when the one at
+// its head has waited f.handBackAfter: the workers are all busy with longer jobs than the pool
+// judged, and another pool may be idle. It returns how long until the head would be due, or 0 when
+// no job waits. The caller holds mu.
+func (f *fetcher) handBack(now time.Time) time.Duration {
+	wait, ok := f.headWait(now)
+	if !ok {
+		return 0
+	}
+	if wait < f.handBackAfter {
+		return f.handBackAfter - wait
+	}
+	n := 0
+	for {
+		select {
+		case j := <-f.jobs:
+			f.taken.Add(1)
+			n++
+			f.r.acker.submit(finishOp{kind: opRequeue, q: j.q.args, job: j})
+			continue
+		default:
+		}
+		break
+	}
+	f.batches = f.batches[:0]
+	if n > 0 {
+		f.noAhead.Store(true)
+		f.r.wp.logger.Debug("work: handed back jobs that waited for a busy worker", "jobs", n)
+	}
+	return 0
 }
 
 func (f *fetcher) loop() {
@@ -154,6 +233,7 @@ func (f *fetcher) loop() {
 			}
 		}
 		f.mu.Lock()
+		handBackIn := f.handBack(time.Now())
 		n, roomBound := f.want()
 		var err error
 		if n > 0 {
@@ -164,7 +244,7 @@ func (f *fetcher) loop() {
 			if f.held.Load() == 0 && len(f.jobs) == 0 && f.r.acker.idle() && f.ready.checkDrained() {
 				continue
 			}
-			f.wait(timer, roomBound)
+			f.wait(timer, roomBound, handBackIn)
 			continue
 		}
 		if err != nil {
@@ -209,6 +289,9 @@ func (f *fetcher) fetchNow() {
 // waits for room.
 func (f *fetcher) finished() {
 	f.held.Add(-1)
+	if f.noAhead.Load() {
+		f.noAhead.Store(false)
+	}
 	f.ready.jobFinished()
 	if f.waitingRoom.Load() {
 		select {
@@ -237,14 +320,19 @@ func (f *fetcher) want() (n int, roomBound bool) {
 // roomFor reports whether the pool has room enough to fetch: any room while its workers are starved,
 // room for a batch while fetched jobs still wait for one.
 func (f *fetcher) roomFor() bool {
-	room := f.room()
-	return room > 0 && (len(f.jobs) == 0 || room >= f.minBatch)
+	limit := f.limit()
+	room := limit - int(f.held.Load())
+	minBatch := max(1, min(f.concurrency/2, limit/4))
+	return room > 0 && (len(f.jobs) == 0 || room >= minBatch)
 }
 
-// wait blocks until there may be something to do: a wake-up, a look due, a stop, and when roomBound
-// room for a fetch.
-func (f *fetcher) wait(timer *time.Timer, roomBound bool) {
+// wait blocks until there may be something to do: a wake-up, a look due, a stop, a hand-back due
+// (in handBackIn, when positive), and when roomBound room for a fetch.
+func (f *fetcher) wait(timer *time.Timer, roomBound bool, handBackIn time.Duration) {
 	d := time.Until(f.ready.nextScan())
+	if handBackIn > 0 {
+		d = min(d, handBackIn)
+	}
 	if d <= 0 {
 		return
 	}
@@ -307,6 +395,10 @@ func (f *fetcher) exchange(n int) error {
 		return err
 	}
 	f.ready.fetched(f.names, f.gens, x.status)
+	if len(x.jobs) > 0 {
+		f.pushed += uint64(len(x.jobs))
+		f.batches = append(f.batches, fetchedBatch{end: f.pushed, at: time.Now()})
+	}
 	k := 0
 	for g := range f.names {
 		c, _ := x.counts[g].(int64)

@@ -81,8 +81,8 @@ func TestHeartbeatFindsAJobPushedWithoutWakeUp(t *testing.T) {
 	eventually(t, 20*time.Second, "the pushed job to run", func() bool { return ran.Load() == 2 })
 }
 
-// A pool whose jobs are slow holds no more than twice its concurrency (the jobs it runs and as many
-// fetched ahead), so other pools can take the rest; quick jobs may be fetched further ahead.
+// A pool whose jobs are slow holds no more than its concurrency (the jobs it runs, none fetched
+// ahead), so other pools can take the rest; quick jobs may be fetched further ahead.
 //
 // What the pool holds is counted as the jobs gone from the queue less the handlers that returned: the
 // in-progress list would also count finished jobs whose acknowledgement has not landed yet. The queue
@@ -129,10 +129,10 @@ func TestPoolOfSlowJobsFetchesAheadAtMostItsConcurrency(t *testing.T) {
 	if most := heldMost("the slow jobs to run"); most > int64(quickCapacity(2*2)) {
 		t.Errorf("the pool held %d slow jobs at once, want at most %d", most, quickCapacity(2*2))
 	}
-	// Once the mean has turned slow, the pool holds at most 4.
+	// Once the mean has turned slow, the pool holds at most 2.
 	enqueueSlow(20)
-	if most := heldMost("the second slow batch to run"); most > 4 {
-		t.Errorf("a pool of 2 workers running slow jobs held %d at once, want at most 4", most)
+	if most := heldMost("the second slow batch to run"); most > 2 {
+		t.Errorf("a pool of 2 workers running slow jobs held %d at once, want at most 2", most)
 	}
 }
 

@@ -79,16 +79,22 @@ func TestStopWaitsForRunningJobsAndReturnsFetchedOnesToTheFrontOfTheQueue(t *tes
 		return nil
 	})
 	e := NewEnqueuer(ns, pool)
+	wp.Start()
+	// Jobs judged quick are fetched ahead; here they stay so (never handed back) until Stop.
+	f := wp.reg.run.fetcher
+	f.mu.Lock()
+	f.meanRun.Store(int64(time.Millisecond))
+	f.handBackAfter = time.Hour
+	f.mu.Unlock()
 	for _, n := range []string{"1", "2", "3", "4"} {
 		if _, err := e.Enqueue("slow", Q{"n": n}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wp.Start()
 	if got := <-started; got != "1" {
 		t.Fatalf("first job run: %s, want 1", got)
 	}
-	// Concurrency 1 holds one job running and one fetched ahead.
+	// Concurrency 1 with jobs of a millisecond holds one job running and one fetched ahead.
 	eventually(t, 5*time.Second, "one job fetched ahead", func() bool {
 		return rInt(t, pool, "LLEN", ns+":jobs:slow:"+wp.workerPoolID+":inprogress") == 2
 	})

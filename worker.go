@@ -24,6 +24,7 @@ func newWorker(r *poolRun) *worker {
 func (w *worker) loop(wg *sync.WaitGroup) {
 	defer wg.Done()
 	for job := range w.r.fetcher.jobs {
+		w.r.fetcher.taken.Add(1)
 		w.process(job)
 	}
 }

@@ -413,9 +413,8 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.jobCtx, r.jobCancel = context.WithCancel(context.Background())
 	r.startedAt = nowEpochSeconds()
-	capacity := int(wp.concurrency) * 2
 	r.acker = newAcker(r)
-	r.fetcher = newFetcher(r, capacity)
+	r.fetcher = newFetcher(r, int(wp.concurrency))
 	for i := uint(0); i < wp.concurrency; i++ {
 		r.workers = append(r.workers, newWorker(r))
 	}
