@@ -24,10 +24,11 @@ type Client struct {
 	store *store
 }
 
-// NewClient creates a Client for the given namespace and Redis pool. It panics when pool is nil.
+// NewClient creates a Client for the given namespace and Redis pool. With a nil pool, as
+// gocraft/work allowed, every method of the Client returns an error.
 func NewClient(namespace string, pool *redis.Pool) *Client {
 	if pool == nil {
-		panic("work: NewClient needs a non-nil *redis.Pool")
+		return NewClientWithBackend(namespace, noPool{})
 	}
 	return NewClientWithBackend(namespace, PoolBackend(pool))
 }

@@ -56,15 +56,6 @@ func nextWake(t *testing.T, psc redis.PubSubConn) string {
 	return ""
 }
 
-func TestClientNewClientPanicsOnNilPool(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("NewClient(nil pool) did not panic")
-		}
-	}()
-	NewClient("ns", nil)
-}
-
 func TestClientWorkerPoolHeartbeatsAreSortedAndSkipMissingHashes(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)

@@ -81,3 +81,21 @@ func TestCompatErrorTexts(t *testing.T) {
 		t.Fatal("distinct errors compare equal")
 	}
 }
+
+// gocraft/work's NewClient takes a nil pool (programs build Clients they never use); its methods
+// then panicked. Here they return an error.
+func TestCompatClientOfNilPool(t *testing.T) {
+	c := NewClient("ns", nil)
+	if _, err := c.Queues(); !errors.Is(err, errNoPool) {
+		t.Errorf("Queues: %v", err)
+	}
+	if _, _, err := c.DeadJobs(1); !errors.Is(err, errNoPool) {
+		t.Errorf("DeadJobs: %v", err)
+	}
+	if err := c.DeleteDeadJob(1, "x"); !errors.Is(err, errNoPool) {
+		t.Errorf("DeleteDeadJob: %v", err)
+	}
+	if err := c.RetryAllDeadJobs(); !errors.Is(err, errNoPool) {
+		t.Errorf("RetryAllDeadJobs: %v", err)
+	}
+}
