@@ -69,8 +69,9 @@ type Queue struct {
 }
 
 // WorkerPoolHeartbeats returns the heartbeats of the registered worker pools, sorted by pool ID, each
-// with its JobNames and WorkerIDs sorted. A registered pool whose heartbeat is missing is left out; a
-// field that cannot be parsed is left at its zero value.
+// with its JobNames and WorkerIDs sorted. A registered pool whose heartbeat is missing is listed with
+// its WorkerPoolID only, as gocraft/work lists it (it is taken off the list once another pool has
+// reaped it); a field that cannot be parsed is left at its zero value.
 func (c *Client) WorkerPoolHeartbeats() ([]*WorkerPoolHeartbeat, error) {
 	ids, hashes, err := c.store.poolHashes(context.Background())
 	if err != nil {
@@ -79,6 +80,7 @@ func (c *Client) WorkerPoolHeartbeats() ([]*WorkerPoolHeartbeat, error) {
 	out := make([]*WorkerPoolHeartbeat, 0, len(ids))
 	for i, id := range ids {
 		if len(hashes[i]) == 0 {
+			out = append(out, &WorkerPoolHeartbeat{WorkerPoolID: id})
 			continue
 		}
 		out = append(out, parseHeartbeat(id, hashes[i]))

@@ -56,7 +56,7 @@ func nextWake(t *testing.T, psc redis.PubSubConn) string {
 	return ""
 }
 
-func TestClientWorkerPoolHeartbeatsAreSortedAndSkipMissingHashes(t *testing.T) {
+func TestClientWorkerPoolHeartbeatsAreSortedAndListMissingHashesByID(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	rdo(t, pool, "SADD", ks.workerPools(), "p2", "p1", "missing", "wrongtype", "garbled")
@@ -74,10 +74,12 @@ func TestClientWorkerPoolHeartbeatsAreSortedAndSkipMissingHashes(t *testing.T) {
 	}
 	want := []*WorkerPoolHeartbeat{
 		{WorkerPoolID: "garbled", JobNames: []string{}, Host: "h3", WorkerIDs: []string{}},
+		{WorkerPoolID: "missing"},
 		{WorkerPoolID: "p1", StartedAt: 1700000001, HeartbeatAt: 1700000011, JobNames: []string{},
 			Concurrency: 1, Host: "h1", Pid: 7, WorkerIDs: []string{"w9"}},
 		{WorkerPoolID: "p2", StartedAt: 1700000000, HeartbeatAt: 1700000010, JobNames: []string{"alpha", "zeta"},
 			Concurrency: 10, Host: "h2", Pid: 42, WorkerIDs: []string{"w1", "w2", "w3"}},
+		{WorkerPoolID: "wrongtype"},
 	}
 	if !reflect.DeepEqual(hbs, want) {
 		got, _ := json.Marshal(hbs)
