@@ -126,7 +126,7 @@ func splitSorted(s string) []string {
 }
 
 // WorkerObservations returns one observation per worker of the registered worker pools, idle workers
-// included, sorted by worker ID.
+// included, in gocraft/work's order: by pool ID, then by worker ID within each pool.
 func (c *Client) WorkerObservations() ([]*WorkerObservation, error) {
 	hbs, err := c.WorkerPoolHeartbeats()
 	if err != nil {
@@ -142,7 +142,6 @@ func (c *Client) WorkerObservations() ([]*WorkerObservation, error) {
 			}
 		}
 	}
-	sort.Strings(ids)
 	hashes, err := c.store.workerHashes(context.Background(), ids)
 	if err != nil {
 		return nil, err

@@ -97,7 +97,7 @@ func TestClientWorkerPoolHeartbeatsEmptyWithoutPools(t *testing.T) {
 	}
 }
 
-func TestClientWorkerObservationsIncludeIdleWorkersSortedByID(t *testing.T) {
+func TestClientWorkerObservationsIncludeIdleWorkersInPoolOrder(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	rdo(t, pool, "SADD", ks.workerPools(), "pa", "pb", "gone")
@@ -112,11 +112,12 @@ func TestClientWorkerObservationsIncludeIdleWorkersSortedByID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// By pool ID, then by worker ID within the pool, as gocraft/work lists them.
 	want := []*WorkerObservation{
 		{WorkerID: "wa"},
+		{WorkerID: "wc", IsBusy: true, JobName: "other", JobID: "j2", StartedAt: 1700000001, ArgsJSON: "null"},
 		{WorkerID: "wb", IsBusy: true, JobName: "send", JobID: "j1", StartedAt: 1700000000, ArgsJSON: `{"to":"x"}`,
 			Checkin: "half way", CheckinAt: 1700000005},
-		{WorkerID: "wc", IsBusy: true, JobName: "other", JobID: "j2", StartedAt: 1700000001, ArgsJSON: "null"},
 	}
 	if !reflect.DeepEqual(obs, want) {
 		got, _ := json.Marshal(obs)
