@@ -129,3 +129,53 @@ func TestCompatPoolFieldsReadByReflection(t *testing.T) {
 		t.Errorf("pool field: %v", p)
 	}
 }
+
+// gocraft/work's observation of a busy worker holds args "" for a job without args (nil or empty),
+// and no checkin fields after Checkin("").
+func TestCompatObservationsOfJobsWithoutArgsOrCheckin(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	gate := newBhvGate()
+	started := make(chan struct{}, 3)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 3, ns, pool).Job("o", func(j *Job) error {
+		j.Checkin("")
+		started <- struct{}{}
+		gate.Wait()
+		return nil
+	}))
+	t.Cleanup(gate.Open)
+	e := NewEnqueuer(ns, pool)
+	want := map[string]string{} // job ID -> args of its observation
+	for _, args := range []map[string]interface{}{nil, {}, {"a": 1}} {
+		j, err := e.Enqueue("o", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[j.ID] = ""
+		if len(args) > 0 {
+			want[j.ID] = `{"a":1}`
+		}
+	}
+	for i := 0; i < 3; i++ {
+		bhvWait(t, started, "the jobs to start")
+	}
+	c := NewClient(ns, pool)
+	var obs []*WorkerObservation
+	eventually(t, 10*time.Second, "three busy workers observed", func() bool {
+		obs, _ = c.WorkerObservations()
+		n := 0
+		for _, o := range obs {
+			if _, ok := want[o.JobID]; ok {
+				n++
+			}
+		}
+		return n == 3
+	})
+	for _, o := range obs {
+		if o.ArgsJSON != want[o.JobID] || o.Checkin != "" || o.CheckinAt != 0 {
+			t.Errorf("observation of job %s: args %q, checkin %q at %d; want args %q and no check-in",
+				o.JobID, o.ArgsJSON, o.Checkin, o.CheckinAt, want[o.JobID])
+		}
+	}
+}
