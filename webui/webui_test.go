@@ -741,6 +741,15 @@ func TestStartServesAndStopStops(t *testing.T) {
 	}
 }
 
+// gocraft/work answers /busy_workers with null when no worker is busy.
+func TestBusyWorkersOfIdlePoolsIsNull(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	if rec := f.get("/busy_workers"); rec.Code != 200 || strings.TrimSpace(rec.Body.String()) != "null" {
+		t.Errorf("/busy_workers: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
 // gocraft/work's NewServer takes a nil pool; its requests then fail. Here they get a 500 and the
 // error.
 func TestNewServerOfNilPoolAnswersErrors(t *testing.T) {
