@@ -179,3 +179,43 @@ func TestCompatObservationsOfJobsWithoutArgsOrCheckin(t *testing.T) {
 		}
 	}
 }
+
+// gocraft/work's pool can be drained twice in a row, and started again after Stop with the same ID,
+// running what was enqueued meanwhile.
+func TestCompatDrainTwiceAndStartAfterStop(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var ran atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("d", func(*Job) error { ran.Add(1); return nil })
+	e := NewEnqueuer(ns, pool)
+	enqueue := func(n int) {
+		for i := 0; i < n; i++ {
+			if _, err := e.Enqueue("d", Q{"i": i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wp.Start()
+	t.Cleanup(wp.Stop)
+	enqueue(3)
+	done := make(chan struct{})
+	go func() { wp.Drain(); wp.Drain(); close(done) }()
+	bhvWait(t, done, "two Drains to return")
+	if n := ran.Load(); n != 3 {
+		t.Fatalf("ran %d jobs after Drain, want 3", n)
+	}
+	id := wp.workerPoolID
+	wp.Stop()
+	enqueue(2)
+	wp.Start()
+	done = make(chan struct{})
+	go func() { wp.Drain(); close(done) }()
+	bhvWait(t, done, "Drain after a restart to return")
+	if n := ran.Load(); n != 5 {
+		t.Errorf("ran %d jobs, want 5", n)
+	}
+	if ids := rStrings(t, pool, "SMEMBERS", bhvKey(ns, "worker_pools")); len(ids) != 1 || ids[0] != id {
+		t.Errorf("worker_pools %v after a restart, want the same pool ID %s", ids, id)
+	}
+}
