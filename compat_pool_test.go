@@ -72,6 +72,10 @@ func TestCompatConcurrencyZeroPoolRunsEverythingButJobs(t *testing.T) {
 	done := make(chan struct{})
 	go func() { wp.Drain(); close(done) }()
 	bhvWait(t, done, "Drain of a pool without workers to return")
+	// Nothing fetched: a job it held would wait for its Stop.
+	if n, held := rInt(t, pool, "LLEN", ks.jobs("z")), rInt(t, pool, "LLEN", ks.inProgress("z", wp.workerPoolID)); n != 2 || held != 0 {
+		t.Errorf("queue z holds %d jobs and the pool %d: a pool of concurrency 0 fetched jobs", n, held)
+	}
 	wp.Stop()
 	if n := ran.Load(); n != 0 {
 		t.Errorf("a pool of concurrency 0 ran %d jobs", n)
