@@ -24,10 +24,11 @@ type Client struct {
 	store *store
 }
 
-// NewClient creates a Client for the given namespace and Redis pool. It panics when pool is nil.
+// NewClient creates a Client for the given namespace and Redis pool. With a nil pool, as
+// gocraft/work allowed, every method of the Client returns an error.
 func NewClient(namespace string, pool *redis.Pool) *Client {
 	if pool == nil {
-		panic("work: NewClient needs a non-nil *redis.Pool")
+		return NewClientWithBackend(namespace, noPool{})
 	}
 	return NewClientWithBackend(namespace, PoolBackend(pool))
 }
@@ -68,8 +69,9 @@ type Queue struct {
 }
 
 // WorkerPoolHeartbeats returns the heartbeats of the registered worker pools, sorted by pool ID, each
-// with its JobNames and WorkerIDs sorted. A registered pool whose heartbeat is missing is left out; a
-// field that cannot be parsed is left at its zero value.
+// with its JobNames and WorkerIDs sorted. A registered pool whose heartbeat is missing is listed with
+// its WorkerPoolID only, as gocraft/work lists it (it is taken off the list once another pool has
+// reaped it); a field that cannot be parsed is left at its zero value.
 func (c *Client) WorkerPoolHeartbeats() ([]*WorkerPoolHeartbeat, error) {
 	ids, hashes, err := c.store.poolHashes(context.Background())
 	if err != nil {
@@ -78,6 +80,7 @@ func (c *Client) WorkerPoolHeartbeats() ([]*WorkerPoolHeartbeat, error) {
 	out := make([]*WorkerPoolHeartbeat, 0, len(ids))
 	for i, id := range ids {
 		if len(hashes[i]) == 0 {
+			out = append(out, &WorkerPoolHeartbeat{WorkerPoolID: id})
 			continue
 		}
 		out = append(out, parseHeartbeat(id, hashes[i]))
@@ -123,7 +126,7 @@ func splitSorted(s string) []string {
 }
 
 // WorkerObservations returns one observation per worker of the registered worker pools, idle workers
-// included, sorted by worker ID.
+// included, in gocraft/work's order: by pool ID, then by worker ID within each pool.
 func (c *Client) WorkerObservations() ([]*WorkerObservation, error) {
 	hbs, err := c.WorkerPoolHeartbeats()
 	if err != nil {
@@ -139,7 +142,6 @@ func (c *Client) WorkerObservations() ([]*WorkerObservation, error) {
 			}
 		}
 	}
-	sort.Strings(ids)
 	hashes, err := c.store.workerHashes(context.Background(), ids)
 	if err != nil {
 		return nil, err

@@ -56,16 +56,7 @@ func nextWake(t *testing.T, psc redis.PubSubConn) string {
 	return ""
 }
 
-func TestClientNewClientPanicsOnNilPool(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("NewClient(nil pool) did not panic")
-		}
-	}()
-	NewClient("ns", nil)
-}
-
-func TestClientWorkerPoolHeartbeatsAreSortedAndSkipMissingHashes(t *testing.T) {
+func TestClientWorkerPoolHeartbeatsAreSortedAndListMissingHashesByID(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	rdo(t, pool, "SADD", ks.workerPools(), "p2", "p1", "missing", "wrongtype", "garbled")
@@ -83,10 +74,12 @@ func TestClientWorkerPoolHeartbeatsAreSortedAndSkipMissingHashes(t *testing.T) {
 	}
 	want := []*WorkerPoolHeartbeat{
 		{WorkerPoolID: "garbled", JobNames: []string{}, Host: "h3", WorkerIDs: []string{}},
+		{WorkerPoolID: "missing"},
 		{WorkerPoolID: "p1", StartedAt: 1700000001, HeartbeatAt: 1700000011, JobNames: []string{},
 			Concurrency: 1, Host: "h1", Pid: 7, WorkerIDs: []string{"w9"}},
 		{WorkerPoolID: "p2", StartedAt: 1700000000, HeartbeatAt: 1700000010, JobNames: []string{"alpha", "zeta"},
 			Concurrency: 10, Host: "h2", Pid: 42, WorkerIDs: []string{"w1", "w2", "w3"}},
+		{WorkerPoolID: "wrongtype"},
 	}
 	if !reflect.DeepEqual(hbs, want) {
 		got, _ := json.Marshal(hbs)
@@ -104,7 +97,7 @@ func TestClientWorkerPoolHeartbeatsEmptyWithoutPools(t *testing.T) {
 	}
 }
 
-func TestClientWorkerObservationsIncludeIdleWorkersSortedByID(t *testing.T) {
+func TestClientWorkerObservationsIncludeIdleWorkersInPoolOrder(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	rdo(t, pool, "SADD", ks.workerPools(), "pa", "pb", "gone")
@@ -119,11 +112,12 @@ func TestClientWorkerObservationsIncludeIdleWorkersSortedByID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// By pool ID, then by worker ID within the pool, as gocraft/work lists them.
 	want := []*WorkerObservation{
 		{WorkerID: "wa"},
+		{WorkerID: "wc", IsBusy: true, JobName: "other", JobID: "j2", StartedAt: 1700000001, ArgsJSON: "null"},
 		{WorkerID: "wb", IsBusy: true, JobName: "send", JobID: "j1", StartedAt: 1700000000, ArgsJSON: `{"to":"x"}`,
 			Checkin: "half way", CheckinAt: 1700000005},
-		{WorkerID: "wc", IsBusy: true, JobName: "other", JobID: "j2", StartedAt: 1700000001, ArgsJSON: "null"},
 	}
 	if !reflect.DeepEqual(obs, want) {
 		got, _ := json.Marshal(obs)

@@ -81,3 +81,57 @@ func TestCompatErrorTexts(t *testing.T) {
 		t.Fatal("distinct errors compare equal")
 	}
 }
+
+// gocraft/work's NewClient takes a nil pool (programs build Clients they never use); its methods
+// then panicked. Here they return an error.
+func TestCompatClientOfNilPool(t *testing.T) {
+	c := NewClient("ns", nil)
+	if _, err := c.Queues(); !errors.Is(err, errNoPool) {
+		t.Errorf("Queues: %v", err)
+	}
+	if _, _, err := c.DeadJobs(1); !errors.Is(err, errNoPool) {
+		t.Errorf("DeadJobs: %v", err)
+	}
+	if err := c.DeleteDeadJob(1, "x"); !errors.Is(err, errNoPool) {
+		t.Errorf("DeleteDeadJob: %v", err)
+	}
+	if err := c.RetryAllDeadJobs(); !errors.Is(err, errNoPool) {
+		t.Errorf("RetryAllDeadJobs: %v", err)
+	}
+}
+
+// gocraft/work returns ErrNotDeleted and ErrNotRetried themselves for jobs that are not there, and
+// programs written for it compare with ==.
+func TestCompatMissingJobsReturnTheErrorValuesThemselves(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rdo(t, pool, "ZADD", ks.dead(), 100, `{"name":"a","id":"d1","t":1,"args":null}`)
+	for what, err := range map[string]error{
+		"DeleteDeadJob":      c.DeleteDeadJob(100, "nope"),
+		"DeleteRetryJob":     c.DeleteRetryJob(100, "d1"),
+		"DeleteScheduledJob": c.DeleteScheduledJob(100, "d1"),
+	} {
+		if err != ErrNotDeleted {
+			t.Errorf("%s of a missing job: %v, want ErrNotDeleted itself", what, err)
+		}
+	}
+	if err := c.RetryDeadJob(101, "d1"); err != ErrNotRetried {
+		t.Errorf("RetryDeadJob of a missing job: %v, want ErrNotRetried itself", err)
+	}
+	if err := c.RetryDeadJob(100, "d1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RetryDeadJob(100, "d1"); err != ErrNotRetried {
+		t.Errorf("RetryDeadJob of a job retried already: %v, want ErrNotRetried itself", err)
+	}
+	if err := c.DeleteDeadJob(100, "d1"); err != ErrNotDeleted {
+		t.Errorf("DeleteDeadJob of a job retried already: %v, want ErrNotDeleted itself", err)
+	}
+	// Deleting or retrying every dead job of an empty set is no error.
+	if err := c.RetryAllDeadJobs(); err != nil {
+		t.Errorf("RetryAllDeadJobs: %v", err)
+	}
+	if err := c.DeleteAllDeadJobs(); err != nil {
+		t.Errorf("DeleteAllDeadJobs: %v", err)
+	}
+}

@@ -452,8 +452,6 @@ func TestHostileAPIMisuse(t *testing.T) {
 	}
 	mustPanic("NewEnqueuer(nil pool)", "nil", func() { NewEnqueuer(ns, nil) })
 	mustPanic("NewWorkerPool(nil pool)", "nil", func() { NewWorkerPool(hstCtx{}, 1, ns, nil) })
-	mustPanic("NewClient(nil pool)", "nil", func() { NewClient(ns, nil) })
-	mustPanic("NewWorkerPool(concurrency 0)", "concurrency", func() { NewWorkerPool(hstCtx{}, 0, ns, pool) })
 	mustPanic("NewWorkerPool(ctx not a struct)", "struct", func() { NewWorkerPool(42, 1, ns, pool) })
 	mustPanic("NewWorkerPool(nil ctx)", "struct", func() { NewWorkerPool(nil, 1, ns, pool) })
 

@@ -1,6 +1,7 @@
 package work
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -83,13 +84,17 @@ func (s *workerState) snapshot() (observation, uint64) {
 }
 
 // argsJSON extracts the args of a payload from its immutable bytes (the handler may be changing the
-// decoded map meanwhile).
+// decoded map meanwhile). No args, null or {} give "", as gocraft/work writes them.
 func argsJSON(raw []byte) []byte {
 	var p struct {
 		Args json.RawMessage `json:"args"`
 	}
-	if json.Unmarshal(raw, &p) != nil || len(p.Args) == 0 {
-		return []byte("null")
+	if json.Unmarshal(raw, &p) != nil {
+		return []byte{}
+	}
+	a := bytes.TrimSpace(p.Args)
+	if len(a) == 0 || string(a) == "null" || (a[0] == '{' && len(bytes.TrimSpace(a[1:len(a)-1])) == 0) {
+		return []byte{}
 	}
 	return p.Args
 }

@@ -932,7 +932,7 @@ func (s *store) writeObservations(ctx context.Context, obs []observation) error 
 			}
 			c.Send("DEL", key)
 			args := []interface{}{key, "job_name", o.jobName, "job_id", o.jobID, "started_at", o.startedAt, "args", o.args}
-			if o.checkinAt != 0 {
+			if o.checkin != "" && o.checkinAt != 0 { // an empty message is no check-in to gocraft/work either
 				args = append(args, "checkin", o.checkin, "checkin_at", o.checkinAt)
 			}
 			c.Send("HSET", args...)

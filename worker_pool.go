@@ -163,7 +163,9 @@ type jobType struct {
 
 // NewWorkerPool creates a new worker pool. ctx should be a struct literal whose type will be used for
 // middleware and handlers. concurrency specifies how many workers to spin up: each runs one job at a
-// time. It panics when pool is nil, when ctx is not a struct, or when concurrency is 0.
+// time. A pool of concurrency 0 runs no jobs but still heartbeats, moves due scheduled and retry jobs,
+// takes back dead pools' jobs and enqueues its periodic jobs, as gocraft/work's did. It panics when
+// pool is nil or when ctx is not a struct.
 func NewWorkerPool(ctx interface{}, concurrency uint, namespace string, pool *redis.Pool) *WorkerPool {
 	return NewWorkerPoolWithOptions(ctx, concurrency, namespace, pool, WorkerPoolOptions{})
 }
@@ -188,9 +190,6 @@ func NewWorkerPoolWithBackend(ctx interface{}, concurrency uint, namespace strin
 	ctxType := reflect.TypeOf(ctx)
 	if ctxType == nil || ctxType.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("work: NewWorkerPool needs a struct value as its context (eg, Context{}), got %T", ctx))
-	}
-	if concurrency == 0 {
-		panic("work: NewWorkerPool needs a concurrency of at least 1")
 	}
 	if len(opts.SleepBackoffs) == 0 {
 		opts.SleepBackoffs = defaultSleepBackoffs
@@ -337,6 +336,9 @@ func (wp *WorkerPool) Stop() {
 // run again, in this or another pool) and returns ctx.Err(). A handler that ignores its context may
 // still be running when StopContext returns; its outcome is then discarded.
 func (wp *WorkerPool) StopContext(ctx context.Context) error {
+	if wp.reg == nil {
+		return nil // a zero WorkerPool was never started, as gocraft/work's Stop assumed
+	}
 	wp.reg.mu.Lock()
 	r := wp.reg.run
 	wp.reg.run = nil
@@ -349,8 +351,11 @@ func (wp *WorkerPool) StopContext(ctx context.Context) error {
 
 // Drain drains all jobs in the queues of this pool's job names: it returns once the pool finds them
 // empty and has finished every job it fetched. It does not wait for scheduled or retry jobs.
-// Calling Drain on a pool that is not started returns at once.
+// Calling Drain on a pool that is not started, or that has no workers, returns at once.
 func (wp *WorkerPool) Drain() {
+	if wp.reg == nil || wp.concurrency == 0 {
+		return // no workers to wait for, as in gocraft/work
+	}
 	wp.reg.mu.Lock()
 	r := wp.reg.run
 	wp.reg.mu.Unlock()
@@ -485,7 +490,7 @@ func (r *poolRun) workerIDs() []string {
 func hostname() string {
 	h, err := os.Hostname()
 	if err != nil {
-		return "unknown"
+		return "hostname_errored" // what gocraft/work writes, so its web UI and ours read the same
 	}
 	return h
 }

@@ -191,12 +191,6 @@ func TestNewWorkerPoolPanicsWhenContextIsNotAStruct(t *testing.T) {
 	NewWorkerPool(struct{}{}, 1, "ns", pool)
 }
 
-func TestNewWorkerPoolPanicsOnZeroConcurrency(t *testing.T) {
-	t.Parallel()
-	pool := newTestPool(t)
-	bhvPanicMessage(t, "NewWorkerPool(concurrency 0)", func() { NewWorkerPool(bhvCtx{}, 0, "ns", pool) })
-}
-
 // Lifecycle.
 
 func TestStartTwiceRunsOnePool(t *testing.T) {

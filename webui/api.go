@@ -259,13 +259,14 @@ func (s *Server) apiBusyWorkers(w http.ResponseWriter, r *http.Request) {
 	render(w, busy, err)
 }
 
-// busyWorkers returns the observations of the workers running a job.
+// busyWorkers returns the observations of the workers running a job: nil, which encodes as null as
+// in gocraft/work's answer, when none is.
 func (s *Server) busyWorkers() ([]*work.WorkerObservation, error) {
 	obs, err := s.client.WorkerObservations()
 	if err != nil {
 		return nil, err
 	}
-	busy := []*work.WorkerObservation{}
+	var busy []*work.WorkerObservation
 	for _, ob := range obs {
 		if ob.IsBusy {
 			busy = append(busy, ob)

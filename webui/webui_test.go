@@ -741,13 +741,26 @@ func TestStartServesAndStopStops(t *testing.T) {
 	}
 }
 
-func TestNewServerPanicsOnNilPool(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Error("no panic")
+// gocraft/work answers /busy_workers with null when no worker is busy.
+func TestBusyWorkersOfIdlePoolsIsNull(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	if rec := f.get("/busy_workers"); rec.Code != 200 || strings.TrimSpace(rec.Body.String()) != "null" {
+		t.Errorf("/busy_workers: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// gocraft/work's NewServer takes a nil pool; its requests then fail. Here they get a 500 and the
+// error.
+func TestNewServerOfNilPoolAnswersErrors(t *testing.T) {
+	h := NewServer("ns", nil, ":0").Handler()
+	for _, p := range []string{"/queues", "/worker_pools", "/busy_workers", "/dead_jobs?page=1"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+		if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"error"`) {
+			t.Errorf("GET %s: %d %q", p, rec.Code, rec.Body.String())
 		}
-	}()
-	NewServer("ns", nil, ":0")
+	}
 }
 
 func TestDeadRecordsOfUndecodablePayloadsShowTheirBytes(t *testing.T) {

@@ -5,7 +5,8 @@
 // -redis accepts host:port or a redis:// or rediss:// URL (default $WORK_REDIS, else
 // 127.0.0.1:6379); -tls-ca, -tls-cert and -tls-key secure a rediss:// one as in the work command.
 // -ns defaults to $WORK_NS, else "work". -payload is accepted for -args, as older versions named it.
-// It prints the job's ID, and exits with 1 when the job cannot be enqueued and 2 on bad flags. The
+// It prints the job's ID. It exits with 1 when the job cannot be enqueued, and, as gocraft/work's
+// command does, when -job is missing or -args is not a JSON object; with 2 on other bad flags. The
 // work command (`work enqueue`) does the same and more.
 package main
 
@@ -40,16 +41,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	// gocraft/work's command exits with 1 for these two, and scripts may test for it.
 	if *job == "" {
 		fmt.Fprintln(stderr, "workenqueue: no job name: use -job NAME")
-		return 2
+		return 1
 	}
 	var q map[string]interface{}
 	dec := json.NewDecoder(bytes.NewReader([]byte(*jobArgs)))
 	dec.UseNumber()
 	if err := dec.Decode(&q); err != nil {
 		fmt.Fprintf(stderr, "workenqueue: -args must be a JSON object: %v\n", err)
-		return 2
+		return 1
 	}
 	target, err := cli.ParseRedis(*redisAddr, *database)
 	if err == nil {
