@@ -20,8 +20,8 @@ import (
 )
 
 // childArg, as the first argument, makes the harness run as one of its own child processes (a
-// paced producer, or a pool to be killed) instead of as the harness. It is not a flag, so -h does
-// not list it.
+// paced producer, a pool to be killed, or a pool of the longjobs workload) instead of as the
+// harness. It is not a flag, so -h does not list it.
 const childArg = "__child"
 
 // child is a child process of the harness: the harness's own executable run with childArg. It gets
@@ -145,8 +145,10 @@ func childMain(args []string) {
 	rate := fs.Int("rate", 0, "producer: jobs/s")
 	n := fs.Int("n", 0, "producer: jobs to send")
 	g := fs.Int("goroutines", 8, "producer: goroutines")
-	conc := fs.Int("concurrency", 50, "crash: workers")
-	names := fs.String("names", strings.Join(trafficNames, ","), "crash: registered job names")
+	conc := fs.Int("concurrency", 50, "crash, pool: workers")
+	names := fs.String("names", strings.Join(trafficNames, ","), "crash, pool: registered job names")
+	sleep := fs.Duration("sleep", 0, "pool: how long a handler runs")
+	keyConc := fs.Uint("key-concurrency", 0, "pool: JobOptions.KeyConcurrency of every name (work; 0: none)")
 	_ = fs.Parse(args[1:])
 	l, err := newLibrary(*libName, *addr, *checkInterval)
 	if err != nil {
@@ -159,6 +161,8 @@ func childMain(args []string) {
 		producerChild(l, in, *rate, *n, *g)
 	case "crash":
 		crashChild(l, in, *addr, *conc, strings.Split(*names, ","))
+	case "pool":
+		poolChild(l, in, *conc, strings.Split(*names, ","), *sleep, *keyConc)
 	default:
 		childFatal(fmt.Errorf("unknown role %q", role))
 	}

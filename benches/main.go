@@ -5,7 +5,8 @@
 //	go run . [-rounds 5] [-workloads burn,manynames,latency,idle,enqueue,crash] [-libs work,gocraft,asynq] [-markdown]
 //
 // The keyed, millionkeys and fairness workloads compare variants of their own (work's keyed jobs
-// against its unkeyed ones and asynq's) rather than the libraries.
+// against its unkeyed ones and asynq's) rather than the libraries. The longjobs workload times jobs
+// of seconds on several pools against the ideal makespan of each shape.
 //
 // The soak workload (-workloads soak) runs work alone, for a long time, and exits with status 1 when
 // something it keeps in Redis, or the pools' heap or goroutines, keeps growing.
@@ -28,7 +29,7 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness", "longjobs"}
 
 const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
@@ -97,6 +98,7 @@ func main() {
 		soakGrowth    = flag.Float64("soak-growth", 0.1, "the soak workload's relative growth threshold: a series grows when its rise over the judged window exceeds this fraction of its level (and its floor; see README.md)")
 	)
 	kf := declareKeyedFlags()
+	lcfg := declareLongFlags()
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
@@ -188,6 +190,11 @@ func main() {
 	}
 	kcfg, fcfg, err := kf.configs(*n, *rounds)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "benches:", err)
+		os.Exit(2)
+	}
+	lcfg.rounds = *rounds
+	if err := lcfg.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "benches:", err)
 		os.Exit(2)
 	}
@@ -359,6 +366,9 @@ func main() {
 	}
 	if selected["fairness"] {
 		cases = append(cases, b.fairnessCase(fcfg))
+	}
+	if selected["longjobs"] {
+		cases = append(cases, b.longCases(*lcfg)...)
 	}
 
 	rep.loadStart = loadAverage()

@@ -165,6 +165,10 @@ type benchCase struct {
 	ratios []ratioCol
 	goals  []goal
 
+	// noSummary: the case's workload has a summary table of its own (longjobs), so the case is in
+	// neither the Summary table nor a variants' summary.
+	noSummary bool
+
 	vals  [][]map[string]float64 // [column][round]; nil for a failed run
 	fails []int                  // [column]
 }
@@ -359,8 +363,8 @@ func (r *report) tables() []table {
 		header: append(append([]string{"workload", "metric"}, r.libs...), ratioNames...),
 	}
 	for _, c := range r.cases {
-		if c.cols != nil {
-			continue // a case of variants has a summary of its own
+		if c.cols != nil || c.noSummary {
+			continue // a case of variants, or of longjobs, has a summary of its own
 		}
 		for _, k := range c.summary {
 			md := metricByKey(c.metrics, k)
@@ -375,7 +379,7 @@ func (r *report) tables() []table {
 		ts = append(ts, sum)
 	}
 	for _, c := range r.cases {
-		if c.cols != nil {
+		if c.cols != nil && !c.noSummary {
 			ts = append(ts, c.variantSummary())
 			if len(c.goals) > 0 {
 				ts = append(ts, c.goalTable())
@@ -385,6 +389,9 @@ func (r *report) tables() []table {
 
 	if mn := r.manyNamesTable(); mn != nil {
 		ts = append(ts, *mn)
+	}
+	if lt := r.longJobsTable(); lt != nil {
+		ts = append(ts, *lt)
 	}
 
 	for _, c := range r.cases {
