@@ -16,11 +16,11 @@ import (
 // The pool's room is counted in jobs held: a job is held from its fetch until its worker hands over
 // its outcome. A pool holds a job for each worker, and fetches ahead only as many more as its
 // workers will start within about aheadWait, judged by the mean run time of its jobs: many for
-// jobs of microseconds (the batches save round trips), a few for jobs of a millisecond, none for
+// jobs of microseconds (the batches save round trips), a few for jobs of milliseconds, none for
 // longer jobs, which are then fetched only by a free worker, so that no job waits in a busy pool
 // while another pool that serves its name idles, and no key's slot is held by a job that has not
-// started. If the fetched-ahead jobs wait longer than handBackAfter all the same (the workers
-// turned to long jobs), the pool hands them back to the front of their queues, for any pool to take,
+// started. If the fetched-ahead jobs wait longer than handBackAfter all the same, no worker taking
+// a job meanwhile (the workers turned to long jobs), the pool hands them back to the front of their queues, for any pool to take,
 // and fetches ahead no more until one of its jobs ends.
 type fetcher struct {
 	r           *poolRun
@@ -50,6 +50,10 @@ type fetcher struct {
 	pushed  uint64
 	taken   atomic.Uint64
 	batches []fetchedBatch
+	// lastTaken is taken as the loop last saw it change, at lastTakenAt: how long the workers have
+	// taken no job.
+	lastTaken   uint64
+	lastTakenAt time.Time
 
 	stopped chan struct{} // closed by stop: fetch no more
 	done    chan struct{} // closed when the loop ends
@@ -73,7 +77,7 @@ type fetchedBatch struct {
 // quick, and quickAhead the fetch-ahead of a small pool of quick jobs: its batches are then large
 // enough that round trips do not bound it.
 const (
-	aheadWait     = time.Millisecond
+	aheadWait     = 2 * time.Millisecond
 	handBackAfter = 10 * time.Millisecond
 	quickAhead    = 16
 	quickHeld     = 128
@@ -121,17 +125,31 @@ func (f *fetcher) stop() {
 	// Holding mu, no fetch is under way (one in fetchNow ends first) and none starts: the channel
 	// holds every job fetched and not started.
 	f.mu.Lock()
+	f.requeueWaiting()
+	f.mu.Unlock()
+	f.ready.releaseDrains()
+}
+
+// requeueWaiting puts the jobs waiting in the channel back at the fetch end of their queues, so
+// that they are the next ones out again, in the order they were fetched, and returns how many.
+func (f *fetcher) requeueWaiting() int {
+	var waiting []*Job
 	for {
 		select {
 		case j := <-f.jobs:
-			f.r.acker.submit(finishOp{kind: opRequeue, q: j.q.args, job: j})
+			waiting = append(waiting, j)
 			continue
 		default:
 		}
 		break
 	}
-	f.mu.Unlock()
-	f.ready.releaseDrains()
+	f.taken.Add(uint64(len(waiting)))
+	// Each goes to the fetch end: the last fetched goes first, so that the first ends up there.
+	for i := len(waiting) - 1; i >= 0; i-- {
+		j := waiting[i]
+		f.r.acker.submit(finishOp{kind: opRequeue, q: j.q.args, job: j})
+	}
+	return len(waiting)
 }
 
 func (f *fetcher) isStopped() bool {
@@ -181,29 +199,22 @@ func (f *fetcher) headWait(now time.Time) (time.Duration, bool) {
 }
 
 // handBack puts every job waiting in the channel back at the front of its queue, when the one at
-// its head has waited f.handBackAfter: the workers are all busy with longer jobs than the pool
-// judged, and another pool may be idle. It returns how long until the head would be due, or 0 when
-// no job waits. The caller holds mu.
+// its head has waited f.handBackAfter and no worker took a job meanwhile: the workers are all busy
+// with longer jobs than the pool judged, and another pool may be idle. (A pool whose workers still
+// take jobs, only slower, on a loaded machine say, keeps them: they are about to start.) It returns
+// how long until a hand-back could be due, or 0 when no job waits. The caller holds mu.
 func (f *fetcher) handBack(now time.Time) time.Duration {
 	wait, ok := f.headWait(now)
 	if !ok {
 		return 0
 	}
-	if wait < f.handBackAfter {
-		return f.handBackAfter - wait
+	if taken := f.taken.Load(); taken != f.lastTaken {
+		f.lastTaken, f.lastTakenAt = taken, now
 	}
-	n := 0
-	for {
-		select {
-		case j := <-f.jobs:
-			f.taken.Add(1)
-			n++
-			f.r.acker.submit(finishOp{kind: opRequeue, q: j.q.args, job: j})
-			continue
-		default:
-		}
-		break
+	if d := f.handBackAfter - min(wait, now.Sub(f.lastTakenAt)); d > 0 {
+		return d
 	}
+	n := f.requeueWaiting()
 	f.batches = f.batches[:0]
 	if n > 0 {
 		f.noAhead.Store(true)
@@ -279,8 +290,9 @@ func (f *fetcher) fetchNow() {
 		}
 	}
 	f.mu.Unlock()
-	if err != nil || (n > 0 && f.room() <= 0) {
-		// The loop retries after an error, and fetches the rest once room comes back.
+	if err != nil || (n > 0 && (f.room() <= 0 || len(f.jobs) > 0)) {
+		// The loop retries after an error, fetches the rest once room comes back, and hands back
+		// the jobs fetched ahead should they wait too long.
 		f.ready.poke()
 	}
 }

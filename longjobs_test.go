@@ -168,7 +168,10 @@ func TestFetchedAheadJobsAreHandedBack(t *testing.T) {
 	l, gate := newLrRunning(), newBhvGate()
 	t.Cleanup(gate.Open)
 	var quick sync.WaitGroup
-	first := NewWorkerPool(bhvCtx{}, 4, ns, pool).
+	// Looks an hour apart: the jobs are fetched where their wake-up arrives, and nothing but the
+	// hand-back wakes the pool's loop.
+	first := NewWorkerPoolWithOptions(bhvCtx{}, 4, ns, pool, WorkerPoolOptions{
+		SleepBackoffs: []int64{3600 * 1000}, HeartbeatInterval: time.Hour}).
 		Job("quick", func(*Job) error { quick.Done(); return nil }).
 		Job("long", l.handler("first", gate))
 	bhvStart(t, first)
