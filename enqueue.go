@@ -3,9 +3,7 @@ package work
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,26 +237,6 @@ func newCheckedJob(jobName string, args map[string]interface{}, key string) (*Jo
 	job := newJob(jobName, args)
 	job.Key = key
 	return job, nil
-}
-
-// errEmptyJobName is returned for an empty job name: such a job could never be processed.
-var errEmptyJobName = errors.New("work: job name is empty")
-
-// reservedSuffixes end the names of a queue's other keys (<ns>:jobs:<name>:lock and so on), so a job
-// name ending in one would share its queue key with another job's counter.
-var reservedSuffixes = []string{":lock", ":lock_info", ":max_concurrency", ":paused", ":rate"}
-
-// checkJobName returns an error for a job name that cannot be used.
-func checkJobName(name string) error {
-	if name == "" {
-		return errEmptyJobName
-	}
-	for _, suf := range reservedSuffixes {
-		if strings.HasSuffix(name, suf) {
-			return fmt.Errorf("work: job name %q ends in %q, which names another job's key in the Redis layout", name, suf)
-		}
-	}
-	return nil
 }
 
 func newJob(jobName string, args map[string]interface{}) *Job {
