@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -60,6 +61,10 @@ type Cron struct {
 	sched cron.Schedule      // alignedEvery or neverSchedule: no wall clock involved
 	wall  *cron.SpecSchedule // the fields, matched against local time written as UTC
 	clock bool               // the spec matches every hour: it runs by the clock through changes
+
+	// last holds the last second Next was asked about and its answer (-1: none): the schedules set in
+	// one call, most of which share a few specs, all ask about the same second.
+	last atomic.Pointer[[2]int64]
 }
 
 // ParseCron reads a spec as WorkerPool.PeriodicallyEnqueue reads it ("second minute hour
@@ -112,7 +117,20 @@ func (c *Cron) Next(t time.Time) time.Time {
 		}
 		return n.In(c.loc)
 	}
-	return c.nextWall(time.Unix(t.Unix(), 0))
+	at := t.Unix()
+	if m := c.last.Load(); m != nil && m[0] == at {
+		if m[1] == -1 {
+			return time.Time{}
+		}
+		return time.Unix(m[1], 0).In(c.loc)
+	}
+	n := c.nextWall(time.Unix(at, 0))
+	next := int64(-1)
+	if !n.IsZero() {
+		next = n.Unix()
+	}
+	c.last.Store(&[2]int64{at, next})
+	return n
 }
 
 // wallOf returns the local time of instant t in the cron's zone, written as a UTC time: a clock

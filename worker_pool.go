@@ -363,6 +363,7 @@ type poolRun struct {
 	requeuer    *requeuer
 	periodic    *periodicEnqueuer
 	upkeep      *upkeep
+	scheduler   *scheduler
 
 	abandoned   atomic.Bool // the stop deadline passed: outcomes of running jobs are dropped
 	workersDone sync.WaitGroup
@@ -403,6 +404,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.requeuer = newRequeuer(r)
 	r.periodic = newPeriodicEnqueuer(r)
 	r.upkeep = newUpkeep(r)
+	r.scheduler = newScheduler(r)
 	return r
 }
 
@@ -414,6 +416,7 @@ func (r *poolRun) start() {
 	r.requeuer.start(&r.bgDone)
 	r.periodic.start(&r.bgDone)
 	r.upkeep.start(&r.bgDone)
+	r.scheduler.start(&r.bgDone)
 	for _, w := range r.workers {
 		r.workersDone.Add(1)
 		go w.loop(&r.workersDone)
