@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -65,21 +64,6 @@ var (
 	// ErrBatchExists: a batch with the ID exists already.
 	ErrBatchExists = errors.New("work: batch already exists")
 )
-
-// batchIDPattern is what a batch ID may be: it names Redis keys and is written into payloads.
-var batchIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// ErrMalformedID is returned (wrapped) for a batch or job ID that no batch or job can have: IDs are
-// 1 to 64 letters, digits, '_', '.' or '-'.
-var ErrMalformedID = errors.New("work: malformed ID")
-
-// checkBatchID returns an error for a batch (or job) ID that cannot be used.
-func checkBatchID(id string) error {
-	if !batchIDPattern.MatchString(id) {
-		return fmt.Errorf("%w %q: 1 to 64 letters, digits, '_', '.' or '-'", ErrMalformedID, id)
-	}
-	return nil
-}
 
 const defaultBatchKeep = 24 * time.Hour
 

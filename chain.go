@@ -17,38 +17,6 @@ import (
 // A dependency must exist when the dependant is enqueued, so dependencies point only to older jobs
 // and no cycle can be built.
 
-// EnqueueOptions are the options of Enqueuer.EnqueueWith.
-type EnqueueOptions struct {
-	// After makes the job wait until every job listed (by ID; tracked jobs only) has succeeded.
-	After []string
-	// AfterBatches makes the job wait until every batch listed has completed with no dead member.
-	AfterBatches []string
-	// RunIfDependencyFails runs the job all the same once its dependencies have ended, even if one
-	// of them died. By default a job whose dependency dies goes to the dead set, with the reason,
-	// and so do the jobs waiting for it.
-	RunIfDependencyFails bool
-	// Track gives the job a record from now on, so that other jobs can wait for it and
-	// Client.JobRecord tells its state in one round trip. Jobs with dependencies are tracked anyway.
-	Track bool
-	// Keep is how long the record of a tracked job stays after the job ended. Zero: 24 hours.
-	Keep time.Duration
-
-	// Key makes the job a keyed job (see keyed.go's overview in the package documentation): it waits
-	// in its key's queue and is served in its key's turn, within the per-key limits of its name
-	// (JobOptions.KeyConcurrency, KeyRateLimit, KeyMaxWaiting). It keeps its key through retries,
-	// scheduling and a retry from the dead set. A key is 1 to MaxKeyLen bytes of UTF-8 without
-	// control characters or braces; an enqueue past the key's KeyMaxWaiting fails with ErrKeyFull.
-	Key string
-	// At schedules the job to run at that time (to the second), as EnqueueAt does.
-	At time.Time
-	// Unique enqueues the job only when no job of the same name, key and args waits, as
-	// EnqueueUnique does; UniqueBy compares that map instead of the args, as EnqueueUniqueByKey
-	// does (and implies Unique). EnqueueWith returns a nil job for a duplicate. A unique job cannot
-	// have dependencies or a record.
-	Unique   bool
-	UniqueBy map[string]interface{}
-}
-
 // ErrUnknownDependency is returned when a job or batch named as a dependency has no record: it was
 // never tracked, never existed, or its record expired.
 var ErrUnknownDependency = errors.New("work: unknown dependency")
@@ -63,58 +31,26 @@ type ChainStep struct {
 
 const defaultRecordKeep = 24 * time.Hour
 
-// EnqueueWith enqueues a job with options: dependencies on other jobs or batches, or a record. A job
-// whose dependencies have all succeeded already is queued at once. The returned job's ID is what
-// later jobs name in After.
-func (e *Enqueuer) EnqueueWith(jobName string, args map[string]interface{}, opts EnqueueOptions) (*Job, error) {
-	if opts.Key != "" {
-		if err := checkKey(opts.Key); err != nil {
-			return nil, err
-		}
+// dependencies returns what a job enqueued with o waits for, as enqueue_after.lua takes it: "j:<job
+// ID>" and "b:<batch ID>", after checking each ID.
+func (o *EnqueueOptions) dependencies() ([]string, error) {
+	if len(o.After) == 0 && len(o.AfterBatches) == 0 {
+		return nil, nil
 	}
-	waits := len(opts.After) > 0 || len(opts.AfterBatches) > 0 || opts.Track
-	unique := opts.Unique || opts.UniqueBy != nil
-	switch {
-	case unique && waits:
-		return nil, errors.New("work: a unique job cannot have dependencies or a record")
-	case !opts.At.IsZero() && waits:
-		return nil, errors.New("work: a scheduled job cannot have dependencies or a record")
-	case unique:
-		var secs int64
-		if !opts.At.IsZero() {
-			secs = opts.At.Unix() - nowEpochSeconds()
-		}
-		job, _, err := e.enqueueUnique(jobName, !opts.At.IsZero(), secs, args, opts.UniqueBy, opts.Key)
-		return job, err
-	case !opts.At.IsZero():
-		sj, err := e.enqueueIn(jobName, opts.At.Unix()-nowEpochSeconds(), args, opts.Key)
-		if err != nil {
-			return nil, err
-		}
-		return sj.Job, nil
-	case !waits && opts.Key != "":
-		return e.enqueueKeyed(jobName, args, opts.Key)
-	case !waits:
-		return e.Enqueue(jobName, args)
-	}
-	var deps []string
-	for _, id := range opts.After {
+	deps := make([]string, 0, len(o.After)+len(o.AfterBatches))
+	for _, id := range o.After {
 		if err := checkBatchID(id); err != nil {
 			return nil, fmt.Errorf("in After: %w", err)
 		}
 		deps = append(deps, "j:"+id)
 	}
-	for _, id := range opts.AfterBatches {
+	for _, id := range o.AfterBatches {
 		if err := checkBatchID(id); err != nil {
 			return nil, err
 		}
 		deps = append(deps, "b:"+id)
 	}
-	jobs, err := e.enqueueAfter([]ChainStep{{Name: jobName, Args: args, Key: opts.Key}}, deps, opts)
-	if err != nil {
-		return nil, err
-	}
-	return jobs[0], nil
+	return deps, nil
 }
 
 // EnqueueChain enqueues jobs that run one after the other: each step once the one before it has
@@ -124,12 +60,20 @@ func (e *Enqueuer) EnqueueChain(steps ...ChainStep) ([]*Job, error) {
 	if len(steps) == 0 {
 		return nil, errors.New("work: a chain needs at least one step")
 	}
-	return e.enqueueAfter(steps, nil, EnqueueOptions{Track: true})
+	jobs := make([]*Job, len(steps))
+	for i, st := range steps {
+		job, err := newCheckedJob(st.Name, st.Args, st.Key)
+		if err != nil {
+			return nil, err
+		}
+		jobs[i] = job
+	}
+	return e.enqueueAfter(jobs, nil, EnqueueOptions{Track: true})
 }
 
-// enqueueAfter enqueues steps as tracked jobs, the first waiting for deps and each next one for the
-// step before it.
-func (e *Enqueuer) enqueueAfter(steps []ChainStep, deps []string, opts EnqueueOptions) ([]*Job, error) {
+// enqueueAfter is the step of jobs that wait for others (made by newCheckedJob): it enqueues them as
+// tracked jobs, the first waiting for deps and each next one for the job before it.
+func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []string, opts EnqueueOptions) ([]*Job, error) {
 	keep := int64(defaultRecordKeep / time.Second)
 	if opts.Keep > 0 {
 		keep = max(int64((opts.Keep+time.Second-1)/time.Second), 1)
@@ -138,29 +82,17 @@ func (e *Enqueuer) enqueueAfter(steps []ChainStep, deps []string, opts EnqueueOp
 	if opts.RunIfDependencyFails {
 		policy = "run"
 	}
-	out := make([]*Job, len(steps))
-	specs := make([]afterJob, len(steps))
-	for i, st := range steps {
-		if err := checkJobName(st.Name); err != nil {
-			return nil, err
-		}
-		if st.Key != "" {
-			if err := checkKey(st.Key); err != nil {
-				return nil, err
-			}
-		}
-		job := newJob(st.Name, st.Args)
+	specs := make([]afterJob, len(jobs))
+	for i, job := range jobs {
 		job.Tracked = true
-		job.Key = st.Key
 		raw, err := job.serialize()
 		if err != nil {
 			return nil, err
 		}
-		specs[i] = afterJob{id: job.ID, name: st.Name, payload: raw, policy: policy, keep: keep, key: st.Key, deps: deps}
+		specs[i] = afterJob{id: job.ID, name: job.Name, payload: raw, policy: policy, keep: keep, key: job.Key, deps: deps}
 		if i > 0 {
-			specs[i].deps = []string{"j:" + out[i-1].ID}
+			specs[i].deps = []string{"j:" + jobs[i-1].ID}
 		}
-		out[i] = job
 	}
 	if _, err := e.store.enqueueAfter(context.Background(), e.replicaWait(), specs); err != nil {
 		var re redis.Error
@@ -170,7 +102,7 @@ func (e *Enqueuer) enqueueAfter(steps []ChainStep, deps []string, opts EnqueueOp
 		}
 		return nil, err
 	}
-	return out, nil
+	return jobs, nil
 }
 
 // JobRecord is what Client.JobRecord reports about a tracked job, or a job whose pool keeps records

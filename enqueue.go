@@ -3,9 +3,7 @@ package work
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,62 +81,218 @@ func NewEnqueuerWithBackend(namespace string, b Backend) *Enqueuer {
 	return &Enqueuer{Namespace: namespace, store: newStore(namespace, b), knownJobs: make(map[string]int64)}
 }
 
-// errEmptyJobName is returned for an empty job name: such a job could never be processed.
-var errEmptyJobName = errors.New("work: job name is empty")
+// EnqueueOptions are the options of Enqueuer.EnqueueWith. The zero value enqueues as Enqueue does.
+type EnqueueOptions struct {
+	// Key makes the job a keyed job (see keyed.go's overview in the package documentation): it waits
+	// in its key's queue and is served in its key's turn, within the per-key limits of its name
+	// (JobOptions.KeyConcurrency, KeyRateLimit, KeyMaxWaiting). It keeps its key through retries,
+	// scheduling and a retry from the dead set. A key is 1 to MaxKeyLen bytes of UTF-8 without
+	// control characters or braces; an enqueue past the key's KeyMaxWaiting fails with ErrKeyFull.
+	Key string
+	// At schedules the job to run at that time (to the second), as EnqueueAt does.
+	At time.Time
+	// Unique enqueues the job only when no job of the same name, key and args waits, as
+	// EnqueueUnique does; UniqueBy compares that map instead of the args, as EnqueueUniqueByKey
+	// does (and implies Unique). EnqueueWith returns a nil job for a duplicate. A unique job cannot
+	// have dependencies or a record.
+	Unique   bool
+	UniqueBy map[string]interface{}
 
-// reservedSuffixes end the names of a queue's other keys (<ns>:jobs:<name>:lock and so on), so a job
-// name ending in one would share its queue key with another job's counter.
-var reservedSuffixes = []string{":lock", ":lock_info", ":max_concurrency", ":paused", ":rate"}
-
-// checkJobName returns an error for a job name that cannot be used.
-func checkJobName(name string) error {
-	if name == "" {
-		return errEmptyJobName
-	}
-	for _, suf := range reservedSuffixes {
-		if strings.HasSuffix(name, suf) {
-			return fmt.Errorf("work: job name %q ends in %q, which names another job's key in the Redis layout", name, suf)
-		}
-	}
-	return nil
-}
-
-func newJob(jobName string, args map[string]interface{}) *Job {
-	return &Job{Name: jobName, ID: makeIdentifier(), EnqueuedAt: nowEpochSeconds(), Args: args}
+	// After makes the job wait until every job listed (by ID; tracked jobs only) has succeeded; see
+	// chain.go's overview of dependencies in the package documentation.
+	After []string
+	// AfterBatches makes the job wait until every batch listed has completed with no dead member.
+	AfterBatches []string
+	// RunIfDependencyFails runs the job all the same once its dependencies have ended, even if one
+	// of them died. By default a job whose dependency dies goes to the dead set, with the reason,
+	// and so do the jobs waiting for it.
+	RunIfDependencyFails bool
+	// Track gives the job a record from now on, so that other jobs can wait for it and
+	// Client.JobRecord tells its state in one round trip. Jobs with dependencies are tracked anyway.
+	Track bool
+	// Keep is how long the record of a tracked job stays after the job ended. Zero: 24 hours.
+	Keep time.Duration
 }
 
 // Enqueue will enqueue the specified job name and arguments. The args param can be nil if no args
 // are needed. An idle worker pool picks the job up within milliseconds.
 // Example: e.Enqueue("send_email", work.Q{"addr": "test@example.com"})
 func (e *Enqueuer) Enqueue(jobName string, args map[string]interface{}) (*Job, error) {
-	return e.enqueueKeyed(jobName, args, "")
+	job, _, err := e.enqueue(jobName, args, EnqueueOptions{}, false, 0)
+	return job, err
 }
 
-// enqueueKeyed enqueues a job, to its key's queue when key (checked by the caller) is not "",
-// sharing round trips with concurrent Enqueue calls.
-func (e *Enqueuer) enqueueKeyed(jobName string, args map[string]interface{}, key string) (*Job, error) {
-	job, raw, err := makeJob(jobName, args, key)
-	if err != nil {
+// EnqueueIn enqueues a job in the scheduled job queue for execution in secondsFromNow seconds.
+func (e *Enqueuer) EnqueueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
+	return scheduledJob(e.enqueue(jobName, args, EnqueueOptions{}, true, nowEpochSeconds()+secondsFromNow))
+}
+
+// EnqueueAt enqueues a job in the scheduled job queue for execution at t (to the second).
+func (e *Enqueuer) EnqueueAt(jobName string, t time.Time, args map[string]interface{}) (*ScheduledJob, error) {
+	return e.EnqueueIn(jobName, t.Unix()-nowEpochSeconds(), args)
+}
+
+// EnqueueUnique enqueues a job unless a job is already enqueued with the same name and arguments.
+// The already-enqueued job can be in the normal work queue or in the scheduled job queue. Once a
+// worker begins processing a job, another job with the same name and arguments can be enqueued
+// again. Jobs in the retry and dead sets don't count against uniqueness. A unique lock lives 24 hours.
+// EnqueueUnique returns the job if it was enqueued and (nil, nil) if it was a duplicate.
+func (e *Enqueuer) EnqueueUnique(jobName string, args map[string]interface{}) (*Job, error) {
+	job, _, err := e.enqueue(jobName, args, EnqueueOptions{Unique: true}, false, 0)
+	return job, err
+}
+
+// EnqueueUniqueIn enqueues a unique job in the scheduled job queue for execution in secondsFromNow
+// seconds. See EnqueueUnique for the semantics of unique jobs.
+func (e *Enqueuer) EnqueueUniqueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
+	return scheduledJob(e.enqueue(jobName, args, EnqueueOptions{Unique: true}, true, nowEpochSeconds()+secondsFromNow))
+}
+
+// EnqueueUniqueByKey enqueues a job unless a job is already enqueued with the same name and keyMap.
+// A duplicate replaces the args of the job already enqueued, so the single run uses the latest args.
+// See EnqueueUnique for the other semantics of unique jobs.
+func (e *Enqueuer) EnqueueUniqueByKey(jobName string, args map[string]interface{}, keyMap map[string]interface{}) (*Job, error) {
+	job, _, err := e.enqueue(jobName, args, EnqueueOptions{Unique: true, UniqueBy: keyMap}, false, 0)
+	return job, err
+}
+
+// EnqueueUniqueInByKey enqueues a job in the scheduled job queue, unique by keyMap, for execution in
+// secondsFromNow seconds. See EnqueueUniqueByKey.
+func (e *Enqueuer) EnqueueUniqueInByKey(jobName string, secondsFromNow int64, args map[string]interface{}, keyMap map[string]interface{}) (*ScheduledJob, error) {
+	opts := EnqueueOptions{Unique: true, UniqueBy: keyMap}
+	return scheduledJob(e.enqueue(jobName, args, opts, true, nowEpochSeconds()+secondsFromNow))
+}
+
+// EnqueueWith enqueues a job with options: a key, a time to run at, uniqueness, dependencies on
+// other jobs or batches, or a record. A job whose dependencies have all succeeded already is queued
+// at once. The returned job's ID is what later jobs name in After.
+func (e *Enqueuer) EnqueueWith(jobName string, args map[string]interface{}, opts EnqueueOptions) (*Job, error) {
+	var runAt int64
+	if !opts.At.IsZero() {
+		runAt = opts.At.Unix()
+	}
+	job, _, err := e.enqueue(jobName, args, opts, !opts.At.IsZero(), runAt)
+	return job, err
+}
+
+// scheduledJob turns enqueue's answer into what EnqueueIn and its kin return.
+func scheduledJob(job *Job, runAt int64, err error) (*ScheduledJob, error) {
+	if job == nil {
 		return nil, err
 	}
-	return e.push(job, raw)
+	return &ScheduledJob{RunAt: runAt, Job: job}, err
 }
 
-// makeJob makes a new job of a checked name, with a key unless key is "", and encodes it.
-func makeJob(jobName string, args map[string]interface{}, key string) (*Job, []byte, error) {
+// enqueue is the one path of every single-job enqueue, top to bottom: it checks the job (its name
+// here, its key in keyed.go, its dependencies in chain.go), makes it, then hands it to the one step
+// its options call for, which encodes and writes it: a unique job's (below), a job that waits for
+// others (chain.go), a scheduled job's (into the scheduled set at runAt), or a plain push. It returns
+// the job (nil for a unique duplicate) and when a scheduled job runs.
+func (e *Enqueuer) enqueue(jobName string, args map[string]interface{}, opts EnqueueOptions, scheduled bool, runAt int64) (*Job, int64, error) {
+	job, err := newCheckedJob(jobName, args, opts.Key)
+	if err != nil {
+		return nil, 0, err
+	}
+	deps, err := opts.dependencies()
+	if err != nil {
+		return nil, 0, err
+	}
+	waits := len(deps) > 0 || opts.Track
+	unique := opts.Unique || opts.UniqueBy != nil
+	switch {
+	case unique && waits:
+		return nil, 0, errors.New("work: a unique job cannot have dependencies or a record")
+	case scheduled && waits:
+		return nil, 0, errors.New("work: a scheduled job cannot have dependencies or a record")
+	case unique:
+		return e.enqueueUnique(job, opts.UniqueBy, scheduled, runAt)
+	case waits:
+		jobs, err := e.enqueueAfter([]*Job{job}, deps, opts)
+		if err != nil {
+			return nil, 0, err
+		}
+		return jobs[0], 0, nil
+	case scheduled:
+		return e.schedule(job, runAt)
+	}
+	raw, err := job.serialize()
+	if err != nil {
+		return nil, 0, err
+	}
+	job, err = e.push(job, raw)
+	return job, 0, err
+}
+
+// newCheckedJob makes a new job of a name and args, keyed unless key is "", after checking that a
+// job may have that name and key.
+func newCheckedJob(jobName string, args map[string]interface{}, key string) (*Job, error) {
 	if err := checkJobName(jobName); err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	if key != "" {
+		if err := checkKey(key); err != nil {
+			return nil, err
+		}
 	}
 	job := newJob(jobName, args)
 	job.Key = key
-	raw, err := job.serialize()
-	if err != nil {
-		return nil, nil, err
-	}
-	return job, raw, nil
+	return job, nil
 }
 
-// push writes an encoded job to its queue (its key's, for a keyed job).
+func newJob(jobName string, args map[string]interface{}) *Job {
+	return &Job{Name: jobName, ID: makeIdentifier(), EnqueuedAt: nowEpochSeconds(), Args: args}
+}
+
+// enqueueUnique is the step of a unique job (into the scheduled set at runAt when scheduled), unique
+// by keyMap when it is non-nil, else by its args; a keyed job's lock holds its key (keyed.go).
+func (e *Enqueuer) enqueueUnique(job *Job, keyMap map[string]interface{}, scheduled bool, runAt int64) (*Job, int64, error) {
+	byKey := keyMap != nil
+	if !byKey {
+		keyMap = job.Args
+	}
+	uniqueKey, err := e.store.ks.unique(job.Name, keyMap)
+	if err != nil {
+		return nil, 0, err
+	}
+	job.Unique = true
+	job.UniqueKey = keyedUniqueLock(uniqueKey, job.Key)
+	raw, err := job.serialize()
+	if err != nil {
+		return nil, 0, err
+	}
+	lockValue := []byte("1")
+	if byKey {
+		lockValue = raw
+	}
+	if !scheduled {
+		runAt = 0
+	}
+	ttl := int64(uniqueTTLSeconds)
+	if e.UniqueTTL > 0 {
+		ttl = max(int64((e.UniqueTTL+time.Second-1)/time.Second), 1)
+	}
+	ok, err := e.store.enqueueUnique(context.Background(), e.replicaWait(), job.Name, job.Key, job.UniqueKey, raw, lockValue, runAt, ttl)
+	if err != nil || !ok {
+		return nil, 0, err
+	}
+	return job, runAt, nil
+}
+
+// schedule is the step of a scheduled job: into the scheduled set, due at runAt.
+func (e *Enqueuer) schedule(job *Job, runAt int64) (*Job, int64, error) {
+	raw, err := job.serialize()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := e.store.schedule(context.Background(), e.replicaWait(), job.Name, runAt, raw, e.needsKnown(job.Name)); err != nil {
+		e.forgetKnown(job.Name)
+		return nil, 0, err
+	}
+	return job, runAt, nil
+}
+
+// push is the step of a plain job: it writes the encoded job to its queue (its key's, for a keyed
+// job), sharing round trips with concurrent calls (see write).
 func (e *Enqueuer) push(job *Job, raw []byte) (*Job, error) {
 	jobName := job.Name
 	if job.Key != "" {
@@ -302,17 +456,11 @@ func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payl
 	payloads = make(map[string][]interface{})
 	var group map[[2]string]int // (name, key) -> index in keyed
 	for i, bj := range jobs {
-		if err := checkJobName(bj.Name); err != nil {
+		job, err := newCheckedJob(bj.Name, bj.Args, bj.Key)
+		if err != nil {
 			return nil, nil, nil, nil, err
 		}
-		if bj.Key != "" {
-			if err := checkKey(bj.Key); err != nil {
-				return nil, nil, nil, nil, err
-			}
-		}
-		job := newJob(bj.Name, bj.Args)
 		job.Batch = batchID
-		job.Key = bj.Key
 		raw, err := job.serialize()
 		if err != nil {
 			return nil, nil, nil, nil, err
@@ -337,110 +485,6 @@ func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payl
 		payloads[bj.Name] = append(payloads[bj.Name], raw)
 	}
 	return out, names, payloads, keyed, nil
-}
-
-// EnqueueIn enqueues a job in the scheduled job queue for execution in secondsFromNow seconds.
-func (e *Enqueuer) EnqueueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
-	return e.enqueueIn(jobName, secondsFromNow, args, "")
-}
-
-// enqueueIn schedules a job, keyed when key is not "".
-func (e *Enqueuer) enqueueIn(jobName string, secondsFromNow int64, args map[string]interface{}, key string) (*ScheduledJob, error) {
-	job, raw, err := makeJob(jobName, args, key)
-	if err != nil {
-		return nil, err
-	}
-	sj := &ScheduledJob{RunAt: nowEpochSeconds() + secondsFromNow, Job: job}
-	if err := e.store.schedule(context.Background(), e.replicaWait(), jobName, sj.RunAt, raw, e.needsKnown(jobName)); err != nil {
-		e.forgetKnown(jobName)
-		return nil, err
-	}
-	return sj, nil
-}
-
-// EnqueueAt enqueues a job in the scheduled job queue for execution at t (to the second).
-func (e *Enqueuer) EnqueueAt(jobName string, t time.Time, args map[string]interface{}) (*ScheduledJob, error) {
-	return e.EnqueueIn(jobName, t.Unix()-nowEpochSeconds(), args)
-}
-
-// EnqueueUnique enqueues a job unless a job is already enqueued with the same name and arguments.
-// The already-enqueued job can be in the normal work queue or in the scheduled job queue. Once a
-// worker begins processing a job, another job with the same name and arguments can be enqueued
-// again. Jobs in the retry and dead sets don't count against uniqueness. A unique lock lives 24 hours.
-// EnqueueUnique returns the job if it was enqueued and (nil, nil) if it was a duplicate.
-func (e *Enqueuer) EnqueueUnique(jobName string, args map[string]interface{}) (*Job, error) {
-	job, _, err := e.enqueueUnique(jobName, false, 0, args, nil, "")
-	return job, err
-}
-
-// EnqueueUniqueIn enqueues a unique job in the scheduled job queue for execution in secondsFromNow
-// seconds. See EnqueueUnique for the semantics of unique jobs.
-func (e *Enqueuer) EnqueueUniqueIn(jobName string, secondsFromNow int64, args map[string]interface{}) (*ScheduledJob, error) {
-	job, runAt, err := e.enqueueUnique(jobName, true, secondsFromNow, args, nil, "")
-	if job == nil {
-		return nil, err
-	}
-	return &ScheduledJob{RunAt: runAt, Job: job}, err
-}
-
-// EnqueueUniqueByKey enqueues a job unless a job is already enqueued with the same name and keyMap.
-// A duplicate replaces the args of the job already enqueued, so the single run uses the latest args.
-// See EnqueueUnique for the other semantics of unique jobs.
-func (e *Enqueuer) EnqueueUniqueByKey(jobName string, args map[string]interface{}, keyMap map[string]interface{}) (*Job, error) {
-	job, _, err := e.enqueueUnique(jobName, false, 0, args, keyMap, "")
-	return job, err
-}
-
-// EnqueueUniqueInByKey enqueues a job in the scheduled job queue, unique by keyMap, for execution in
-// secondsFromNow seconds. See EnqueueUniqueByKey.
-func (e *Enqueuer) EnqueueUniqueInByKey(jobName string, secondsFromNow int64, args map[string]interface{}, keyMap map[string]interface{}) (*ScheduledJob, error) {
-	job, runAt, err := e.enqueueUnique(jobName, true, secondsFromNow, args, keyMap, "")
-	if job == nil {
-		return nil, err
-	}
-	return &ScheduledJob{RunAt: runAt, Job: job}, err
-}
-
-// enqueueUnique enqueues a unique job (into the scheduled set when scheduled), unique by keyMap when
-// it is non-nil, and a keyed job of key when key is not "".
-func (e *Enqueuer) enqueueUnique(jobName string, scheduled bool, secondsFromNow int64, args, keyMap map[string]interface{}, key string) (*Job, int64, error) {
-	if err := checkJobName(jobName); err != nil {
-		return nil, 0, err
-	}
-	byKey := keyMap != nil
-	if !byKey {
-		keyMap = args
-	}
-	uniqueKey, err := e.store.ks.unique(jobName, keyMap)
-	if err != nil {
-		return nil, 0, err
-	}
-	uniqueKey = keyedUniqueLock(uniqueKey, key)
-	job := newJob(jobName, args)
-	job.Unique = true
-	job.UniqueKey = uniqueKey
-	job.Key = key
-	raw, err := job.serialize()
-	if err != nil {
-		return nil, 0, err
-	}
-	lockValue := []byte("1")
-	if byKey {
-		lockValue = raw
-	}
-	var runAt int64
-	if scheduled {
-		runAt = nowEpochSeconds() + secondsFromNow
-	}
-	ttl := int64(uniqueTTLSeconds)
-	if e.UniqueTTL > 0 {
-		ttl = max(int64((e.UniqueTTL+time.Second-1)/time.Second), 1)
-	}
-	ok, err := e.store.enqueueUnique(context.Background(), e.replicaWait(), jobName, key, uniqueKey, raw, lockValue, runAt, ttl)
-	if err != nil || !ok {
-		return nil, 0, err
-	}
-	return job, runAt, nil
 }
 
 func (e *Enqueuer) replicaWait() replicaWait {

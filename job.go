@@ -49,6 +49,12 @@ type Job struct {
 	// whose jobs of its name are dispatched fairly against other keys' and within the limits set per
 	// key (JobOptions.KeyConcurrency, KeyRateLimit). Empty for a job without one.
 	Key string `json:"key,omitempty"`
+	// ScheduleID and Tick are set on a job enqueued by a schedule (Client.SetSchedule): the
+	// schedule's ID and the tick the job stands for, in epoch seconds (the time the spec named, before
+	// any jitter). Each tick is enqueued once, so (ScheduleID, Tick) can serve as a handler's
+	// idempotency key; a job of Client.RunScheduleNow has the time it was asked for as its Tick.
+	ScheduleID string `json:"schedule_id,omitempty"`
+	Tick       int64  `json:"tick,omitempty"`
 
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.
@@ -88,6 +94,7 @@ func (j *Job) setWire(w *jobWire) {
 	j.Name, j.ID, j.EnqueuedAt, j.Args, j.Unique, j.UniqueKey = w.Name, w.ID, w.EnqueuedAt, w.Args, w.Unique, w.UniqueKey
 	j.Fails, j.LastErr, j.FailedAt = w.Fails, w.LastErr, w.FailedAt
 	j.Batch, j.Tracked, j.KeyHold, j.Key, j.Raw = w.Batch, w.Tracked, w.KeyHold, w.Key, w.Raw
+	j.ScheduleID, j.Tick = w.ScheduleID, w.Tick
 }
 
 // ScheduledJob represents a job in the scheduled queue.

@@ -50,6 +50,8 @@ const (
 	fastTracked
 	fastKey
 	fastKeyHold
+	fastScheduleID
+	fastTick
 )
 
 // decodeFast decodes data into j without reflection when data has the shape that encoders of the
@@ -156,6 +158,18 @@ func decodeFast(j *Job, data []byte, queueName string) bool {
 		case "key_hold":
 			bit = fastKeyHold
 			if j.KeyHold, ok = p.bool(); !ok {
+				return false
+			}
+		case "schedule_id":
+			bit = fastScheduleID
+			s, ok := p.str()
+			if !ok {
+				return false
+			}
+			j.ScheduleID = string(s)
+		case "tick":
+			bit = fastTick
+			if j.Tick, ok = p.int(); !ok {
 				return false
 			}
 		default:

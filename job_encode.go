@@ -62,6 +62,14 @@ func encodeFast(b []byte, j *Job) ([]byte, bool) {
 		b = append(b, `,"key":`...)
 		b = appendJSONString(b, j.Key)
 	}
+	if j.ScheduleID != "" {
+		b = append(b, `,"schedule_id":`...)
+		b = appendJSONString(b, j.ScheduleID)
+	}
+	if j.Tick != 0 {
+		b = append(b, `,"tick":`...)
+		b = strconv.AppendInt(b, j.Tick, 10)
+	}
 	return append(b, '}'), validStrings(j)
 }
 
@@ -69,7 +77,8 @@ func encodeFast(b []byte, j *Job) ([]byte, bool) {
 // invalid bytes; the fast path leaves such jobs to it).
 func validStrings(j *Job) bool {
 	return utf8.ValidString(j.Name) && utf8.ValidString(j.ID) && utf8.ValidString(j.UniqueKey) &&
-		utf8.ValidString(j.LastErr) && utf8.ValidString(j.Batch) && utf8.ValidString(j.Key)
+		utf8.ValidString(j.LastErr) && utf8.ValidString(j.Batch) && utf8.ValidString(j.Key) &&
+		utf8.ValidString(j.ScheduleID)
 }
 
 // appendArgs appends args as encoding/json writes a map[string]interface{}: null when nil, else an

@@ -93,20 +93,25 @@ type KeyLimits struct {
 }
 
 func (l KeyLimits) check() error {
-	if l.Concurrency < KeyNoLimit || l.MaxWaiting < KeyNoLimit || l.Weight < 0 {
-		return fmt.Errorf("work: key limits %+v: a limit is a count, 0 (the job name's) or KeyNoLimit; a weight is positive or 0", l)
+	for _, c := range [...]struct {
+		what string
+		n    int
+	}{{"concurrency", l.Concurrency}, {"max waiting", l.MaxWaiting}} {
+		if c.n < KeyNoLimit || c.n > MaxKeyLimit {
+			return fmt.Errorf("%w: key %s %d: a count up to %d, 0 (the job name's) or KeyNoLimit", ErrMalformedLimit, c.what, c.n, MaxKeyLimit)
+		}
 	}
-	if l.Weight > maxKeyWeight {
-		return fmt.Errorf("work: key weight %d: the most is %d", l.Weight, maxKeyWeight)
+	if l.Weight < 0 || l.Weight > MaxKeyWeight {
+		return fmt.Errorf("%w: key weight %d: 1 to %d, or 0 for the default, 1", ErrMalformedLimit, l.Weight, MaxKeyWeight)
 	}
 	if (l.RateLimit.Jobs > 0) != (l.RateLimit.Period > 0) {
-		return fmt.Errorf("work: key rate limit %d per %v: give both jobs and a period, or neither", l.RateLimit.Jobs, l.RateLimit.Period)
+		return fmt.Errorf("%w: key rate limit %d per %v: give both jobs and a period, or neither", ErrMalformedRate, l.RateLimit.Jobs, l.RateLimit.Period)
 	}
 	return nil
 }
 
-// maxKeyWeight bounds a key's weight: a turn of the key takes up to weight jobs at once.
-const maxKeyWeight = 1000
+// MaxKeyWeight bounds a key's weight: a turn of the key takes up to weight jobs at once.
+const MaxKeyWeight = 1000
 
 // KeyInfo is what Client.Keys and Client.Key report about one key of a job name.
 type KeyInfo struct {

@@ -71,6 +71,14 @@ var (
 	deleteListMemberScript = loadScript("delete_list_member")
 	// requeueMembersScript moves members of a sorted set onto their queues: lua/requeue_members.lua.
 	requeueMembersScript = loadScript("requeue_members")
+	// scheduleSetScript creates or replaces schedules: lua/schedule_set.lua.
+	scheduleSetScript = loadScript("schedule_set")
+	// scheduleClaimScript claims the due schedules: lua/schedule_claim.lua.
+	scheduleClaimScript = loadScript("schedule_claim")
+	// scheduleCommitScript enqueues the ticks of claimed schedules, once each: lua/schedule_commit.lua.
+	scheduleCommitScript = loadScript("schedule_commit")
+	// scheduleControlScript deletes or pauses a schedule: lua/schedule_control.lua.
+	scheduleControlScript = loadScript("schedule_control")
 )
 
 // loadScript returns the script of lua/<name>.lua with its helpers (see scriptSource). It panics on a

@@ -13,7 +13,8 @@ import (
 // its payload names whether or not this pool handles that name, so pools with different job sets
 // share a namespace. A member that cannot be decoded goes to the dead set with the reason and its
 // bytes instead of blocking the set. The batch index is kept the same way: batches_expiry lists
-// complete batches by when their status expires, and a pass drops the due ones from the index.
+// complete batches by when their status expires, and a pass drops the due ones from the index. When
+// schedules are due (schedules:due), a pass pokes the scheduler, which fires them.
 type requeuer struct {
 	r    *poolRun
 	wake chan struct{}
@@ -101,7 +102,7 @@ func (q *requeuer) pass() {
 // seconds until the next job is due (-1: none, or not known after an error).
 func (q *requeuer) once() (bool, int64) {
 	st := q.r.wp.store
-	sets := []string{st.ks.scheduled(), st.ks.retry(), st.ks.batchesExpiry()}
+	sets := []string{st.ks.scheduled(), st.ks.retry(), st.ks.batchesExpiry(), st.ks.schedulesDue()}
 	now, due, nextIn, err := st.due(q.r.ctx, sets, requeueBatch)
 	if err != nil {
 		if q.r.ctx.Err() == nil {
@@ -113,6 +114,11 @@ func (q *requeuer) once() (bool, int64) {
 	more := false
 	for i, members := range due {
 		if len(members) == 0 {
+			continue
+		}
+		if sets[i] == st.ks.schedulesDue() {
+			// Buckets of schedules are due: the scheduler fires them, and says when the next is.
+			q.r.scheduler.poke()
 			continue
 		}
 		if len(members) == requeueBatch {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/robfig/cron/v3"
 )
 
 // WorkerPool runs jobs: its workers fetch jobs from Redis, run them through the middleware and the
@@ -293,26 +292,6 @@ func (wp *WorkerPool) PeriodicallyEnqueue(spec string, jobName string) *WorkerPo
 	return wp
 }
 
-// cronParser reads specs as gocraft/work did (robfig/cron v1): seconds first, day of week optional,
-// so a five-field spec is "second minute hour day-of-month month". Reading it minutes-first would
-// silently change existing schedules.
-var cronParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.DowOptional | cron.Descriptor)
-
-func parseCronSpec(spec string) (sched cron.Schedule, err error) {
-	// robfig/cron v3.0.1 slices out of range on a "TZ=" prefix with nothing after it: an error,
-	// like any other spec it cannot read.
-	defer func() {
-		if r := recover(); r != nil {
-			sched, err = nil, fmt.Errorf("cannot parse %q", spec)
-		}
-	}()
-	s, err := cronParser.Parse(spec)
-	if err != nil {
-		return nil, err
-	}
-	return alignSchedule(s), nil
-}
-
 // Start starts the workers and associated processes. Calling Start on a started pool does nothing.
 func (wp *WorkerPool) Start() {
 	wp.reg.mu.Lock()
@@ -389,6 +368,7 @@ type poolRun struct {
 	requeuer    *requeuer
 	periodic    *periodicEnqueuer
 	upkeep      *upkeep
+	scheduler   *scheduler
 
 	abandoned   atomic.Bool // the stop deadline passed: outcomes of running jobs are dropped
 	workersDone sync.WaitGroup
@@ -428,6 +408,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.requeuer = newRequeuer(r)
 	r.periodic = newPeriodicEnqueuer(r)
 	r.upkeep = newUpkeep(r)
+	r.scheduler = newScheduler(r)
 	return r
 }
 
@@ -439,6 +420,7 @@ func (r *poolRun) start() {
 	r.requeuer.start(&r.bgDone)
 	r.periodic.start(&r.bgDone)
 	r.upkeep.start(&r.bgDone)
+	r.scheduler.start(&r.bgDone)
 	for _, w := range r.workers {
 		r.workersDone.Add(1)
 		go w.loop(&r.workersDone)

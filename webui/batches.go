@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -13,18 +12,13 @@ import (
 	"github.com/workqueue/work"
 )
 
-// recordIDPattern is what the library accepts as a batch ID or as the ID of a job with a record
-// (Client.BatchStatus, Client.JobRecord): IDs outside it are refused before any round trip, as the
-// caller's mistake.
-var recordIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// checkBatchID returns a badRequest for an ID no batch can have.
+// checkBatchID returns a badRequest for an ID no batch can have (work.CheckID).
 func checkBatchID(id string) error {
 	if id == "" {
 		return badRequestf("missing batch id")
 	}
-	if !recordIDPattern.MatchString(id) {
-		return badRequestf("malformed batch id %q: 1 to 64 letters, digits, '_', '.' or '-'", short(80, id))
+	if err := work.CheckID(id); err != nil {
+		return badRequestf("malformed batch id: %s", strings.TrimPrefix(err.Error(), "work: malformed ID "))
 	}
 	return nil
 }

@@ -195,7 +195,7 @@ func TestBatchIDRuleMatchesTheLibrarys(t *testing.T) {
 			t.Errorf("ID %q: the UI accepts it %v, the library's BatchStatus %v (%v)", id, uiOK, libOK, err)
 		}
 		_, err = f.srv.client.JobRecord(id)
-		if recOK := errors.Is(err, work.ErrNoRecord); recOK != recordIDPattern.MatchString(id) {
+		if recOK := errors.Is(err, work.ErrNoRecord); recOK != (work.CheckID(id) == nil) {
 			t.Errorf("ID %q: the UI looks for its record %v, the library's JobRecord %v (%v)", id, !recOK, recOK, err)
 		}
 	}

@@ -22,7 +22,7 @@ type jobView struct {
 func (s *Server) findJob(id string) (*jobView, error) {
 	v := &jobView{ID: id}
 	// IDs a record cannot have (those of periodic jobs, say) are only looked for in the queues.
-	if recordIDPattern.MatchString(id) {
+	if work.CheckID(id) == nil {
 		rec, err := s.client.JobRecord(id)
 		switch {
 		case err == nil:

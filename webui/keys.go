@@ -15,20 +15,14 @@ import (
 	"github.com/workqueue/work"
 )
 
-// reservedSuffixes end the names of a queue's other keys in the library's Redis layout, so no job
-// name ends with one (the library's checkJobName; TestJobNameRuleMatchesTheLibrarys keeps the two
-// in step).
-var reservedSuffixes = []string{":lock", ":lock_info", ":max_concurrency", ":paused", ":rate"}
-
-// checkJobName returns a badRequest for a job name the library refuses, before any round trip.
+// checkJobName returns a badRequest for a job name the library refuses (work.CheckJobName), before
+// any round trip.
 func checkJobName(name string) error {
 	if name == "" {
 		return badRequestf("missing job name")
 	}
-	for _, suf := range reservedSuffixes {
-		if strings.HasSuffix(name, suf) {
-			return badRequestf("job name %q ends in %q, which no job name may", short(80, name), suf)
-		}
+	if err := work.CheckJobName(name); err != nil {
+		return badRequest{err.Error()}
 	}
 	return nil
 }
@@ -56,71 +50,19 @@ func badLimitsf(format string, args ...interface{}) error {
 	return badLimits{badRequest{fmt.Sprintf(format, args...)}}
 }
 
-// maxKeyCount bounds the counts a key's overrides may hold (the library takes any int).
-const maxKeyCount = 1 << 30
-
-// parseKeyCount reads a concurrency or max-waiting override: empty or 0 keeps the job name's
-// setting, none or -1 lifts it (work.KeyNoLimit).
-func parseKeyCount(field, v string) (int, error) {
-	switch v = strings.TrimSpace(v); v {
-	case "":
-		return 0, nil
-	case "none":
-		return work.KeyNoLimit, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < work.KeyNoLimit || n > maxKeyCount {
-		return 0, badLimitsf("bad %s %q: want a number of jobs, empty or 0 for the job name's setting, or none (-1) for no limit", field, v)
-	}
-	return n, nil
-}
-
-// maxKeyWeight is the library's largest weight.
-const maxKeyWeight = 1000
-
-// parseKeyWeight reads a weight: empty or 0 is the default, 1.
-func parseKeyWeight(v string) (int, error) {
-	if v = strings.TrimSpace(v); v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > maxKeyWeight {
-		return 0, badLimitsf("bad weight %q: want a number from 1 to %d, or empty for 1", v, maxKeyWeight)
-	}
-	return n, nil
-}
-
-// parseKeyRate reads a rate override, jobs per period: "10/1m", "5/s" (a unit alone is one of it);
-// empty keeps the job name's setting.
-func parseKeyRate(v string) (work.RateLimit, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return work.RateLimit{}, nil
-	}
-	jobs, per, ok := strings.Cut(v, "/")
-	n, err := strconv.ParseUint(strings.TrimSpace(jobs), 10, 32)
-	per = strings.TrimSpace(per)
-	if per != "" && !strings.ContainsAny(per[:1], "0123456789.") {
-		per = "1" + per
-	}
-	d, derr := time.ParseDuration(per)
-	if !ok || err != nil || derr != nil || n == 0 || d < time.Millisecond {
-		return work.RateLimit{}, badLimitsf("bad rate %q: want jobs per period, as 10/1m or 5/s, of at least 1 job per 1ms", v)
-	}
-	return work.RateLimit{Jobs: uint(n), Period: d}, nil
-}
-
-// keyLimitsOf reads a key's overrides from the parameters concurrency, rate, weight and max_waiting.
+// keyLimitsOf reads a key's overrides from the parameters concurrency, rate, weight and max_waiting,
+// each with the library's parser of its kind; empty keeps the job name's setting.
 func keyLimitsOf(get func(string) string) (work.KeyLimits, error) {
 	var l work.KeyLimits
 	var err1, err2, err3, err4 error
-	l.Concurrency, err1 = parseKeyCount("concurrency", get("concurrency"))
-	l.RateLimit, err2 = parseKeyRate(get("rate"))
-	l.Weight, err3 = parseKeyWeight(get("weight"))
-	l.MaxWaiting, err4 = parseKeyCount("max waiting", get("max_waiting"))
-	for _, err := range []error{err1, err2, err3, err4} {
+	l.Concurrency, err1 = work.ParseKeyLimit(get("concurrency"))
+	l.RateLimit, err2 = work.ParseRate(get("rate"))
+	l.Weight, err3 = work.ParseKeyWeight(get("weight"))
+	l.MaxWaiting, err4 = work.ParseKeyLimit(get("max_waiting"))
+	for i, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
-			return work.KeyLimits{}, err
+			field := [...]string{"concurrency", "rate", "weight", "max waiting"}[i]
+			return work.KeyLimits{}, badLimitsf("bad %s: %s", field, strings.TrimPrefix(err.Error(), "work: "))
 		}
 	}
 	return l, nil

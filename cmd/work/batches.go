@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -14,10 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/workqueue/work"
 )
-
-// recordIDPattern is what the library accepts as a batch ID or as the ID of a job with a record
-// (Client.BatchStatus, Client.JobRecord).
-var recordIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // isWrongType reports whether err is Redis refusing a command on a key of another type.
 func isWrongType(err error) bool {
@@ -52,8 +47,8 @@ func endedPercent(st *work.BatchStatus) int64 {
 // batchStatus reads a batch for the commands: a usage error for a malformed ID, not found, or a
 // clear error when another program overwrote its key with another type.
 func batchStatus(c *work.Client, id string) (*work.BatchStatus, error) {
-	if !recordIDPattern.MatchString(id) {
-		return nil, usagef("malformed batch ID %q: 1 to 64 letters, digits, '_', '.' or '-'", id)
+	if err := work.CheckID(id); err != nil {
+		return nil, usagef("batch ID: %s", strings.TrimPrefix(err.Error(), "work: "))
 	}
 	st, err := c.BatchStatus(id)
 	switch {
@@ -219,7 +214,7 @@ type jobReport struct {
 func findJob(c *work.Client, id string) (*jobReport, error) {
 	r := &jobReport{}
 	// IDs a record cannot have (those of periodic jobs, say) are only looked for in the queues.
-	if recordIDPattern.MatchString(id) {
+	if work.CheckID(id) == nil {
 		rec, err := c.JobRecord(id)
 		switch {
 		case err == nil:

@@ -266,21 +266,19 @@ func TestProgressBarFillsItsWidth(t *testing.T) {
 	}
 }
 
-// TestRecordIDRuleMatchesTheLibrarys keeps the command's check of batch and record IDs in step with
-// the library's.
-func TestRecordIDRuleMatchesTheLibrarys(t *testing.T) {
+// TestMalformedBatchIDIsBadUsage: an ID the library refuses (work.CheckID) is refused as bad usage,
+// before any round trip; one it accepts reaches Redis and is not found.
+func TestMalformedBatchIDIsBadUsage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	c := work.NewClient(e.ns, e.pool)
-	for _, id := range []string{"a", "A-b_c.9", strings.Repeat("z", 64), strings.Repeat("z", 65), "", "a b", "a/b", "a:b", "é", "<x>", "a\n", ".."} {
-		_, err := c.BatchStatus(id)
-		ours := recordIDPattern.MatchString(id)
-		if lib := errors.Is(err, work.ErrBatchNotFound); lib != ours {
-			t.Errorf("batch ID %q: the command accepts it %v, the library %v (%v)", id, ours, lib, err)
+	for _, id := range []string{"a", "A-b_c.9", strings.Repeat("z", 64), strings.Repeat("z", 65), "a b", "a/b", "a:b", "é", "<x>", "a\n", ".."} {
+		r := e.run(nil, "batch", id)
+		want := 3 // not found
+		if work.CheckID(id) != nil {
+			want = 2
 		}
-		_, err = c.JobRecord(id)
-		if lib := errors.Is(err, work.ErrNoRecord); lib != ours {
-			t.Errorf("job ID %q: the command looks for its record %v, the library %v (%v)", id, ours, lib, err)
+		if r.code != want {
+			t.Errorf("work batch %q: exit %d (%q), want %d", id, r.code, r.stderr, want)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -168,17 +166,12 @@ it is a keyed job: it waits in its key's queue and is served in its key's turn (
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			name := pos[0]
-			if name == "" {
-				return usagef("the job name is empty")
+			if err := work.CheckJobName(name); err != nil {
+				return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
 			}
-			var q map[string]interface{}
-			dec := json.NewDecoder(bytes.NewReader([]byte(argsJSON)))
-			dec.UseNumber() // keep large integers exact
-			if err := dec.Decode(&q); err != nil {
-				return usagef("--args must be a JSON object: %v", err)
-			}
-			if dec.More() {
-				return usagef("--args must be a single JSON object")
+			q, err := work.ParseArgs(argsJSON) // keeps large integers exact
+			if err != nil {
+				return flagError("args", err)
 			}
 			if in < 0 {
 				return usagef("--in must not be negative")
@@ -511,8 +504,8 @@ func (a *app) pauseCommand(pause bool) *cobra.Command {
 		Aliases: map[bool][]string{true: nil, false: {"unpause"}}[pause],
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, pos []string) error {
-			if pos[0] == "" {
-				return usagef("the job name is empty")
+			if err := work.CheckJobName(pos[0]); err != nil {
+				return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
 			}
 			c, err := a.connect()
 			if err != nil {

@@ -33,13 +33,13 @@ func malformedKey(err error) error {
 	return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
 }
 
-// checkNameAndKey refuses an empty job name or key as bad usage.
+// checkNameAndKey refuses, as bad usage, a job name or key that the library refuses.
 func checkNameAndKey(name, key string) error {
-	switch {
-	case name == "":
-		return usagef("the job name is empty")
-	case key == "":
-		return usagef("the key is empty")
+	if err := work.CheckJobName(name); err != nil {
+		return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
+	}
+	if err := work.CheckKey(key); err != nil {
+		return malformedKey(err)
 	}
 	return nil
 }
@@ -164,8 +164,8 @@ With --json it prints {"count":N,"keys":[...]}, or the key.`,
 				if cmd.Flags().Changed("page") {
 					return usagef("--page pages the list of keys: give no KEY with it")
 				}
-			} else if name == "" {
-				return usagef("the job name is empty")
+			} else if err := work.CheckJobName(name); err != nil {
+				return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
 			}
 			c, err := a.connect()
 			if err != nil {
@@ -269,46 +269,15 @@ func (a *app) keyControlCommands() []*cobra.Command {
 	}
 }
 
-// countFlag reads --concurrency and --max-waiting: a number of jobs, 0 for the job name's setting,
-// none (or -1) for no limit.
-func countFlag(flag, v string) (int, error) {
-	if v == "none" {
-		return work.KeyNoLimit, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < work.KeyNoLimit {
-		return 0, usagef("--%s %q: want a number of jobs, 0 for the job name's setting, or none for no limit", flag, v)
-	}
-	return n, nil
+// flagError is the library's refusal of a flag's value, as bad usage that names the flag.
+func flagError(flag string, err error) error {
+	return usagef("--%s: %s", flag, strings.TrimPrefix(err.Error(), "work: "))
 }
 
-// rateFlag reads --rate: jobs per period, as 10/1m or 5/s (a unit alone is one of it); 0 for the
-// job name's setting.
-func rateFlag(v string) (work.RateLimit, error) {
-	if v == "0" {
-		return work.RateLimit{}, nil
-	}
-	bad := usagef("--rate %q: want jobs per period, as 10/1m or 5/s, or 0 for the job name's setting", v)
-	i := strings.IndexByte(v, '/')
-	if i < 0 {
-		return work.RateLimit{}, bad
-	}
-	jobs, err := strconv.ParseUint(v[:i], 10, 32)
-	period := v[i+1:]
-	if period != "" && !strings.ContainsAny(period[:1], "0123456789.") {
-		period = "1" + period
-	}
-	d, perr := time.ParseDuration(period)
-	if err != nil || perr != nil || jobs == 0 || d < time.Millisecond {
-		return work.RateLimit{}, bad
-	}
-	return work.RateLimit{Jobs: uint(jobs), Period: d}, nil
-}
-
-// keyLimitFlags are the flags of `work keys set`.
+// keyLimitFlags are the flags of `work keys set`, each read by the library's parser of its kind
+// (work.ParseKeyLimit, ParseRate, ParseKeyWeight).
 type keyLimitFlags struct {
-	concurrency, rate, maxWaiting string
-	weight                        int
+	concurrency, rate, weight, maxWaiting string
 }
 
 // patch checks the flags given (changed reports which) and returns what they change in a key's
@@ -316,29 +285,30 @@ type keyLimitFlags struct {
 func (kf *keyLimitFlags) patch(changed func(string) bool) (func(*work.KeyLimits), error) {
 	var steps []func(*work.KeyLimits)
 	if changed("concurrency") {
-		n, err := countFlag("concurrency", kf.concurrency)
+		n, err := work.ParseKeyLimit(kf.concurrency)
 		if err != nil {
-			return nil, err
+			return nil, flagError("concurrency", err)
 		}
 		steps = append(steps, func(l *work.KeyLimits) { l.Concurrency = n })
 	}
 	if changed("rate") {
-		r, err := rateFlag(kf.rate)
+		r, err := work.ParseRate(kf.rate)
 		if err != nil {
-			return nil, err
+			return nil, flagError("rate", err)
 		}
 		steps = append(steps, func(l *work.KeyLimits) { l.RateLimit = r })
 	}
 	if changed("weight") {
-		if kf.weight < 0 || kf.weight > 1000 {
-			return nil, usagef("--weight %d: want 1 to 1000, or 0 for the default, 1", kf.weight)
+		n, err := work.ParseKeyWeight(kf.weight)
+		if err != nil {
+			return nil, flagError("weight", err)
 		}
-		steps = append(steps, func(l *work.KeyLimits) { l.Weight = kf.weight })
+		steps = append(steps, func(l *work.KeyLimits) { l.Weight = n })
 	}
 	if changed("max-waiting") {
-		n, err := countFlag("max-waiting", kf.maxWaiting)
+		n, err := work.ParseKeyLimit(kf.maxWaiting)
 		if err != nil {
-			return nil, err
+			return nil, flagError("max-waiting", err)
 		}
 		steps = append(steps, func(l *work.KeyLimits) { l.MaxWaiting = n })
 	}
@@ -403,7 +373,7 @@ It prints the key, as "work keys NAME KEY" does.`,
 	f := cmd.Flags()
 	f.StringVar(&kf.concurrency, "concurrency", "", "most jobs of the key running at once (0: the job name's; none: no limit)")
 	f.StringVar(&kf.rate, "rate", "", "most jobs of the key started per period, as 10/1m or 5/s (0: the job name's)")
-	f.IntVar(&kf.weight, "weight", 0, "turns the key gets for another key's one, 1 to 1000 (0: 1)")
+	f.StringVar(&kf.weight, "weight", "", "turns the key gets for another key's one, 1 to 1000 (0: 1)")
 	f.StringVar(&kf.maxWaiting, "max-waiting", "", "most jobs of the key waiting; enqueues past it fail (0: the job name's; none: no limit)")
 	return cmd
 }

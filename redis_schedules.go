@@ -1,0 +1,290 @@
+package work
+
+// The store's methods for schedules (schedules.go): their keys, and the scripts that set, claim,
+// commit, pause and delete them (lua/schedule_*.lua, lua/lib/schedules.lua). docs/redis-layout.md
+// describes the layout for other programs.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// scheduleBuckets is how many buckets the due index has. A bucket is a sorted set of the schedules
+// whose ID hashes to it, so with up to about 128 schedules a bucket (two million in all) Redis keeps
+// each bucket in its compact encoding, a few dozen bytes per schedule where a single sorted set
+// would take well over a hundred. It is part of the layout: changing it strands existing schedules.
+const scheduleBuckets = 16384
+
+// scheduleBucket returns the bucket of a schedule ID: its CRC-32 (IEEE) modulo scheduleBuckets.
+func scheduleBucket(id string) int {
+	return int(crc32.ChecksumIEEE([]byte(id)) % scheduleBuckets)
+}
+
+// Schedules: the hash of their records by ID, the due index's buckets, and the sorted set of the
+// buckets by when their earliest schedule is due.
+func (k keyspace) schedules() string            { return k.p + "schedules" }
+func (k keyspace) schedulesDue() string         { return k.p + "schedules:due" }
+func (k keyspace) scheduleBucketPrefix() string { return k.p + "schedules:due:" }
+func (k keyspace) scheduleBucket(b int) string  { return k.p + "schedules:due:" + strconv.Itoa(b) }
+
+// scheduleSet is one schedule of a setSchedules call: its ID, its record as a new schedule's, and
+// when its next tick is due (jitter included; ignored without a next tick).
+type scheduleSet struct {
+	id   string
+	rec  []byte
+	next int64
+	due  int64
+}
+
+// Outcomes of setSchedules, by schedule; a positive value is the schedule's last tick instead: not
+// written, its next tick must come after it.
+const (
+	scheduleCreated   int64 = -1
+	scheduleReplaced  int64 = -2
+	scheduleUnchanged int64 = -3
+)
+
+// setSchedules runs scheduleSetScript on sets, in calls of scheduleSetChunk schedules: the first one
+// alone (which loads the script if the server lacks it), the others pipelined, their replies read at
+// the end. It returns each schedule's outcome.
+func (s *store) setSchedules(ctx context.Context, sets []scheduleSet) ([]int64, error) {
+	out := make([]int64, 0, len(sets))
+	argsOf := func(chunk []scheduleSet) []interface{} {
+		args := make([]interface{}, 0, 4+4*len(chunk))
+		args = append(args, s.ks.schedules(), s.ks.schedulesDue(), s.ks.scheduleBucketPrefix(), s.ks.dueChannel())
+		for _, st := range chunk {
+			due := ""
+			if st.next > 0 {
+				due = strconv.FormatInt(st.due, 10)
+			}
+			args = append(args, st.id, scheduleBucket(st.id), st.rec, due)
+		}
+		return args
+	}
+	take := func(v interface{}, err error) error {
+		r, err := redis.Strings(v, err)
+		if err != nil {
+			return err
+		}
+		for _, v := range r {
+			switch v {
+			case "c":
+				out = append(out, scheduleCreated)
+			case "r":
+				out = append(out, scheduleReplaced)
+			case "u":
+				out = append(out, scheduleUnchanged)
+			default:
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n <= 0 {
+					return fmt.Errorf("work: set schedules: unexpected outcome %q", v)
+				}
+				out = append(out, n)
+			}
+		}
+		return nil
+	}
+	err := s.do(ctx, func(c redis.Conn) error {
+		first := sets[:min(scheduleSetChunk, len(sets))]
+		if err := take(scheduleSetScript.Do(c, argsOf(first)...)); err != nil {
+			return err
+		}
+		calls := 0
+		for from := len(first); from < len(sets); from += scheduleSetChunk {
+			// Each call goes out as soon as it is built: Redis runs it while the next is built.
+			if err := scheduleSetScript.SendHash(c, argsOf(sets[from:min(from+scheduleSetChunk, len(sets))])...); err != nil {
+				return err
+			}
+			if err := c.Flush(); err != nil {
+				return err
+			}
+			calls++
+		}
+		var firstErr error
+		for range calls {
+			if err := take(c.Receive()); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+		return firstErr
+	})
+	if err == nil && len(out) != len(sets) {
+		err = fmt.Errorf("work: set schedules: %d outcomes for %d schedules", len(out), len(sets))
+	}
+	return out, err
+}
+
+// scheduleSetChunk is how many schedules one scheduleSetScript call sets: a call holds Redis for
+// about the time of a thousand writes.
+const scheduleSetChunk = 1000
+
+// scheduleClaim is one schedule claimed by claimSchedules: its bucket, ID, due score and record (nil
+// when the ID has no record). A bucket whose key holds another type comes with an empty ID.
+type scheduleClaim struct {
+	bucket string
+	id     string
+	due    int64
+	rec    []byte
+}
+
+// claimSchedules runs scheduleClaimScript at now (0: the server's clock). It returns the time of
+// the claim, the earliest score left in the index (-1: none) and the schedules claimed.
+func (s *store) claimSchedules(ctx context.Context, now int64, lease, most, budget int) (int64, int64, []scheduleClaim, error) {
+	at := ""
+	if now > 0 {
+		at = strconv.FormatInt(now, 10)
+	}
+	var r []interface{}
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		r, err = redis.Values(scheduleClaimScript.Do(c, s.ks.schedules(), s.ks.schedulesDue(), s.ks.scheduleBucketPrefix(),
+			at, lease, most, budget))
+		return err
+	})
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if len(r) < 2 || (len(r)-2)%4 != 0 {
+		return 0, 0, nil, fmt.Errorf("work: claim schedules: unexpected reply of %d elements", len(r))
+	}
+	claimedAt, err1 := redis.Int64(r[0], nil)
+	next, err2 := redis.Int64(r[1], nil)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, nil, err
+	}
+	claims := make([]scheduleClaim, 0, (len(r)-2)/4)
+	for i := 2; i < len(r); i += 4 {
+		b, _ := redis.String(r[i], nil)
+		id, _ := redis.String(r[i+1], nil)
+		due, _ := redis.Int64(r[i+2], nil)
+		rec, _ := r[i+3].([]byte)
+		claims = append(claims, scheduleClaim{bucket: b, id: id, due: due, rec: rec})
+	}
+	return claimedAt, next, claims, nil
+}
+
+// scheduleCommit is what a commit writes for one claimed schedule: the record claimed (nil: none),
+// its new record (nil: left as it is) and due score (-1: out of the due index), and the job to
+// enqueue (none without a payload).
+type scheduleCommit struct {
+	claim   *scheduleClaim
+	rec     []byte
+	due     int64
+	name    string
+	key     string
+	payload []byte
+}
+
+// commitResult is what commitSchedules did.
+type commitResult struct {
+	committed, stale, refused int64
+	next                      int64 // the earliest score left in the index; -1: none
+}
+
+// commitSchedules runs scheduleCommitScript for the commits of a claim made at now.
+func (s *store) commitSchedules(ctx context.Context, now int64, commits []scheduleCommit) (commitResult, error) {
+	args := make([]interface{}, 0, 8+8*len(commits))
+	args = append(args, s.ks.schedules(), s.ks.schedulesDue(), s.ks.knownJobs(), s.ks.scheduleBucketPrefix(), s.ks.p,
+		s.ks.wakeChannel(), now)
+	for _, c := range commits {
+		due := ""
+		if c.due >= 0 {
+			due = strconv.FormatInt(c.due, 10)
+		}
+		args = append(args, c.claim.id, c.claim.bucket, c.claim.rec, c.rec, due, c.name, c.key, c.payload)
+	}
+	var res commitResult
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Int64s(scheduleCommitScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) != 4 {
+			return fmt.Errorf("work: commit schedules: unexpected reply of %d elements", len(r))
+		}
+		res = commitResult{committed: r[0], stale: r[1], refused: r[2], next: r[3]}
+		return nil
+	})
+	return res, err
+}
+
+// scheduleControl deletes or pauses the schedule id (op "delete" or "pause"); it reports whether the
+// schedule existed.
+func (s *store) scheduleControl(ctx context.Context, id, op string) (bool, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(scheduleControlScript.Do(c, s.ks.schedules(), s.ks.scheduleBucket(scheduleBucket(id)), id, op))
+		return err
+	})
+	var re redis.Error
+	if errors.As(err, &re) && strings.HasPrefix(string(re), "WORKSCHED damaged") {
+		err = fmt.Errorf("%w: %s", ErrDamagedSchedule, id)
+	}
+	return n == 1, err
+}
+
+// scheduleRecord reads the record of schedule id; nil when there is none.
+func (s *store) scheduleRecord(ctx context.Context, id string) ([]byte, error) {
+	var rec []byte
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		rec, err = redis.Bytes(c.Do("HGET", s.ks.schedules(), id))
+		if err == redis.ErrNil {
+			rec, err = nil, nil
+		}
+		return err
+	})
+	return rec, err
+}
+
+// scanSchedules reads a page of the schedules hash (HSCAN from cursor, about count records, IDs
+// matching the glob pattern match unless it is ""), with the number of schedules stored.
+func (s *store) scanSchedules(ctx context.Context, cursor string, match string, count int) (string, [][]byte, int64, error) {
+	var next string
+	var kv [][]byte
+	var total int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		args := []interface{}{s.ks.schedules(), cursor}
+		if match != "" {
+			args = append(args, "MATCH", match)
+		}
+		args = append(args, "COUNT", count)
+		c.Send("HSCAN", args...)
+		c.Send("HLEN", s.ks.schedules())
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		scan, err := redis.Values(r[0], nil)
+		if err != nil {
+			return err
+		}
+		if len(scan) != 2 {
+			return fmt.Errorf("work: scan schedules: unexpected reply of %d elements", len(scan))
+		}
+		if next, err = redis.String(scan[0], nil); err != nil {
+			return err
+		}
+		if kv, err = redis.ByteSlices(scan[1], nil); err != nil {
+			return err
+		}
+		total, err = redis.Int64(r[1], nil)
+		return err
+	})
+	return next, kv, total, err
+}
+
+// publishDue tells idle pools that a schedule is due at the epoch second at (see readiness).
+func (s *store) publishDue(ctx context.Context, at int64) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		_, err := c.Do("PUBLISH", s.ks.dueChannel(), at)
+		return err
+	})
+}

@@ -1,0 +1,653 @@
+package work
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// schedFixture is a namespace with a Client, and the firing code run by hand at chosen times (the
+// pools' clock is the server's; these tests pass their own).
+type schedFixture struct {
+	t    *testing.T
+	pool *redis.Pool
+	ns   string
+	c    *Client
+	st   *store
+	logs *bytes.Buffer
+	log  *slog.Logger
+	mu   sync.Mutex
+}
+
+func newSchedFixture(t *testing.T) *schedFixture {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	f := &schedFixture{t: t, pool: pool, ns: ns, c: NewClient(ns, pool), st: newStore(ns, PoolBackend(pool)), logs: &bytes.Buffer{}}
+	f.log = slog.New(slog.NewTextHandler(lockedWriter{&f.mu, f.logs}, nil))
+	return f
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (f *schedFixture) logged() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.logs.String()
+}
+
+// set sets schedules as if the caller's clock read now.
+func (f *schedFixture) set(now time.Time, list ...Schedule) {
+	f.t.Helper()
+	if err := f.c.setSchedules(list, now); err != nil {
+		f.t.Fatalf("set %d schedules: %v", len(list), err)
+	}
+}
+
+// fire fires every schedule due at now, as pools would; it returns how many it claimed.
+func (f *schedFixture) fire(now time.Time) int {
+	f.t.Helper()
+	total := 0
+	for {
+		n, _, err := fireSchedules(context.Background(), f.st, now.Unix(), f.log)
+		if err != nil {
+			f.t.Fatalf("fire at %v: %v", now, err)
+		}
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+}
+
+// jobs returns the jobs of name waiting in its queue (or in key's queue), oldest first.
+func (f *schedFixture) jobs(name, key string) []*Job {
+	f.t.Helper()
+	q := f.ns + ":jobs:" + name
+	if key != "" {
+		q = f.st.ks.keyedQueue(name, key)
+	}
+	raw, err := redis.ByteSlices(rdo(f.t, f.pool, "LRANGE", q, 0, -1), nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []*Job
+	for i := len(raw) - 1; i >= 0; i-- {
+		j, err := decodeJob(raw[i])
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// ticks returns the ticks of the jobs of name, as UTC times.
+func (f *schedFixture) ticks(name string) []string {
+	var out []string
+	for _, j := range f.jobs(name, "") {
+		out = append(out, time.Unix(j.Tick, 0).UTC().Format(time.DateTime))
+	}
+	return out
+}
+
+func (f *schedFixture) info(id string) *ScheduleInfo {
+	f.t.Helper()
+	in, err := f.c.Schedule(id)
+	if err != nil {
+		f.t.Fatalf("Schedule(%q): %v", id, err)
+	}
+	return in
+}
+
+func TestScheduleSetReadAndRefusals(t *testing.T) {
+	f := newSchedFixture(t)
+	now := utc(t, "2024-05-06 06:00:00") // a Monday, 8:00 in Berlin
+	s := Schedule{ID: "customer-1234", Spec: "0 0 9 * * MON", Location: "Europe/Berlin", JobName: "report",
+		Args: Q{"customer": 1234, "big": json64(12345678901234567890)}, Key: "customer-1234", Jitter: 30 * time.Second,
+		Missed: MissedRunLatest}
+	f.set(now, s)
+	in := f.info("customer-1234")
+	want := utc(t, "2024-05-06 07:00:00").Unix() // 9:00 CEST
+	if in.NextTick != want || in.NextRun < want || in.NextRun >= want+30 || in.LastTick != 0 || in.Paused || in.Damaged != "" {
+		t.Errorf("state: %+v, want next tick %d", in, want)
+	}
+	if in.Spec != s.Spec || in.Location != s.Location || in.JobName != s.JobName || in.Key != s.Key ||
+		in.Jitter != s.Jitter || in.Missed != s.Missed || fmt.Sprint(in.Args) != "map[big:12345678901234567890 customer:1234]" {
+		t.Errorf("definition: %+v", in.Schedule)
+	}
+	// What the Client reads back sets the same definition: nothing changes.
+	out, err := f.st.setSchedules(context.Background(), []scheduleSet{mustDef(t, in.Schedule, now)})
+	if err != nil || out[0] != scheduleUnchanged {
+		t.Errorf("setting what was read: %v, %v", out, err)
+	}
+
+	for _, tc := range []struct {
+		s    Schedule
+		want error
+	}{
+		{Schedule{ID: "", Spec: "@daily", JobName: "j"}, ErrMalformedSchedule},
+		{Schedule{ID: "a\nb", Spec: "@daily", JobName: "j"}, ErrMalformedSchedule},
+		{Schedule{ID: strings.Repeat("x", 201), Spec: "@daily", JobName: "j"}, ErrMalformedSchedule},
+		{Schedule{ID: "a", Spec: "0 0 9 * *  * *", JobName: "j"}, ErrMalformedSpec},
+		{Schedule{ID: "a", Spec: "@daily", Location: "Europe/Nowhere", JobName: "j"}, ErrUnknownLocation},
+		{Schedule{ID: "a", Spec: "@daily", JobName: ""}, ErrMalformedJobName},
+		{Schedule{ID: "a", Spec: "@daily", JobName: "j:lock"}, ErrMalformedJobName},
+		{Schedule{ID: "a", Spec: "@daily", JobName: "j", Key: "{k}"}, ErrMalformedKey},
+		{Schedule{ID: "a", Spec: "@daily", JobName: "j", Args: Q{"c": make(chan int)}}, ErrMalformedArgs},
+		{Schedule{ID: "a", Spec: "@daily", JobName: "j", Args: Q{"s": strings.Repeat("x", MaxScheduleArgs)}}, ErrMalformedArgs},
+		{Schedule{ID: "a", Spec: "@daily", JobName: "j", Jitter: -time.Second}, ErrMalformedSchedule},
+		{Schedule{ID: "a", Spec: "@daily", JobName: "j", Jitter: 25 * time.Hour}, ErrMalformedSchedule},
+		{Schedule{ID: "a", Spec: "@daily", JobName: "j", Missed: 7}, ErrMalformedSchedule},
+	} {
+		if err := f.c.SetSchedule(tc.s); !errors.Is(err, tc.want) {
+			t.Errorf("SetSchedule(%+v): %v, want %v", tc.s, err, tc.want)
+		}
+	}
+	// A bad schedule in a list refuses the whole list before anything is written, as does an ID given
+	// twice.
+	good := Schedule{ID: "good", Spec: "@daily", JobName: "j"}
+	if err := f.c.SetSchedules([]Schedule{good, {ID: "bad", Spec: "nope", JobName: "j"}}); !errors.Is(err, ErrMalformedSpec) {
+		t.Errorf("a list with a bad spec: %v", err)
+	}
+	if err := f.c.SetSchedules([]Schedule{good, good}); !errors.Is(err, ErrMalformedSchedule) {
+		t.Errorf("an ID twice: %v", err)
+	}
+	if _, err := f.c.Schedule("good"); !errors.Is(err, ErrScheduleNotFound) {
+		t.Errorf("a refused list wrote %q: %v", "good", err)
+	}
+	for _, err := range []error{f.c.DeleteSchedule("nope"), f.c.PauseSchedule("nope"), f.c.ResumeSchedule("nope"), errOf(f.c.RunScheduleNow("nope"))} {
+		if !errors.Is(err, ErrScheduleNotFound) {
+			t.Errorf("a control of a missing schedule: %v, want ErrScheduleNotFound", err)
+		}
+	}
+}
+
+func errOf(_ *Job, err error) error { return err }
+
+// json64 is a large integer as ParseArgs keeps it.
+func json64(n uint64) interface{} {
+	a, _ := ParseArgs(fmt.Sprintf(`{"n":%d}`, n))
+	return a["n"]
+}
+
+// mustDef encodes a schedule as setSchedules takes it.
+func mustDef(t *testing.T, s Schedule, now time.Time) scheduleSet {
+	def, cr, err := s.check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, due := firstTick(s.ID, cr, def.jitter, now)
+	return scheduleSet{id: s.ID, rec: (&scheduleRecord{next: next, def: *def}).encode(), next: next, due: due}
+}
+
+func TestScheduleFiresEachTickOnceAtItsTime(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 00:00:30")
+	f.set(t0, Schedule{ID: "every-minute", Spec: "0 * * * * *", JobName: "tick"})
+	if n := f.fire(t0.Add(29 * time.Second)); n != 0 || len(f.jobs("tick", "")) != 0 {
+		t.Fatalf("fired before its time: %d claimed", n)
+	}
+	f.fire(t0.Add(30 * time.Second))
+	f.fire(t0.Add(30 * time.Second)) // again at the same time: nothing more
+	got := f.jobs("tick", "")
+	if len(got) != 1 || got[0].ScheduleID != "every-minute" || got[0].Tick != utc(t, "2024-01-01 00:01:00").Unix() || got[0].Name != "tick" {
+		t.Fatalf("jobs: %+v", got)
+	}
+	in := f.info("every-minute")
+	if in.LastTick != got[0].Tick || in.NextTick != got[0].Tick+60 {
+		t.Errorf("after a tick: %+v", in)
+	}
+
+	// Many firers at once, as many pools would: each tick once.
+	var wg sync.WaitGroup
+	at := t0.Add(90 * time.Second)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n, _, err := fireSchedules(context.Background(), f.st, at.Unix(), f.log)
+				if err != nil {
+					t.Error(err)
+				}
+				if n == 0 || err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := f.ticks("tick"); len(got) != 2 || got[1] != "2024-01-01 00:02:00" {
+		t.Errorf("ticks: %q", got)
+	}
+	// A claim whose commit never comes (its pool died) holds the schedule until its lease ends;
+	// then another claim fires it, once.
+	_, _, claims, err := f.st.claimSchedules(context.Background(), t0.Add(150*time.Second).Unix(), scheduleLease, 10, 10)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %v, %v", claims, err)
+	}
+	if n := f.fire(t0.Add(150*time.Second + (scheduleLease-1)*time.Second)); n != 0 {
+		t.Errorf("claimed again within the lease: %d", n)
+	}
+	f.fire(t0.Add(150*time.Second + scheduleLease*time.Second))
+	// The dead claim's commit, arriving late, finds the record changed and does nothing.
+	late, _ := planClaim(&claims[0], t0.Add(150*time.Second).Unix(), f.log)
+	if res, err := f.st.commitSchedules(context.Background(), t0.Add(150*time.Second).Unix(), []scheduleCommit{late}); err != nil || res.stale != 1 || res.committed != 0 {
+		t.Errorf("a late commit: %+v, %v", res, err)
+	}
+	if got := f.ticks("tick"); len(got) != 3 || got[2] != "2024-01-01 00:03:00" {
+		t.Errorf("ticks: %q", got)
+	}
+}
+
+func TestScheduleUpsertNeverRepeatsATick(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 08:59:00")
+	s := Schedule{ID: "s", Spec: "0 0 9 * * *", JobName: "j"}
+	f.set(t0, s)
+	f.set(t0.Add(30*time.Second), s) // a second deploy: unchanged
+	f.fire(utc(t, "2024-01-01 09:00:00"))
+	// Deploys after the tick, with the same definition and with one that also names 9:00: no second
+	// job for the 9:00 tick, whatever the caller's clock says.
+	f.set(t0, s)
+	s2 := s
+	s2.Spec, s2.Args = "0 0 9,10 * * *", Q{"v": 2}
+	f.set(t0, s2)
+	in := f.info("s")
+	if in.NextTick != utc(t, "2024-01-01 10:00:00").Unix() || in.LastTick != utc(t, "2024-01-01 09:00:00").Unix() {
+		t.Errorf("replaced: %+v", in)
+	}
+	f.fire(utc(t, "2024-01-01 09:00:00"))
+	f.fire(utc(t, "2024-01-01 10:00:00"))
+	got := f.jobs("j", "")
+	if len(got) != 2 || got[0].Tick != utc(t, "2024-01-01 09:00:00").Unix() || got[1].Tick != utc(t, "2024-01-01 10:00:00").Unix() ||
+		got[0].Args != nil || got[1].Args["v"] != 2.0 {
+		t.Errorf("jobs: %+v", got)
+	}
+	// A pause survives a deploy that changes the definition.
+	if err := f.c.PauseSchedule("s"); err != nil {
+		t.Fatal(err)
+	}
+	s2.Args = Q{"v": 3}
+	f.set(utc(t, "2024-01-01 10:30:00"), s2)
+	if in := f.info("s"); !in.Paused || in.NextTick != 0 {
+		t.Errorf("after a deploy, paused: %+v", in)
+	}
+	if n := f.fire(utc(t, "2024-01-02 11:00:00")); n != 0 || len(f.jobs("j", "")) != 2 {
+		t.Errorf("a paused schedule fired")
+	}
+}
+
+func TestSchedulePauseResumeDeleteRunNow(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 00:00:00")
+	f.set(t0, Schedule{ID: "p", Spec: "0 0 * * * *", JobName: "j", Args: Q{"a": "b"}},
+		Schedule{ID: "d", Spec: "0 0 * * * *", JobName: "j"})
+	if err := f.c.PauseSchedule("p"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.PauseSchedule("p"); err != nil {
+		t.Fatal("pausing twice:", err)
+	}
+	if err := f.c.DeleteSchedule("d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.DeleteSchedule("d"); !errors.Is(err, ErrScheduleNotFound) {
+		t.Errorf("deleting twice: %v", err)
+	}
+	f.fire(utc(t, "2024-01-01 03:00:00"))
+	if got := f.jobs("j", ""); len(got) != 0 {
+		t.Fatalf("paused or deleted schedules fired: %+v", got)
+	}
+	// Resumed at 03:30: the ticks that fell while it was paused are not enqueued.
+	if err := f.c.resumeSchedule("p", utc(t, "2024-01-01 03:30:00")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.resumeSchedule("p", utc(t, "2024-01-01 03:40:00")); err != nil {
+		t.Fatal("resuming twice:", err)
+	}
+	if in := f.info("p"); in.Paused || in.NextTick != utc(t, "2024-01-01 04:00:00").Unix() {
+		t.Errorf("resumed: %+v", in)
+	}
+	job, err := f.c.runScheduleNow("p", utc(t, "2024-01-01 03:45:00"))
+	if err != nil || job.ScheduleID != "p" || job.Tick != utc(t, "2024-01-01 03:45:00").Unix() || job.Args["a"] != "b" {
+		t.Fatalf("run now: %+v, %v", job, err)
+	}
+	if in := f.info("p"); in.NextTick != utc(t, "2024-01-01 04:00:00").Unix() || in.LastTick != 0 {
+		t.Errorf("a run now changed the ticks: %+v", in)
+	}
+	f.fire(utc(t, "2024-01-01 04:00:00"))
+	if got := f.ticks("j"); strings.Join(got, ",") != "2024-01-01 03:45:00,2024-01-01 04:00:00" {
+		t.Errorf("ticks: %q", got)
+	}
+	// The deleted schedule left nothing in the due index.
+	if n := rInt(t, f.pool, "ZCARD", f.st.ks.scheduleBucket(scheduleBucket("d"))); n != 0 && rInt(t, f.pool, "ZSCORE", f.st.ks.scheduleBucket(scheduleBucket("d")), "d") != 0 {
+		t.Errorf("deleted schedule still indexed")
+	}
+}
+
+func TestScheduleKeyedJobsAndJitter(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 00:00:00")
+	f.set(t0, Schedule{ID: "k", Spec: "0 0 9 * * *", JobName: "sync", Key: "acme", Jitter: time.Hour})
+	in := f.info("k")
+	tick := utc(t, "2024-01-01 09:00:00").Unix()
+	if in.NextTick != tick || in.NextRun != tick+jitterOf("k", tick, 3600) {
+		t.Fatalf("jitter: %+v", in)
+	}
+	if in.NextRun == tick {
+		t.Log("the jitter of this tick happens to be 0")
+	}
+	f.fire(time.Unix(in.NextRun-1, 0))
+	if got := f.jobs("sync", "acme"); len(got) != 0 {
+		t.Fatalf("fired before its jitter")
+	}
+	f.fire(time.Unix(in.NextRun, 0))
+	got := f.jobs("sync", "acme")
+	if len(got) != 1 || got[0].Key != "acme" || got[0].Tick != tick {
+		t.Fatalf("keyed job: %+v", got)
+	}
+	// The key has a turn: a pool serving it would take the job.
+	if n := rInt(t, f.pool, "ZCARD", f.st.ks.keyedReady("sync")); n != 1 {
+		t.Errorf("the key has no turn: %d", n)
+	}
+}
+
+func TestScheduleMissedTicks(t *testing.T) {
+	f := newSchedFixture(t)
+	f.set(utc(t, "2024-01-01 00:00:30"), Schedule{ID: "skip", Spec: "0 0 * * * *", JobName: "skip"},
+		Schedule{ID: "latest", Spec: "0 0 * * * *", JobName: "latest", Missed: MissedRunLatest},
+		Schedule{ID: "minutely", Spec: "0 * * * * *", JobName: "minutely"})
+	// Every pool was stopped from 00:00:30 to 02:05: the 01:00 tick is skipped under both policies
+	// (a later one is due), the 02:00 one is missed (5 minutes late).
+	f.fire(utc(t, "2024-01-01 02:05:00"))
+	if got := f.ticks("skip"); len(got) != 0 {
+		t.Errorf("skip: %q", got)
+	}
+	if got := f.ticks("latest"); strings.Join(got, ",") != "2024-01-01 02:00:00" {
+		t.Errorf("run latest: %q", got)
+	}
+	// A minutely schedule's latest tick is never a minute late: it goes on from it.
+	if got := f.ticks("minutely"); strings.Join(got, ",") != "2024-01-01 02:05:00" {
+		t.Errorf("minutely: %q", got)
+	}
+	// Late within the grace, a tick fires under both policies; past it, only under MissedRunLatest.
+	f.fire(utc(t, "2024-01-01 03:00:00").Add(MissedTickAfter))
+	f.fire(utc(t, "2024-01-01 04:00:01").Add(MissedTickAfter))
+	if got := strings.Join(f.ticks("skip"), ","); got != "2024-01-01 03:00:00" {
+		t.Errorf("skip: %s", got)
+	}
+	if got := strings.Join(f.ticks("latest"), ","); got != "2024-01-01 02:00:00,2024-01-01 03:00:00,2024-01-01 04:00:00" {
+		t.Errorf("run latest: %s", got)
+	}
+	// Each goes on from its next tick.
+	f.fire(utc(t, "2024-01-01 05:00:00"))
+	if got := f.ticks("skip"); len(got) != 2 || got[1] != "2024-01-01 05:00:00" {
+		t.Errorf("skip, after: %q", got)
+	}
+}
+
+func TestScheduleTimeZonesAndDST(t *testing.T) {
+	f := newSchedFixture(t)
+	f.set(utc(t, "2024-03-29 00:00:00"),
+		Schedule{ID: "berlin-230", Spec: "0 30 2 * * *", Location: "Europe/Berlin", JobName: "b230"},
+		Schedule{ID: "berlin-half", Spec: "0 */30 * * * *", Location: "Europe/Berlin", JobName: "half"},
+		Schedule{ID: "ny-9", Spec: "0 0 9 * * *", Location: "America/New_York", JobName: "ny"})
+	// A pool fires every 10 minutes through both of Berlin's changes of 2024 (and New York's).
+	step := func(from, to string) {
+		for at := utc(t, from); !at.After(utc(t, to)); at = at.Add(10 * time.Minute) {
+			f.fire(at)
+		}
+	}
+	step("2024-03-29 00:00:00", "2024-04-01 14:00:00")
+	if got := strings.Join(f.ticks("b230"), ","); got != "2024-03-29 01:30:00,2024-03-30 01:30:00,2024-03-31 01:00:00,2024-04-01 00:30:00" {
+		t.Errorf("02:30 Berlin around the skipped hour: %s", got)
+	}
+	var spring []string
+	for _, tk := range f.ticks("half") {
+		if tk >= "2024-03-31 00:00:00" && tk <= "2024-03-31 02:00:00" {
+			spring = append(spring, tk)
+		}
+	}
+	if got := strings.Join(spring, ","); got != "2024-03-31 00:00:00,2024-03-31 00:30:00,2024-03-31 01:00:00,2024-03-31 01:30:00,2024-03-31 02:00:00" {
+		t.Errorf("every half hour in Berlin around the skipped hour: %s", got)
+	}
+	if got := strings.Join(f.ticks("ny"), ","); got != "2024-03-29 13:00:00,2024-03-30 13:00:00,2024-03-31 13:00:00,2024-04-01 13:00:00" {
+		t.Errorf("9:00 New York: %s", got)
+	}
+	rdo(t, f.pool, "DEL", f.ns+":jobs:b230", f.ns+":jobs:half")
+	// Autumn: set again on the 25th (unchanged: the schedules go on), the clocks go back on the 27th.
+	f.set(utc(t, "2024-10-25 00:00:00"),
+		Schedule{ID: "berlin-230", Spec: "0 30 2 * * *", Location: "Europe/Berlin", JobName: "b230"},
+		Schedule{ID: "berlin-half", Spec: "0 */30 * * * *", Location: "Europe/Berlin", JobName: "half"})
+	step("2024-10-26 00:00:00", "2024-10-28 12:00:00")
+	b230 := f.ticks("b230")
+	if got := strings.Join(b230[len(b230)-3:], ","); got != "2024-10-26 00:30:00,2024-10-27 00:30:00,2024-10-28 01:30:00" {
+		t.Errorf("02:30 Berlin around the repeated hour: %s (all: %q)", got, b230)
+	}
+	var autumn []string
+	for _, tk := range f.ticks("half") {
+		if tk >= "2024-10-27 00:00:00" && tk <= "2024-10-27 02:00:00" {
+			autumn = append(autumn, tk)
+		}
+	}
+	if got := strings.Join(autumn, ","); got != "2024-10-27 00:00:00,2024-10-27 00:30:00,2024-10-27 01:00:00,2024-10-27 01:30:00,2024-10-27 02:00:00" {
+		t.Errorf("every half hour in Berlin around the repeated hour: %s", got)
+	}
+}
+
+func TestScheduleDamagedRecordsAreSkipped(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 00:00:00")
+	var list []Schedule
+	for i := range 20 {
+		list = append(list, Schedule{ID: fmt.Sprint("s", i), Spec: "0 0 * * * *", JobName: "j"})
+	}
+	f.set(t0, list...)
+	h, top := f.st.ks.schedules(), f.st.ks.schedulesDue()
+	due := utc(t, "2024-01-01 01:00:00").Unix()
+	damage := map[string]string{
+		"s3": "not json",
+		"s4": `[1,1704070800,0,0,"nope","","j","",0,0,null]`,                 // a spec no pool reads
+		"s5": `[1,1704070800,0,0,"0 0 * * * *","","j:lock","",0,0,null]`,     // a job name no job has
+		"s6": `[1,1704070800,0,0,"0 0 * * * *","","j","",0,0,[1,2]]`,         // args not an object
+		"s7": `[2,1704070800,0,0,"0 0 * * * *","","j","",0,0,null]`,          // a format to come
+		"s8": `[1, 1704070800,0,0,"0 0 * * * *","","j","",0,0,null]`,         // a head the scripts cannot read
+		"s9": `[1,1704070800,0,0,"0 0 * * * *","Mars/Base","j","",0,0,null]`, // a zone no pool knows
+	}
+	for id, rec := range damage {
+		rdo(t, f.pool, "HSET", h, id, rec)
+	}
+	// An index entry without a record, and a bucket key of another type.
+	rdo(t, f.pool, "ZADD", f.st.ks.scheduleBucket(scheduleBucket("ghost")), due, "ghost")
+	rdo(t, f.pool, "ZADD", top, due, scheduleBucket("ghost"))
+	rdo(t, f.pool, "SET", f.st.ks.scheduleBucket(16383), "x")
+	rdo(t, f.pool, "ZADD", top, due, 16383)
+
+	f.fire(utc(t, "2024-01-01 01:00:00"))
+	got := map[string]bool{}
+	for _, j := range f.jobs("j", "") {
+		got[j.ScheduleID] = true
+	}
+	for _, s := range list {
+		if _, bad := damage[s.ID]; bad == got[s.ID] {
+			t.Errorf("%s: fired %v", s.ID, got[s.ID])
+		}
+	}
+	logs := f.logged()
+	for _, want := range []string{"schedule_id=s3", "schedule_id=s4", "schedule_id=s5", "schedule_id=s6", "schedule_id=s7", "schedule_id=s8",
+		"schedule_id=s9", "schedule_id=ghost", "bucket=16383"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no log naming %s:\n%s", want, logs)
+		}
+	}
+	// The damaged records are left for inspection, out of the index (but the one whose zone this
+	// machine lacks, tried again in a minute).
+	for id := range damage {
+		in := f.info(id)
+		if (in.Damaged == "") != (id == "s4" || id == "s5" || id == "s9") {
+			t.Errorf("%s: Damaged %q", id, in.Damaged)
+		}
+		score, _ := redis.Int64(rdo(t, f.pool, "ZSCORE", f.st.ks.scheduleBucket(scheduleBucket(id)), id), nil)
+		if (score != 0) != (id == "s9") {
+			t.Errorf("%s: index score %d", id, score)
+		}
+	}
+	if err := f.c.PauseSchedule("s8"); !errors.Is(err, ErrDamagedSchedule) {
+		t.Errorf("pausing a damaged record: %v", err)
+	}
+	if _, err := f.c.RunScheduleNow("s3"); !errors.Is(err, ErrDamagedSchedule) {
+		t.Errorf("running a damaged record: %v", err)
+	}
+	// Setting a damaged schedule repairs it; the others fire on.
+	f.set(utc(t, "2024-01-01 01:10:00"), Schedule{ID: "s3", Spec: "0 0 * * * *", JobName: "j"})
+	f.fire(utc(t, "2024-01-01 02:00:00"))
+	n := 0
+	for _, j := range f.jobs("j", "") {
+		if j.Tick == utc(t, "2024-01-01 02:00:00").Unix() {
+			n++
+		}
+	}
+	if n != 14 {
+		t.Errorf("%d schedules fired at 02:00, want 14", n)
+	}
+}
+
+func TestSchedulesListsPagesAndBothKinds(t *testing.T) {
+	f := newSchedFixture(t)
+	var list []Schedule
+	for i := range 300 {
+		list = append(list, Schedule{ID: fmt.Sprintf("cust-%03d", i), Spec: "@hourly", JobName: "j"})
+	}
+	list = append(list, Schedule{ID: "other*[x]", Spec: "@daily", JobName: "j"})
+	f.set(time.Now(), list...)
+	wp := NewWorkerPool(struct{}{}, 1, f.ns, f.pool)
+	wp.Job("j", func(*Job) error { return nil }).PeriodicallyEnqueue("0 0 0 * * *", "j")
+	wp.Start()
+	defer wp.Stop()
+
+	seen := map[string]int{}
+	periodic := 0
+	q := ScheduleQuery{Count: 50}
+	for pages := 0; ; pages++ {
+		page, err := f.c.Schedules(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Stored != 301 {
+			t.Errorf("stored: %d", page.Stored)
+		}
+		for _, s := range page.Schedules {
+			if s.Periodic {
+				periodic++
+				if s.ID != "periodic:j:0 0 0 * * *" || s.NextTick == 0 || len(s.WorkerPoolIDs) != 1 {
+					t.Errorf("periodic: %+v", s)
+				}
+				continue
+			}
+			seen[s.ID]++
+			if s.NextTick == 0 {
+				t.Errorf("%s: no next tick", s.ID)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		if pages > 100 {
+			t.Fatal("no end")
+		}
+		q.Cursor = page.Next
+	}
+	if len(seen) != 301 || periodic != 1 {
+		t.Errorf("%d schedules, %d periodic", len(seen), periodic)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", id, n)
+		}
+	}
+	page, err := f.c.Schedules(ScheduleQuery{Prefix: "other*[", Count: 1000, StoredOnly: true})
+	if err != nil || len(page.Schedules) != 1 || page.Schedules[0].ID != "other*[x]" {
+		t.Errorf("by prefix: %+v, %v", page, err)
+	}
+	page, err = f.c.Schedules(ScheduleQuery{Prefix: "cust-29", Count: 1000})
+	var ids []string
+	for _, s := range page.Schedules {
+		ids = append(ids, s.ID)
+	}
+	sort.Strings(ids)
+	if err != nil || len(ids) != 10 || ids[0] != "cust-290" {
+		t.Errorf("by prefix: %q, %v", ids, err)
+	}
+}
+
+// TestSchedulesFireFromPools runs pools on the server's clock: each of several pools fires the
+// schedules of the namespace, and each tick is enqueued once.
+func TestSchedulesFireFromPools(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	var pools []*WorkerPool
+	for range 3 {
+		wp := NewWorkerPoolWithOptions(struct{}{}, 2, ns, pool, WorkerPoolOptions{HeartbeatInterval: time.Second})
+		wp.Job("tick", func(j *Job) error {
+			mu.Lock()
+			runs[fmt.Sprint(j.ScheduleID, "@", j.Tick)]++
+			mu.Unlock()
+			return nil
+		})
+		wp.Start()
+		pools = append(pools, wp)
+	}
+	c := NewClient(ns, pool)
+	var list []Schedule
+	for i := range 50 {
+		list = append(list, Schedule{ID: fmt.Sprint("every-second-", i), Spec: "* * * * * *", JobName: "tick"})
+	}
+	if err := c.SetSchedules(list); err != nil {
+		t.Fatal(err)
+	}
+	ticks := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs)
+	}
+	eventually(t, 30*time.Second, "150 ticks run", func() bool { return ticks() >= 150 })
+	for _, s := range list {
+		if err := c.DeleteSchedule(s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, wp := range pools {
+		wp.Drain()
+		wp.Stop()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, n := range runs {
+		if n != 1 {
+			t.Errorf("%s ran %d times", k, n)
+		}
+	}
+}
