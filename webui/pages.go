@@ -60,6 +60,7 @@ var templateFuncs = template.FuncMap{
 	"queueTable": newQueueTable,
 	"keysURL":    keysURL,
 	"inZone":     inZone,
+	"period":     periodText,
 	"scheduleActs": func(d *pageData, in *work.ScheduleInfo) scheduleActs {
 		return scheduleActs{Page: d, Row: in}
 	},

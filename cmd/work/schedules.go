@@ -158,7 +158,7 @@ func printSchedule(w io.Writer, s *work.ScheduleInfo) error {
 		t.row("ARGS", args)
 		jitter := "-"
 		if s.Jitter > 0 {
-			jitter = s.Jitter.String()
+			jitter = seconds(int64(s.Jitter / time.Second))
 		}
 		t.row("JITTER", jitter)
 		t.row("MISSED", s.Missed.String())

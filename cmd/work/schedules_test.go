@@ -210,7 +210,7 @@ func TestScheduleControls(t *testing.T) {
 	// set creates a schedule, or replaces its whole definition.
 	e.run(nil, "schedules", "set", "report:initech", "--spec", "0 0 9 * * *", "--location", "Asia/Tokyo", "--job", "report",
 		"--args", `{"customer":"initech","n":12345678901234567890}`, "--key", "initech", "--jitter", "1m", "--missed", "run-latest").want(t, 0,
-		"ID          report:initech\n", "STATUS      active\n", "LOCATION    Asia/Tokyo\n", "JITTER      1m0s\n", "MISSED      run-latest\n", " JST\n")
+		"ID          report:initech\n", "STATUS      active\n", "LOCATION    Asia/Tokyo\n", "JITTER      1m\n", "MISSED      run-latest\n", " JST\n")
 	s := get("report:initech")
 	if s.Spec != "0 0 9 * * *" || s.Location != "Asia/Tokyo" || s.JobName != "report" || s.Key != "initech" || s.Jitter != time.Minute ||
 		s.Missed != work.MissedRunLatest || fmt.Sprint(s.Args["n"]) != "12345678901234567890" {
