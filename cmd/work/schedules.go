@@ -205,8 +205,8 @@ With --json it prints {"schedules":[...],"next":CURSOR,"stored":N} (next "" on t
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if prefix != "" {
-				if err := checkScheduleID(prefix); err != nil {
-					return err
+				if err := work.CheckScheduleID(prefix); err != nil {
+					return flagError("prefix", err)
 				}
 			}
 			if _, err := strconv.ParseUint(orZero(cursor), 10, 64); err != nil {

@@ -308,7 +308,7 @@ func TestSchedulesUsageErrorsExitWith2(t *testing.T) {
 		{[]string{"schedules", "list", "--cursor", "x"}, "bad --cursor"},
 		{[]string{"schedules", "list", "--count", "0"}, "--count"},
 		{[]string{"schedules", "list", "--all", "--cursor", "5"}, "--all"},
-		{[]string{"schedules", "list", "--prefix", "a\x01"}, "malformed schedule"},
+		{[]string{"schedules", "list", "--prefix", "a\x01"}, "--prefix: malformed schedule"},
 		{[]string{"schedules", "show"}, ""},
 		{[]string{"schedules", "show", "a", "b"}, ""},
 		{[]string{"schedules", "show", ""}, "malformed schedule: ID \"\": empty"},
