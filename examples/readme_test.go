@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	_ "time/tzdata"
 )
 
 // Every Go program in the repository's README.md is a copy of a program here, which the build
@@ -86,5 +87,50 @@ func TestKeyedExampleServesSmallCustomersFirst(t *testing.T) {
 	sort.Strings(customers)
 	if strings.Join(customers, ",") != "ada,bob,cleo" {
 		t.Errorf("small customers done: %v, want ada, bob and cleo", customers)
+	}
+}
+
+// The schedules example, on its embedded Redis, runs each customer's report on the ticks of its
+// schedule, each tick once, in the customer's zone, then deletes one customer's schedule.
+func TestSchedulesExampleRunsEachTickOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "run", "./schedules").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run ./schedules: %v\n%s", err, out)
+	}
+	t.Logf("go run ./schedules:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := lines[len(lines)-1]; last != "2 schedules left: report:ada, report:cleo" {
+		t.Errorf("last line %q, want the two schedules left once bob's is deleted", last)
+	}
+	zones := map[string]string{"ada": "Europe/Berlin", "bob": "America/New_York", "cleo": "Asia/Tokyo"}
+	run := regexp.MustCompile(`^(\w+): +report of the tick at (\d\d:\d\d:\d\d [A-Z+0-9-]+) \(report:(\w+)@(\d+)\)$`)
+	ticks := map[string][]int64{}
+	for _, line := range lines[:len(lines)-1] {
+		m := run.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("%q, want a customer's report of a tick", line)
+		}
+		customer, local, id := m[1], m[2], m[3]
+		tick, _ := strconv.ParseInt(m[4], 10, 64)
+		zone, err := time.LoadLocation(zones[customer])
+		if err != nil || id != customer {
+			t.Fatalf("%q: the job of customer %s came from the schedule of %s (zone: %v)", line, customer, id, err)
+		}
+		if want := time.Unix(tick, 0).In(zone).Format("15:04:05 MST"); local != want {
+			t.Errorf("%q: the tick shows as %s, want %s in %s", line, local, want, zones[customer])
+		}
+		for _, seen := range ticks[customer] {
+			if seen == tick {
+				t.Errorf("%s's tick %d ran twice", customer, tick)
+			}
+		}
+		ticks[customer] = append(ticks[customer], tick)
+	}
+	for customer := range zones {
+		if len(ticks[customer]) < 2 {
+			t.Errorf("%s's report ran on %d ticks, want at least 2", customer, len(ticks[customer]))
+		}
 	}
 }

@@ -129,6 +129,10 @@ func (s *Server) getEndpoint(name string) (http.HandlerFunc, bool) {
 		return s.apiBatches, true
 	case "key_stats":
 		return s.apiKeyStats, true
+	case "schedules":
+		return s.apiSchedules, true
+	case "schedule":
+		return s.apiSchedule, true
 	}
 	return nil, false
 }
@@ -177,6 +181,8 @@ func (s *Server) postEndpoint(name string) (pathHandler, bool) {
 		return s.apiKeyAction(name, "set_key_limits"), true
 	case "clear_key_limits":
 		return s.apiKeyAction(name, "clear_key_limits"), true
+	case "pause_schedule", "resume_schedule", "delete_schedule", "run_schedule", "set_schedule":
+		return s.apiScheduleAction(name), true
 	}
 	return nil, false
 }
@@ -196,9 +202,10 @@ func render(w http.ResponseWriter, v interface{}, err error) {
 	w.Write(b)
 }
 
-// renderError maps an error to its status: the caller's mistakes are 4xx, a job or batch that is not
-// there 404, a job to cancel that is not running and data another program overwrote with another
-// type 409, anything else (Redis failing) 500.
+// renderError maps an error to its status: the caller's mistakes are 4xx, a job, batch or schedule
+// that is not there 404, a job to cancel that is not running, a key that is full, a damaged
+// schedule and data another program overwrote with another type 409, anything else (Redis failing)
+// 500.
 func renderError(w http.ResponseWriter, err error) {
 	var br badRequest
 	var nr notRunning
@@ -210,8 +217,10 @@ func renderError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, nr.Error())
 	case errors.As(err, &ur):
 		writeError(w, http.StatusConflict, ur.msg)
-	case errors.Is(err, work.ErrBatchNotFound):
+	case errors.Is(err, work.ErrBatchNotFound), errors.Is(err, work.ErrScheduleNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, work.ErrKeyFull), errors.Is(err, work.ErrDamagedSchedule):
+		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried), errors.Is(err, work.ErrJobNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	default:

@@ -27,6 +27,7 @@ var fuzzGetPaths = []string{
 	"/periodic_jobs", "/ui/periodic",
 	"/batches", "/batch/", "/ui/batches", "/ui/batches/",
 	"/key_stats", "/keys/", "/key/", "/ui/keys",
+	"/schedules", "/schedule", "/ui/schedules",
 }
 
 // layoutScript is the one script element of every page: the UI's own, loaded from a file, relative
@@ -83,6 +84,17 @@ func FuzzWebUIParams(f *testing.F) {
 	}
 	f.Add(uint8(24), "", "")
 	f.Add(uint8(24), "x", "")
+	for _, q := range []string{
+		"", "id=report%3Aacme", "id=" + url.QueryEscape(fuzzEvil), "id=" + fuzzDamagedSchedule, "id=" + url.QueryEscape(fuzzPeriodicID),
+		"id=", "id=%00", "id=nope", "q=report", "q=" + url.QueryEscape(fuzzEvil), "q=%01", "q=report&cursor=5", "cursor=x",
+		"cursor=18446744073709551616", "cursor=0", "count=0", "count=10000", "prefix=%3Cb%3E", "prefix=%00", "stored_only=x",
+		"stored_only=1&count=1", "done=schedule_run&fail=key_full",
+	} {
+		f.Add(uint8(28), "", strings.Replace(q, "q=", "prefix=", 1)) // /schedules
+		f.Add(uint8(29), "", q)                                      // /schedule
+		f.Add(uint8(30), "", q)                                      // /ui/schedules
+	}
+	f.Add(uint8(29), "/x", "id=report%3Aacme")
 
 	srv := newFuzzServer(f)
 	h := srv.Handler()
@@ -112,6 +124,8 @@ const (
 	fuzzWrongTypeBatchID = "batch-string"
 	fuzzTrackedID        = "tracked-1"
 	fuzzBrokenKeyedName  = "broken"
+	fuzzDamagedSchedule  = "damaged"
+	fuzzPeriodicID       = "periodic:report:0 0 * * * *"
 )
 
 // newFuzzServer serves a namespace with a job in every state, worker data, and HTML in names, IDs,
@@ -159,6 +173,18 @@ func newFuzzServer(tb testing.TB) *Server {
 	rdo(tb, pool, "SADD", key("known_jobs"), fuzzBrokenKeyedName)
 	rdo(tb, pool, "HSET", key("keyed:"+fuzzBrokenKeyedName+":meta"), "waiting", 1)
 	rdo(tb, pool, "SET", key("keyed:"+fuzzBrokenKeyedName+":waiting"), fuzzEvil)
+	// Schedules: one keyed with HTML in its args, one whose ID, job name and key are HTML, a record
+	// another program wrote, and periodic jobs declared in code, one with HTML for a spec.
+	err := work.NewClient(ns, pool).SetSchedules([]work.Schedule{
+		{ID: "report:acme", Spec: "0 0 9 * * MON", Location: "Europe/Berlin", JobName: "report", Key: "acme", Args: work.Q{"html": fuzzEvil}},
+		{ID: fuzzEvil, Spec: "@daily", JobName: evilJob.Name, Key: fuzzEvil, Jitter: time.Minute},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rdo(tb, pool, "HSET", key("schedules"), fuzzDamagedSchedule, fuzzEvil)
+	rdo(tb, pool, "HSET", key("worker_pools:<pool>"), "periodic_jobs",
+		`[{"job_name":"report","spec":"0 0 * * * *"},{"job_name":"<b>name</b>","spec":"<b>bad</b>"}]`)
 	return NewServer(ns, pool, "")
 }
 
@@ -207,7 +233,8 @@ func checkFuzzAnswer(t *testing.T, target, rawQuery string, rec *httptest.Respon
 }
 
 // uiPages are the pages a form may send the browser back to.
-var uiPages = map[string]bool{"./": true, "queues": true, "workers": true, "scheduled": true, "retry": true, "dead": true, "job": true, "keys": true}
+var uiPages = map[string]bool{"./": true, "queues": true, "workers": true, "scheduled": true, "retry": true, "dead": true, "job": true,
+	"keys": true, "schedules": true}
 
 // FuzzWebUIParsers feeds one text to the parsers of the UI's parameters, which need no Redis:
 // scoreAndID (the "<died_at>/<job id>" of the actions' paths) splits exactly there, or is the
@@ -300,7 +327,7 @@ func checkUIPage(t *testing.T, what, u string, base *url.URL, redirect bool) {
 	}
 	for k := range p.Query() {
 		switch k {
-		case "name", "page", "q", "id":
+		case "name", "page", "q", "id", "cursor":
 		case "done", "n", "fail":
 			if redirect {
 				continue
@@ -331,12 +358,13 @@ var fuzzPostPaths = []string{
 	"/delete_dead_job/", "/retry_dead_job/", "/retry_dead_job_type/", "/pause_queue/", "/unpause_queue/",
 	"/cancel_job/", "/ui/action",
 	"/pause_key/", "/unpause_key/", "/set_key_limits/", "/clear_key_limits/",
+	"/pause_schedule", "/resume_schedule", "/delete_schedule", "/run_schedule", "/set_schedule",
 }
 
 // FuzzWebUIActions posts actions with arbitrary path parameters (died_at, job IDs and names), query
-// parameters (a key and its overrides) and form fields (op, score, id, name, key, the overrides,
-// back), the form with the server's token, against a namespace
-// holding jobs: never a 5xx, and no action that fails on Redis; a JSON answer is valid JSON; a form
+// parameters (a key and its overrides, a schedule's ID and definition) and form fields (op, score,
+// id, name, key, the overrides, back), the form with the server's token, against a namespace
+// holding jobs and schedules: never a 5xx, and no action that fails on Redis; a JSON answer is valid JSON; a form
 // sends the browser back to a page of the UI.
 func FuzzWebUIActions(f *testing.F) {
 	for _, s := range []struct {
@@ -359,6 +387,17 @@ func FuzzWebUIActions(f *testing.F) {
 		{7, "<b>name</b>", "key=acme"}, {7, "sync", ""}, {8, fuzzBrokenKeyedName, "key=x"}, {8, "", "key=x"},
 		{9, "sync", "key=a&rate=10/1m&weight=2"}, {9, "sync", "key=%7B&concurrency=-9"}, {9, "sync", "key=a&rate=1/9999999999h"},
 		{10, "sync:lock", "key=a"}, {10, "a/b", "key=" + url.QueryEscape(fuzzEvil)},
+		{11, "", "id=report%3Aacme"}, {12, "", "id=report%3Aacme"}, {11, "", "id=" + fuzzDamagedSchedule}, {12, "", "id=" + fuzzDamagedSchedule},
+		{11, "/x", "id=report%3Aacme"}, {11, "", "id=%00"}, {11, "", ""}, {11, "", "id=" + url.QueryEscape(fuzzPeriodicID)},
+		{14, "", "id=report%3Aacme"}, {14, "", "id=" + url.QueryEscape(fuzzEvil)}, {14, "", "id=" + fuzzDamagedSchedule}, {14, "", "id=nope"},
+		{13, "", "id=nope"}, {13, "", "id=" + fuzzDamagedSchedule},
+		{15, "", "id=new&spec=%40every+1m&job=report&location=Asia%2FTokyo&args=%7B%22a%22%3A1%7D&key=k&jitter=30s&missed=run-latest"},
+		{15, "", "id=new&spec=bad&job=report"}, {15, "", "id=new&spec=%40daily&job=x%3Alock"}, {15, "", "id=new&spec=%40daily&job=r&jitter=-5s"},
+		{15, "", "id=new&spec=%40daily&job=r&location=Local"}, {15, "", "id=new&spec=%40daily&job=r&args=%5B%5D&key=%7B"},
+		{6, "", "op=pause_schedule&id=report%3Aacme&back=schedules%3Fid%3Dreport%253Aacme"},
+		{6, "", "op=run_schedule&id=" + fuzzDamagedSchedule + "&back=schedules%3Fcursor%3D5%26q%3Dr"},
+		{6, "", "op=resume_schedule&id=%00&back=schedules"}, {6, "", "op=delete_schedule&id=&back=schedules"},
+		{6, "", "op=run_schedule&id=" + url.QueryEscape(fuzzPeriodicID)},
 	} {
 		f.Add(s.which, s.rest, s.form)
 	}

@@ -24,7 +24,7 @@ import (
 var assets embed.FS
 
 // pageNames are the pages under ui/ ("" is the overview).
-var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "keyed", "keys", "notfound"}
+var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "keyed", "keys", "schedules", "notfound"}
 
 // pageSet holds one template per page, each the layout with the page's content.
 type pageSet struct{ t map[string]*template.Template }
@@ -59,9 +59,14 @@ var templateFuncs = template.FuncMap{
 	"act":        act,
 	"queueTable": newQueueTable,
 	"keysURL":    keysURL,
-	"int64":      toInt64,
-	"now":        func() string { return time.Now().UTC().Format("15:04:05 UTC") },
-	"progress":   newProgress,
+	"inZone":     inZone,
+	"period":     periodText,
+	"scheduleActs": func(d *pageData, in *work.ScheduleInfo) scheduleActs {
+		return scheduleActs{Page: d, Row: in}
+	},
+	"int64":    toInt64,
+	"now":      func() string { return time.Now().UTC().Format("15:04:05 UTC") },
+	"progress": newProgress,
 }
 
 // toInt64 converts the integers templates meet.
@@ -98,6 +103,18 @@ func when(epoch int64) string {
 }
 
 func isoTime(epoch int64) string { return time.Unix(epoch, 0).UTC().Format(time.RFC3339) }
+
+// inZone renders an epoch time in a time zone ("" for UTC or a zone the library does not know).
+func inZone(epoch int64, zone string) string {
+	if epoch == 0 || zone == "" || zone == "UTC" {
+		return ""
+	}
+	loc, err := work.ParseLocation(zone)
+	if err != nil {
+		return ""
+	}
+	return time.Unix(epoch, 0).In(loc).Format("2006-01-02 15:04:05 MST")
+}
 
 // duration renders seconds briefly: "45s", "3m 20s", "2h 5m", "3d 4h".
 func duration(sec int64) string {
@@ -198,6 +215,16 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 	case "periodic":
 		tmpl, title = "periodic", "Periodic jobs"
 		content, err = s.periodic()
+	case "schedules":
+		tmpl, title = "schedules", "Schedules"
+		if id := r.URL.Query().Get("id"); id != "" {
+			title = "Schedule " + id
+		}
+		content, err = s.scheduleList(r)
+		if errors.Is(err, work.ErrScheduleNotFound) {
+			tmpl, title, status, err = "notfound", "Schedule not found", http.StatusNotFound, nil
+			content = fmt.Sprintf("No schedule has the ID %s, and no live worker pool declares a periodic job of that ID: it was never set, or it was deleted.", r.URL.Query().Get("id"))
+		}
 	case "scheduled", "retry", "dead":
 		tmpl, title = "jobs", map[string]string{"scheduled": "Scheduled jobs", "retry": "Retry jobs", "dead": "Dead jobs"}[name]
 		content, err = s.jobList(r, name)
@@ -285,7 +312,7 @@ func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request, file, conten
 // selfURL is a page's address relative to ui/, without the flash parameters.
 func selfURL(name string, q url.Values) string {
 	keep := url.Values{}
-	for _, k := range []string{"name", "page", "q", "id"} {
+	for _, k := range []string{"name", "page", "q", "id", "cursor"} {
 		if v := q.Get(k); v != "" {
 			keep.Set(k, v)
 		}
@@ -318,18 +345,28 @@ var flashMessages = map[string]string{
 	"key_resumed":        "The key is resumed.",
 	"key_limits_set":     "The key's overrides are set.",
 	"key_limits_cleared": "The key's overrides are cleared: the job name's settings apply to it.",
+
+	"schedule_paused":  "The schedule is paused: none of its ticks is enqueued until it is resumed.",
+	"schedule_resumed": "The schedule is resumed from its next tick; the ticks that fell while it was paused are not enqueued.",
+	"schedule_deleted": "The schedule is deleted; its jobs already enqueued stay.",
+	"schedule_run":     "The schedule's job is enqueued.",
 }
 
 // flashNouns are the words counted by a message's %d, when they are not jobs.
 var flashNouns = map[string][2]string{"cancel_sent": {"pool", "pools"}}
 
 var failureMessages = map[string]string{
-	"gone":        "Nothing done: the job is no longer there.",
-	"not_running": "Nothing done: the job is not running, and only a running job can be cancelled.",
-	"bad":         "Nothing done: the request was incomplete.",
-	"bad_limits":  "Nothing done: a concurrency or a max waiting is a number of jobs, or none for no limit; a rate is jobs per period, as 10/1m; a weight is from 1 to 1000. An empty field keeps the job name's setting.",
-	"unreadable":  "Nothing done: this job name's keyed state in Redis holds another type (another program wrote it).",
-	"error":       "The action failed; the server log says why.",
+	"gone":             "Nothing done: the job is no longer there.",
+	"not_running":      "Nothing done: the job is not running, and only a running job can be cancelled.",
+	"bad":              "Nothing done: the request was incomplete.",
+	"bad_limits":       "Nothing done: a concurrency or a max waiting is a number of jobs, or none for no limit; a rate is jobs per period, as 10/1m; a weight is from 1 to 1000. An empty field keeps the job name's setting.",
+	"unreadable":       "Nothing done: this job name's keyed state in Redis holds another type (another program wrote it).",
+	"schedule_gone":    "Nothing done: no schedule has this ID any more.",
+	"schedule_damaged": "Nothing done: the schedule's record in Redis cannot be read (another program wrote it). It can be deleted, or set again.",
+	"key_full":         "Nothing done: the job's key has as many jobs waiting as it may (KeyMaxWaiting).",
+
+	"schedules_unreadable": "Nothing done: a key of the schedules in Redis holds another type (another program wrote it).",
+	"error":                "The action failed; the server log says why.",
 }
 
 // flashOf reads an action's outcome from a page's query.
@@ -670,6 +707,8 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		}
 	case "pause_key", "resume_key", "set_key_limits", "clear_key_limits":
 		done, err = s.keyAction(op, name, r.PostFormValue("key"), r.PostFormValue)
+	case "pause_schedule", "resume_schedule", "delete_schedule", "run_schedule":
+		done, err = s.scheduleAction(op, id)
 	case "cancel":
 		if id == "" {
 			err = badRequestf("missing id")
@@ -688,6 +727,12 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	var nr notRunning
 	var ur unreadable
 	switch {
+	case errors.Is(err, work.ErrScheduleNotFound):
+		v.Set("fail", "schedule_gone")
+	case errors.Is(err, work.ErrDamagedSchedule):
+		v.Set("fail", "schedule_damaged")
+	case errors.Is(err, work.ErrKeyFull):
+		v.Set("fail", "key_full")
 	case errors.As(err, &bl):
 		v.Set("fail", "bad_limits")
 	case errors.As(err, &br):
@@ -696,6 +741,8 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		v.Set("fail", "gone")
 	case errors.As(err, &nr):
 		v.Set("fail", "not_running")
+	case errors.As(err, &ur) && strings.HasSuffix(op, "_schedule"):
+		v.Set("fail", "schedules_unreadable")
 	case errors.As(err, &ur):
 		v.Set("fail", "unreadable")
 	case err != nil:
@@ -723,7 +770,7 @@ func safeBack(back string) string {
 	switch u.Path {
 	case "./", "":
 		return selfURL("", u.Query())
-	case "queues", "workers", "scheduled", "retry", "dead", "job", "keys":
+	case "queues", "workers", "scheduled", "retry", "dead", "job", "keys", "schedules":
 		return selfURL(u.Path, u.Query())
 	}
 	return "./"

@@ -1,6 +1,6 @@
 // Package webui serves a web UI and a JSON API to watch and manage the jobs of a namespace: queues,
-// worker pools and busy workers, throughput, the scheduled, retry and dead sets, batches, and the
-// keys of keyed jobs.
+// worker pools and busy workers, throughput, the scheduled, retry and dead sets, batches, the keys of
+// keyed jobs, and schedules.
 //
 // The JSON API is gocraft/work's, path for path: GET /queues, /worker_pools, /busy_workers,
 // /retry_jobs?page=N, /scheduled_jobs?page=N and /dead_jobs?page=N (the last three answer
@@ -9,12 +9,16 @@
 // /retry_all_dead_jobs (answering {"status":"ok"}). It adds GET /queue_stats, /summary,
 // /stats?minutes=N[&name=NAME], /job?id=ID (with the job's record, when it has one),
 // /periodic_jobs, /batches?page=N ({"count":N,"batches":[...]}, newest first), /batch/<id>,
-// /key_stats, /keys/<name>?page=N ({"count":N,"keys":[...]}, busiest first) and
-// /key/<name>?key=KEY, and POST /pause_queue/<name>, /unpause_queue/<name>, /cancel_job/<job_id>
-// (409 when the job is not running), /pause_key/<name>?key=KEY, /unpause_key/<name>?key=KEY,
-// /set_key_limits/<name>?key=KEY&concurrency=N&rate=N/DURATION&weight=N&max_waiting=N and
-// /clear_key_limits/<name>?key=KEY. Bad parameters get a 4xx answer, an unknown job or batch a
-// 404, and a batch or keyed state whose key another program overwrote with another Redis type a
+// /key_stats, /keys/<name>?page=N ({"count":N,"keys":[...]}, busiest first),
+// /key/<name>?key=KEY, /schedules?cursor=C&count=N&prefix=P&stored_only=1 (a work.SchedulePage) and
+// /schedule?id=ID (with its next_ticks), and POST /pause_queue/<name>, /unpause_queue/<name>,
+// /cancel_job/<job_id> (409 when the job is not running), /pause_key/<name>?key=KEY,
+// /unpause_key/<name>?key=KEY, /set_key_limits/<name>?key=KEY&concurrency=N&rate=N/DURATION&weight=N&max_waiting=N,
+// /clear_key_limits/<name>?key=KEY, /pause_schedule?id=ID, /resume_schedule?id=ID,
+// /delete_schedule?id=ID, /run_schedule?id=ID and
+// /set_schedule?id=ID&spec=S&location=Z&job=NAME&args=JSON&key=K&jitter=D&missed=M. Bad parameters
+// get a 4xx answer, an unknown job, batch or schedule a 404, and a batch, keyed state or schedules
+// whose key another program overwrote with another Redis type, a damaged schedule or a full key a
 // 409, each with {"error":"..."}.
 //
 // The pages live under ui/ and refresh themselves. Every link is relative, so the handler can be

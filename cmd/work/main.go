@@ -1,7 +1,7 @@
 // Command work inspects and manages the jobs of a namespace from a terminal: queue and throughput
 // statistics, enqueueing, the scheduled, retry and dead sets, pausing queues, finding a job by ID
-// with its record, batches, the keys of keyed jobs, cancelling a running job, the periodic jobs, a
-// live view, and the web UI.
+// with its record, batches, the keys of keyed jobs, cancelling a running job, the periodic jobs,
+// schedules, a live view, and the web UI.
 //
 //	work stats                                  totals and the last hour's throughput
 //	work queues                                 every queue: size, latency, in flight, paused
@@ -21,6 +21,11 @@
 //	work keys stats                             the keyed jobs of every job name, summed up
 //	work cancel ID                              cancel a running job
 //	work periodic                               the periodic jobs of the live pools, by next run
+//	work schedules list [--prefix P] [--cursor C] [--all]   schedules and periodic jobs, side by side
+//	work schedules show ID                      a schedule's definition, state and next ticks
+//	work schedules set ID --spec SPEC --job NAME [--location ZONE] [--args JSON] [--key KEY]
+//	                      [--jitter D] [--missed skip|run-latest]
+//	work schedules delete|pause|resume|run ID   delete, pause or resume a schedule, or run it now
 //	work watch [--interval 2s] [--count N]      a live view, refreshed until Ctrl-C
 //	work ui [--listen 127.0.0.1:5040]           serve the web UI
 //
@@ -30,8 +35,8 @@
 // certificates to trust instead of the system's), and --tls-cert with --tls-key (a client
 // certificate), by default $WORK_REDIS_TLS_CA, $WORK_REDIS_TLS_CERT and $WORK_REDIS_TLS_KEY. Output
 // goes to standard output, errors to standard error. Exit status: 0 success, 1 error (Redis
-// unreachable, say), 2 bad usage (unusable TLS files among it), 3 not found (no such job or batch,
-// or nothing to retry, delete or cancel).
+// unreachable, say), 2 bad usage (unusable TLS files among it), 3 not found (no such job, batch or
+// schedule, or nothing to retry, delete or cancel).
 package main
 
 import (
@@ -87,7 +92,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.As(err, &nf), errors.Is(err, work.ErrJobNotFound), errors.Is(err, work.ErrNotDeleted), errors.Is(err, work.ErrNotRetried),
-		errors.Is(err, work.ErrBatchNotFound):
+		errors.Is(err, work.ErrBatchNotFound), errors.Is(err, work.ErrScheduleNotFound):
 		return exitNotFound
 	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
 		return exitUsage
@@ -218,6 +223,7 @@ WORK_REDIS_TLS_CA, WORK_REDIS_TLS_CERT and WORK_REDIS_TLS_KEY those of --tls-ca,
 		a.keysCommand(),
 		a.cancelCommand(),
 		a.periodicCommand(),
+		a.schedulesCommand(),
 		a.watchCommand(),
 		a.uiCommand(),
 	)
