@@ -57,6 +57,10 @@ type WorkerObservation struct {
 	ArgsJSON  string `json:"args_json"`
 	Checkin   string `json:"checkin"`
 	CheckinAt int64  `json:"checkin_at"`
+
+	// Progress is what the job last reported with Job.SetProgress; nil when it reported none (and
+	// for workers of gocraft/work).
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // Queue is a job name with the number of jobs waiting in its queue and the age in seconds of the oldest
@@ -155,6 +159,7 @@ func (c *Client) WorkerObservations() ([]*WorkerObservation, error) {
 			ob.ArgsJSON = h["args"]
 			ob.Checkin = h["checkin"]
 			ob.CheckinAt = parseInt64(h["checkin_at"])
+			ob.Progress = parseProgress(h["progress"], h["progress_msg"], h["progress_at"])
 		}
 		out[i] = ob
 	}
