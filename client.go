@@ -22,6 +22,7 @@ import (
 // and dead sets. It is safe for concurrent use.
 type Client struct {
 	store *store
+	waits *jobWaiters // WaitJob's subscription, shared by its callers
 }
 
 // NewClient creates a Client for the given namespace and Redis pool. It panics when pool is nil.
@@ -386,7 +387,8 @@ func NewClientWithBackend(namespace string, b Backend) *Client {
 	if b == nil {
 		panic("work: NewClientWithBackend needs a non-nil Backend")
 	}
-	return &Client{store: newStore(namespace, b)}
+	st := newStore(namespace, b)
+	return &Client{store: st, waits: newJobWaiters(st)}
 }
 
 // PeriodicJob is a periodic job that a live worker pool enqueues (see WorkerPool.PeriodicallyEnqueue),

@@ -6,12 +6,12 @@ package work
 // recovery and periodic jobs, against a real redis-server started by the test.
 //
 // The ACL rule set that suffices for a namespace "app" (every key under "app:", the namespace's
-// pub/sub channels app:wake and app:cancel):
+// pub/sub channels app:wake, app:cancel and app:ended):
 //
 //	ACL SETUSER worker on >password resetkeys ~app:* resetchannels &app:* -@all
 //	    +time +evalsha +eval +publish +subscribe +unsubscribe +punsubscribe +echo +ping +wait
 //	    +get +set +del +unlink +exists +expire +type +incrby +decr +decrby
-//	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange
+//	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange +lpos +ttl
 //	    +sadd +srem +smembers +sismember
 //	    +hset +hget +hmget +hdel +hgetall +hincrby +hkeys +hvals
 //	    +zadd +zrem +zrange +zrevrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
@@ -25,6 +25,7 @@ package work
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -48,7 +49,7 @@ import (
 var connsecCommands = []string{
 	"time", "evalsha", "eval", "publish", "subscribe", "unsubscribe", "punsubscribe", "echo", "ping", "wait",
 	"get", "set", "del", "unlink", "exists", "expire", "type", "incrby", "decr", "decrby",
-	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange",
+	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange", "lpos", "ttl",
 	"sadd", "srem", "smembers", "sismember",
 	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby", "hkeys", "hvals",
 	"zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
@@ -365,6 +366,10 @@ func connsecEveryClientMethod(t *testing.T, c *Client) {
 		for p := 1; p < m.Type.NumIn(); p++ {
 			pt := m.Type.In(p)
 			switch {
+			case pt == reflect.TypeOf((*context.Context)(nil)).Elem():
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				args = append(args, reflect.ValueOf(ctx))
 			case pt == reflect.TypeOf(time.Time{}):
 				args = append(args, reflect.ValueOf(time.Now().Add(-time.Hour)))
 			case pt.Kind() == reflect.String:

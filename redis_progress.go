@@ -1,8 +1,9 @@
 package work
 
 // The store's methods for what running jobs are doing (observer.go, job_progress.go): the worker
-// observations, and the running state and progress of jobs with a record. The script is
-// lua/running.lua.
+// observations, the running state and progress of jobs with a record; and the channel on which the
+// ends of jobs with a record are announced (client_wait.go). The script is lua/running.lua; the
+// announcement rides the scripts that finalize a record (lua/lib/workflow.lua).
 
 import (
 	"context"
@@ -11,6 +12,10 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 )
+
+// endedChannel carries the ID of every job with a record that ends (done, dead, dropped, deleted),
+// published by the script that writes the end into the record.
+func (k keyspace) endedChannel() string { return k.p + "ended" }
 
 // runningScript writes the running state and progress of jobs with a record: lua/running.lua.
 var runningScript = loadScript("running")

@@ -79,6 +79,7 @@ for i, j in ipairs(jobs) do
     redis.call('zadd', prefix .. 'dead', now, deadForm(j.payload, why, now))
     redis.call('hset', rk, 'name', j.name, 'state', 'dead', 'enqueued_at', now, 'finished_at', now, 'err', why, 'keep', j.keep)
     redis.call('expire', rk, tonumber(j.keep))
+    announceEnd(prefix, j.id)
     settle(prefix, rk .. ':next', false, 'job ' .. j.id .. ' did not run', now, channel)
     out[i] = 'dead'
   elseif waiting > 0 then
