@@ -11,6 +11,7 @@ import (
 // memory on every job; the observer writes what changed to Redis at most once a second.
 type workerState struct {
 	workerID string
+	store    *store // for the running job's own reads (Job.DependencyResults)
 
 	mu         sync.Mutex
 	job        *Job

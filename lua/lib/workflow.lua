@@ -22,9 +22,10 @@
 -- of the jobs waiting for it. Tracked jobs ("tracked":true in the payload) have a record from their
 -- enqueue; other jobs get one when they finish, if their pool keeps records for their name. While
 -- an attempt runs, the pool's observer writes state running, started_at, attempt and the progress
--- (progress, progress_msg, progress_at) into the record (lua/running.lua). The ID of every job
--- whose record takes a final state (done, dead, dropped, deleted) is published on <ns>:ended, by
--- the script that writes it, for Client.WaitJob.
+-- (progress, progress_msg, progress_at) into the record (lua/running.lua); a job enqueued with
+-- dependencies on jobs lists their IDs in 'after'. The ID of every job whose record takes a final
+-- state (done, dead, dropped, deleted) is published on <ns>:ended, by the script that writes it,
+-- for Client.WaitJob.
 
 -- WK is the unit of a batch counter's dead members: Go's batchCounterUnit (batch.go), written in by
 -- the loader (redis_scripts.go).
