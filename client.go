@@ -263,7 +263,8 @@ func (c *Client) QueueStats() ([]*QueueStat, error) {
 // Summary is a snapshot of a namespace's sizes, as Client.Summary reports it.
 type Summary struct {
 	Queues    int   `json:"queues"`    // known job names
-	Queued    int64 `json:"queued"`    // jobs waiting, over all queues
+	Queued    int64 `json:"queued"`    // jobs waiting, over all queues, keyed jobs included
+	Keyed     int64 `json:"keyed"`     // of Queued, the keyed jobs waiting in their keys' queues
 	InFlight  int64 `json:"in_flight"` // jobs running, over all pools
 	Paused    int   `json:"paused"`    // paused queues
 	Scheduled int64 `json:"scheduled"` // jobs in the scheduled set
@@ -280,7 +281,8 @@ func (c *Client) Summary() (*Summary, error) {
 	}
 	s := &Summary{Queues: len(qs)}
 	for _, q := range qs {
-		s.Queued += q.Count
+		s.Queued += q.Count + q.KeyedCount
+		s.Keyed += q.KeyedCount
 		s.InFlight += q.InFlight
 		if q.Paused {
 			s.Paused++
