@@ -26,8 +26,11 @@ func newProgressStep(t *testing.T) *progressStep {
 }
 
 func (s *progressStep) handler(j *Job) error {
+	giveUp := time.After(30 * time.Second) // a failed test's pool stops before its cleanup opens end
 	for {
 		select {
+		case <-giveUp:
+			return errors.New("never told to end")
 		case p := <-s.set:
 			if err := j.SetProgress(p[0].(float64), p[1].(string)); err != nil {
 				return err
