@@ -185,7 +185,7 @@ type JobRecord struct {
 	EnqueuedAt int64  `json:"enqueued_at,omitempty"`
 	FinishedAt int64  `json:"finished_at,omitempty"`
 	Attempts   int64  `json:"attempts,omitempty"`
-	Pool       string `json:"pool,omitempty"` // the pool that ran its last attempt
+	Pool       string `json:"pool,omitempty"` // the pool that runs its attempt, or ran its last one
 	Err        string `json:"err,omitempty"`
 	// Result is what the handler recorded with Job.SetResult.
 	Result json.RawMessage `json:"result,omitempty"`
