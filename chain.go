@@ -110,19 +110,26 @@ func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []string, opts EnqueueOptions)
 type JobRecord struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// State is waiting (for dependencies), queued (enqueued; it may be running), retrying, done,
-	// dead or dropped.
+	// State is waiting (for dependencies), queued, running, retrying, done, dead, dropped or
+	// deleted. A job shows running once its attempt has run for up to a second (the pool writes it
+	// with the worker observations); a quick job may go from queued to done.
 	State      string `json:"state"`
 	EnqueuedAt int64  `json:"enqueued_at,omitempty"`
 	FinishedAt int64  `json:"finished_at,omitempty"`
 	Attempts   int64  `json:"attempts,omitempty"`
-	Pool       string `json:"pool,omitempty"` // the pool that ran its last attempt
+	Pool       string `json:"pool,omitempty"` // the pool that runs its attempt, or ran its last one
 	Err        string `json:"err,omitempty"`
 	// Result is what the handler recorded with Job.SetResult.
 	Result json.RawMessage `json:"result,omitempty"`
 	Batch  string          `json:"batch,omitempty"`
 	// WaitingFor is the number of dependencies a waiting job still waits for.
 	WaitingFor int64 `json:"waiting_for,omitempty"`
+	// StartedAt is when the attempt running, or the last one seen running, started (epoch seconds);
+	// Attempt is the running attempt (1 for the first), set while State is running.
+	StartedAt int64 `json:"started_at,omitempty"`
+	Attempt   int64 `json:"attempt,omitempty"`
+	// Progress is the last progress the job reported (Job.SetProgress), kept after it ends.
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // parseJobRecord reads a record hash (HGETALL reply as a map).
@@ -137,6 +144,11 @@ func parseJobRecord(id string, h map[string]string) *JobRecord {
 	if r.State == "waiting" {
 		r.WaitingFor = num("deps")
 	}
+	r.StartedAt = num("started_at")
+	if r.State == "running" {
+		r.Attempt = num("attempt")
+	}
+	r.Progress = parseProgress(h["progress"], h["progress_msg"], h["progress_at"])
 	if v, ok := h["result"]; ok && v != "" {
 		r.Result = json.RawMessage(v)
 		if !json.Valid(r.Result) {

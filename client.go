@@ -22,6 +22,7 @@ import (
 // and dead sets. It is safe for concurrent use.
 type Client struct {
 	store *store
+	waits *jobWaiters // WaitJob's subscription, shared by its callers
 }
 
 // NewClient creates a Client for the given namespace and Redis pool. With a nil pool, as
@@ -58,6 +59,10 @@ type WorkerObservation struct {
 	ArgsJSON  string `json:"args_json"`
 	Checkin   string `json:"checkin"`
 	CheckinAt int64  `json:"checkin_at"`
+
+	// Progress is what the job last reported with Job.SetProgress; nil when it reported none (and
+	// for workers of gocraft/work).
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // Queue is a job name with the number of jobs waiting in its queue and the age in seconds of the oldest
@@ -157,6 +162,7 @@ func (c *Client) WorkerObservations() ([]*WorkerObservation, error) {
 			ob.ArgsJSON = h["args"]
 			ob.Checkin = h["checkin"]
 			ob.CheckinAt = parseInt64(h["checkin_at"])
+			ob.Progress = parseProgress(h["progress"], h["progress_msg"], h["progress_at"])
 		}
 		out[i] = ob
 	}
@@ -259,7 +265,8 @@ func (c *Client) QueueStats() ([]*QueueStat, error) {
 // Summary is a snapshot of a namespace's sizes, as Client.Summary reports it.
 type Summary struct {
 	Queues    int   `json:"queues"`    // known job names
-	Queued    int64 `json:"queued"`    // jobs waiting, over all queues
+	Queued    int64 `json:"queued"`    // jobs waiting, over all queues, keyed jobs included
+	Keyed     int64 `json:"keyed"`     // of Queued, the keyed jobs waiting in their keys' queues
 	InFlight  int64 `json:"in_flight"` // jobs running, over all pools
 	Paused    int   `json:"paused"`    // paused queues
 	Scheduled int64 `json:"scheduled"` // jobs in the scheduled set
@@ -276,7 +283,8 @@ func (c *Client) Summary() (*Summary, error) {
 	}
 	s := &Summary{Queues: len(qs)}
 	for _, q := range qs {
-		s.Queued += q.Count
+		s.Queued += q.Count + q.KeyedCount
+		s.Keyed += q.KeyedCount
 		s.InFlight += q.InFlight
 		if q.Paused {
 			s.Paused++
@@ -383,7 +391,8 @@ func NewClientWithBackend(namespace string, b Backend) *Client {
 	if b == nil {
 		panic("work: NewClientWithBackend needs a non-nil Backend")
 	}
-	return &Client{store: newStore(namespace, b)}
+	st := newStore(namespace, b)
+	return &Client{store: st, waits: newJobWaiters(st)}
 }
 
 // PeriodicJob is a periodic job that a live worker pool enqueues (see WorkerPool.PeriodicallyEnqueue),

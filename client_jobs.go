@@ -750,8 +750,9 @@ func (c *Client) runNow(key string, score int64, jobID string) error {
 }
 
 // SearchJobs returns a page (1-based; page 0 is page 1; 20 jobs a page) of the jobs in the scheduled,
-// retry or dead set (state JobStateScheduled, JobStateRetry or JobStateDead) whose name or ID contains
-// query, ignoring case, sorted by score, and the number of such jobs. An empty query matches every job.
+// retry or dead set (state JobStateScheduled, JobStateRetry or JobStateDead) whose name, ID or batch ID
+// contains query, ignoring case, sorted by score, and the number of such jobs. An empty query matches
+// every job; a batch's ID finds its members.
 //
 // Cost: it reads the whole set, at most 1000 members per round trip, and decodes only the members
 // whose bytes contain the query. Jobs that move while it runs may be missed or counted twice.
@@ -789,7 +790,8 @@ func (c *Client) SearchJobs(state, query string, page uint) ([]*JobLocation, int
 				continue // cannot hold the query (JSON escapes aside)
 			}
 			j, ok := decodeMember(m.member)
-			if !strings.Contains(strings.ToLower(j.Name), lower) && !strings.Contains(strings.ToLower(j.ID), lower) {
+			if !strings.Contains(strings.ToLower(j.Name), lower) && !strings.Contains(strings.ToLower(j.ID), lower) &&
+				!strings.Contains(strings.ToLower(j.Batch), lower) {
 				continue
 			}
 			if total >= first && total < first+clientPageSize {

@@ -6,12 +6,12 @@ package work
 // recovery and periodic jobs, against a real redis-server started by the test.
 //
 // The ACL rule set that suffices for a namespace "app" (every key under "app:", the namespace's
-// pub/sub channels app:wake and app:cancel):
+// pub/sub channels app:wake, app:cancel and app:ended):
 //
 //	ACL SETUSER worker on >password resetkeys ~app:* resetchannels &app:* -@all
 //	    +time +evalsha +eval +publish +subscribe +unsubscribe +punsubscribe +echo +ping +wait
 //	    +get +set +del +unlink +exists +expire +type +incrby +decr +decrby
-//	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange
+//	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange +lpos +ttl
 //	    +sadd +srem +smembers +sismember
 //	    +hset +hget +hmget +hdel +hgetall +hincrby +hkeys +hvals +hlen +hscan
 //	    +zadd +zrem +zrange +zrevrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
@@ -25,6 +25,7 @@ package work
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -48,7 +49,7 @@ import (
 var connsecCommands = []string{
 	"time", "evalsha", "eval", "publish", "subscribe", "unsubscribe", "punsubscribe", "echo", "ping", "wait",
 	"get", "set", "del", "unlink", "exists", "expire", "type", "incrby", "decr", "decrby",
-	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange",
+	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange", "lpos", "ttl",
 	"sadd", "srem", "smembers", "sismember",
 	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby", "hkeys", "hvals", "hlen", "hscan",
 	"zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
@@ -196,6 +197,24 @@ func connsecExercise(t *testing.T, pool, admin *redis.Pool, ns string) {
 	wp.JobWithOptions("work", JobOptions{MaxConcurrency: 2}, handler(false))
 	wp.JobWithOptions("fail", JobOptions{MaxFails: 1}, handler(true))
 	wp.Job("tick", func(*Job) error { ticks.Add(1); return nil })
+	// A long job reporting progress, and the step after it, which reads its result.
+	wp.Job("long", func(j *Job) error {
+		for start := time.Now(); time.Since(start) < 1500*time.Millisecond; time.Sleep(20 * time.Millisecond) {
+			if err := j.SetProgress(float64(time.Since(start))/float64(1500*time.Millisecond), "crunching"); err != nil {
+				return err
+			}
+		}
+		return j.SetResult("long done")
+	})
+	depResults := make(chan []*JobRecord, 1)
+	wp.Job("after_long", func(j *Job) error {
+		recs, err := j.DependencyResults(context.Background())
+		if err != nil {
+			return err
+		}
+		depResults <- recs
+		return nil
+	})
 	wp.PeriodicallyEnqueue("@every 1s", "tick")
 	wp.Start()
 	stopped := false
@@ -271,8 +290,33 @@ func connsecExercise(t *testing.T, pool, admin *redis.Pool, ns string) {
 		t.Errorf("idle pickup took %v: the wake-up subscription does not work through this connection", d)
 	}
 
-	// The Client: the gocraft methods with real arguments, then every method once.
+	// A long job's running state and progress reach its record, a waiter hears its end, and the step
+	// after it reads its result: the record script, the end channel and the dependency script.
 	c := NewClient(ns, pool)
+	if steps, err := e.EnqueueChain(ChainStep{Name: "long"}, ChainStep{Name: "after_long"}); err != nil {
+		t.Errorf("EnqueueChain: %v", err)
+	} else {
+		eventually(t, 10*time.Second, "the long job's progress in its record", func() bool {
+			rec, err := c.JobRecord(steps[0].ID)
+			return err == nil && rec.State == "running" && rec.Progress != nil
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		rec, err := c.WaitJob(ctx, steps[0].ID)
+		cancel()
+		if err != nil || rec.State != "done" || string(rec.Result) != `"long done"` {
+			t.Errorf("WaitJob: %+v, %v", rec, err)
+		}
+		select {
+		case recs := <-depResults:
+			if len(recs) != 1 || recs[0].ID != steps[0].ID || string(recs[0].Result) != `"long done"` {
+				t.Errorf("DependencyResults: %+v", recs)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("the chain's second step did not run")
+		}
+	}
+
+	// The Client: the gocraft methods with real arguments, then every method once.
 	if qs, err := c.Queues(); err != nil || len(qs) == 0 {
 		t.Errorf("Queues: %v, %v", qs, err)
 	}
@@ -365,6 +409,10 @@ func connsecEveryClientMethod(t *testing.T, c *Client) {
 		for p := 1; p < m.Type.NumIn(); p++ {
 			pt := m.Type.In(p)
 			switch {
+			case pt == reflect.TypeOf((*context.Context)(nil)).Elem():
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				args = append(args, reflect.ValueOf(ctx))
 			case pt == reflect.TypeOf(time.Time{}):
 				args = append(args, reflect.ValueOf(time.Now().Add(-time.Hour)))
 			case pt.Kind() == reflect.String:

@@ -184,6 +184,44 @@
 // JobOptions.KeepFinished keeps a record of how each job of a name ended, with what its handler
 // stored with Job.SetResult; Client.JobRecord reads it in one round trip.
 //
+// Results flow forward: a job that waited for others (EnqueueOptions.After, or the step before it in
+// a chain) reads their records, with their results, in one call and one round trip:
+//
+//	func (s *Shop) MailSummary(ctx context.Context, job *work.Job) error {
+//		deps, err := job.DependencyResults(ctx)
+//		if err != nil {
+//			return err
+//		}
+//		for _, d := range deps {
+//			// d.State is "done" (or "dead", with RunIfDependencyFails); d.Result is the JSON of its
+//			// SetResult.
+//		}
+//		...
+//	}
+//
+// And a caller can wait for a job's result (request and response over the queue): Client.WaitJob
+// blocks until a tracked job has ended and returns its record. The waiters of a Client share one
+// pub/sub subscription, so waiting costs Redis no polling:
+//
+//	job, _ := enqueuer.EnqueueWith("quote", work.Q{"sku": "A-1"}, work.EnqueueOptions{Track: true})
+//	rec, err := client.WaitJob(ctx, job.ID) // rec.State "done", rec.Result the quote
+//
+// # Long jobs
+//
+// A job may run for hours: its pool's heartbeats go on while it runs, and only a pool whose heartbeats
+// stop is reaped. A handler reports how far it got with Job.SetProgress, as often as it likes (the
+// pool writes the latest progress at most once a second); the web UI's job and workers pages, the work
+// command and Client.WorkerObservations show it. A job with a record (tracked, or of a name with
+// KeepFinished) shows in Client.JobRecord as running, with the attempt, its pool, when it started and
+// its progress:
+//
+//	for i, row := range rows {
+//		if err := export(row); err != nil {
+//			return err
+//		}
+//		job.SetProgress(float64(i+1)/float64(len(rows)), "exporting")
+//	}
+//
 // # Client
 //
 // A Client inspects and manages a namespace: queue lengths and latencies, worker pools and what their

@@ -8,6 +8,7 @@ package work
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -329,6 +330,11 @@ func (r *hstRig) clientSweep(mutate bool) {
 				pt := mt.In(p)
 				k := c + p // vary each parameter differently
 				switch {
+				case pt == reflect.TypeOf((*context.Context)(nil)).Elem():
+					// A call that waits (WaitJob) gives up soon.
+					ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+					defer cancel()
+					args = append(args, reflect.ValueOf(ctx))
 				case pt == reflect.TypeOf(time.Time{}):
 					args = append(args, reflect.ValueOf(times[k%len(times)]))
 				case pt.Kind() == reflect.String:

@@ -12,6 +12,7 @@ import (
 // memory on every job; the observer writes what changed to Redis at most once a second.
 type workerState struct {
 	workerID string
+	store    *store // for the running job's own reads (Job.DependencyResults)
 
 	mu         sync.Mutex
 	job        *Job
@@ -20,13 +21,17 @@ type workerState struct {
 	startedAt  int64
 	checkinMsg string
 	checkinAt  int64
+	progress   Progress // set by Job.SetProgress; At 0: none
+	record     *runningRecord
 	version    uint64
 }
 
 func (s *workerState) start(job *Job, cancel context.CancelCauseFunc) {
+	rec := newRunningRecord(job)
 	s.mu.Lock()
 	s.cancel, s.cancelled = cancel, false
 	s.job, s.startedAt, s.checkinMsg, s.checkinAt = job, nowEpochSeconds(), "", 0
+	s.progress, s.record = Progress{}, rec
 	s.version++
 	s.mu.Unlock()
 }
@@ -37,6 +42,7 @@ func (s *workerState) done() bool {
 	cancelled := s.cancelled
 	s.cancel, s.cancelled = nil, false
 	s.job, s.checkinMsg, s.checkinAt = nil, "", 0
+	s.progress, s.record = Progress{}, nil
 	s.version++
 	s.mu.Unlock()
 	return cancelled
@@ -46,6 +52,17 @@ func (s *workerState) checkin(msg string) {
 	s.mu.Lock()
 	s.checkinMsg, s.checkinAt = msg, nowEpochSeconds()
 	s.version++
+	s.mu.Unlock()
+}
+
+// setProgress records the running job's progress (see Job.SetProgress), already checked.
+func (s *workerState) setProgress(fraction float64, msg string) {
+	now := nowEpochSeconds()
+	s.mu.Lock()
+	if s.job != nil && (s.progress.Fraction != fraction || s.progress.Message != msg || s.progress.At != now) {
+		s.progress = Progress{Fraction: fraction, Message: msg, At: now}
+		s.version++
+	}
 	s.mu.Unlock()
 }
 
@@ -79,6 +96,11 @@ func (s *workerState) snapshot() (observation, uint64) {
 		o.jobName, o.jobID, o.startedAt = s.job.Name, s.job.ID, s.startedAt
 		o.checkin, o.checkinAt = s.checkinMsg, s.checkinAt
 		o.args = argsJSON(s.job.raw)
+		if s.progress.At != 0 {
+			p := s.progress
+			o.progress = &p
+		}
+		o.record = s.record
 	}
 	return o, s.version
 }
@@ -145,7 +167,7 @@ func (o *observer) flush() {
 	if len(obs) == 0 {
 		return
 	}
-	if err := o.r.wp.store.writeObservations(o.r.ctx, obs); err != nil {
+	if err := o.r.wp.store.writeObservations(o.r.ctx, o.r.poolID, obs); err != nil {
 		o.r.wp.logger.Warn("work: writing worker observations", "err", err)
 		return
 	}
@@ -162,5 +184,5 @@ func (o *observer) clear() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = o.r.wp.store.writeObservations(ctx, obs)
+	_ = o.r.wp.store.writeObservations(ctx, o.r.poolID, obs)
 }

@@ -707,7 +707,7 @@ func (s *store) heartbeat(ctx context.Context, hb *poolHeartbeat, reconcile []in
 // reap requeues a dead pool's in-progress jobs of the given job names. It returns the number of jobs
 // requeued, or -1 when the pool is alive after all.
 func (s *store) reap(ctx context.Context, poolID string, jobNames []string, deadAfterSeconds int64) (int64, error) {
-	args := make([]interface{}, 0, 3+5*len(jobNames)+3+2*len(jobNames))
+	args := make([]interface{}, 0, 3+5*len(jobNames)+4+2*len(jobNames))
 	args = append(args, 2+5*len(jobNames), s.ks.workerPools(), s.ks.heartbeat(poolID))
 	for _, name := range jobNames {
 		args = append(args, s.ks.jobs(name), s.ks.inProgress(name, poolID), s.ks.lock(name), s.ks.lockInfo(name),
@@ -717,6 +717,7 @@ func (s *store) reap(ctx context.Context, poolID string, jobNames []string, dead
 	for _, name := range jobNames {
 		args = append(args, name, s.ks.keyed(name))
 	}
+	args = append(args, s.ks.p)
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
@@ -906,41 +907,6 @@ func (s *store) poll(ctx context.Context, names []string) (scanResult, error) {
 		return err
 	})
 	return res, err
-}
-
-// observation is the worker:<id> hash of a busy worker.
-type observation struct {
-	workerID  string
-	busy      bool
-	jobName   string
-	jobID     string
-	startedAt int64
-	args      []byte
-	checkin   string
-	checkinAt int64
-}
-
-// writeObservations records busy workers (EX 86400) and deletes idle ones, one round trip.
-func (s *store) writeObservations(ctx context.Context, obs []observation) error {
-	return s.do(ctx, func(c redis.Conn) error {
-		for i := range obs {
-			o := &obs[i]
-			key := s.ks.worker(o.workerID)
-			if !o.busy {
-				c.Send("DEL", key)
-				continue
-			}
-			c.Send("DEL", key)
-			args := []interface{}{key, "job_name", o.jobName, "job_id", o.jobID, "started_at", o.startedAt, "args", o.args}
-			if o.checkin != "" && o.checkinAt != 0 { // an empty message is no check-in to gocraft/work either
-				args = append(args, "checkin", o.checkin, "checkin_at", o.checkinAt)
-			}
-			c.Send("HSET", args...)
-			c.Send("EXPIRE", key, 86400)
-		}
-		_, err := c.Do("")
-		return err
-	})
 }
 
 // publishCancel asks every pool to cancel the job with the given ID; it returns how many pools heard.

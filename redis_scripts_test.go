@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -138,11 +139,18 @@ func TestLuaUsesNameHelpersThatExistAndEveryHelperIsUsed(t *testing.T) {
 	}
 }
 
-// Every script is loaded once, by the file of the Redis layer that owns its family of state
-// (redis_scripts.go, or redis_keyed.go for keyed jobs).
+// Every script is loaded once, by a file of the Redis layer: redis_scripts.go, or the redis_*.go
+// file that owns its family of state (redis_keyed.go for keyed jobs, say).
 func TestEveryLuaScriptIsLoadedByAGoVar(t *testing.T) {
 	loaded := map[string]int{}
-	for _, file := range []string{"redis_scripts.go", "redis_keyed.go"} {
+	files, err := filepath.Glob("redis*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -151,8 +159,7 @@ func TestEveryLuaScriptIsLoadedByAGoVar(t *testing.T) {
 			loaded[m[1]]++
 		}
 	}
-	files := luaNames(t, "lua")
-	for _, name := range files {
+	for _, name := range luaNames(t, "lua") {
 		if loaded[name] != 1 {
 			t.Errorf("lua/%s.lua is loaded %d times, want once", name, loaded[name])
 		}

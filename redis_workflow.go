@@ -1,9 +1,10 @@
 package work
 
 // The store's methods for workflow state (batch.go, chain.go): opening, filling and closing
-// batches, enqueueing jobs that wait for others, and reading batches and job records. The job ends
-// that update this state go through the exchange (redis.go); the scripts are lua/batch.lua,
-// lua/enqueue_after.lua and lua/lib/workflow.lua.
+// batches, enqueueing jobs that wait for others, and reading batches, job records and the records of
+// a job's dependencies (job_results.go). The job ends that update this state go through the
+// exchange (redis.go); the scripts are lua/batch.lua, lua/enqueue_after.lua,
+// lua/dependency_results.lua and lua/lib/workflow.lua.
 
 import (
 	"context"
@@ -148,3 +149,36 @@ func (s *store) jobRecord(ctx context.Context, id string) (map[string]string, er
 	}
 	return h, err
 }
+
+// dependencyResults reads the records of the jobs that job id waited for (lua/dependency_results.lua):
+// their IDs, in the order given at enqueue, each with its record's fields (none when it expired).
+func (s *store) dependencyResults(ctx context.Context, id string) ([]string, []map[string]string, error) {
+	var ids []string
+	var recs []map[string]string
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(dependencyResultsScript.Do(c, s.ks.jobRecord(id), s.ks.p))
+		if err != nil {
+			return err
+		}
+		if len(r)%2 != 0 {
+			return fmt.Errorf("work: dependency results: unexpected reply of %d elements", len(r))
+		}
+		for i := 0; i < len(r); i += 2 {
+			dep, err := redis.String(r[i], nil)
+			if err != nil {
+				return err
+			}
+			h, err := redis.StringMap(r[i+1], nil)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, dep)
+			recs = append(recs, h)
+		}
+		return nil
+	})
+	return ids, recs, err
+}
+
+// dependencyResultsScript reads the records of a job's dependencies: lua/dependency_results.lua.
+var dependencyResultsScript = loadScript("dependency_results")

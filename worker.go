@@ -18,7 +18,7 @@ type worker struct {
 
 func newWorker(r *poolRun) *worker {
 	id := makeIdentifier()
-	return &worker{id: id, r: r, state: &workerState{workerID: id}}
+	return &worker{id: id, r: r, state: &workerState{workerID: id, store: r.wp.store}}
 }
 
 func (w *worker) loop(wg *sync.WaitGroup) {

@@ -445,7 +445,7 @@ func (r *poolRun) stop(ctx context.Context) error {
 		r.jobCancel()
 		for _, w := range r.workers {
 			if j := w.current(); j != nil {
-				r.acker.submit(finishOp{kind: opRequeue, q: j.q.args, job: j})
+				r.acker.submit(abandonOp(j))
 			}
 		}
 	}

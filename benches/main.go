@@ -399,6 +399,9 @@ func main() {
 		if g := rep.soak.growing(); len(g) > 0 {
 			b.fatalf("soak: %d series kept growing: %s", len(g), growingNames(g))
 		}
+		if r := rep.soak; r.waitsBad > 0 || r.depBad > 0 {
+			b.fatalf("soak: %d waits did not get their job's result (the first: %v), %d chain steps did not read the step before them", r.waitsBad, r.firstWait, r.depBad)
+		}
 	}
 }
 

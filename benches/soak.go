@@ -42,16 +42,17 @@ type soakConfig struct {
 const (
 	soakPlain      = "soak_plain"    // no-op; also enqueued with EnqueueIn and EnqueueBatch; some check in
 	soakFlaky      = "soak_flaky"    // fails its first args.fails attempts (MaxFails 3), or snoozes once
-	soakSlow       = "soak_slow"     // waits args.ms on its context (Timeout); some are cancelled
+	soakSlow       = "soak_slow"     // waits args.ms on its context (Timeout), reporting progress; some are cancelled
+	soakLong       = "soak_long"     // tracked, runs soakLongMs reporting progress in a tight loop; every one is waited for (Client.WaitJob)
 	soakUnique     = "soak_unique"   // EnqueueUnique and EnqueueUniqueIn over 64 args each
 	soakUUD        = "soak_uud"      // EnqueueUniqueByKey over 64 keys, UniqueUntilDone, MaxConcurrency
-	soakTracked    = "soak_tracked"  // EnqueueWith Track and Keep, sets a result; its queue is paused now and then
+	soakTracked    = "soak_tracked"  // EnqueueWith Track and Keep, sets a result; its queue is paused now and then; a fifth are waited for
 	soakRecord     = "soak_record"   // KeepFinished and RateLimit, sets a result; some FailNow
 	soakMember     = "soak_member"   // batch member: fails its first args.fails attempts (MaxFails 2); some add a member
 	soakComplete   = "soak_complete" // the batches' OnComplete
 	soakSuccess    = "soak_success"  // the batches' OnSuccess
 	soakAfterBatch = "soak_after"    // EnqueueWith AfterBatches
-	soakChainA     = "soak_chain_a"  // EnqueueChain, three steps
+	soakChainA     = "soak_chain_a"  // EnqueueChain, three steps; each step after the first reads the one before (DependencyResults)
 	soakChainB     = "soak_chain_b"  //
 	soakChainC     = "soak_chain_c"  //
 	soakTick       = "soak_tick"     // PeriodicallyEnqueue "* * * * * *"
@@ -62,6 +63,8 @@ const (
 	soakMultiSize  = 10              // jobs of an EnqueueBatch call
 	soakUniqueKeys = 64              // distinct args (keys) of each kind of unique job
 	soakSlowMs     = 200             // how long a slow job runs
+	soakLongMs     = 1500            // how long a long job runs
+	soakMaxWaiters = 512             // WaitJob calls at once; a job to wait for beyond them is not waited for (counted)
 	soakTimeout    = 300 * time.Millisecond
 	soakKeys       = 8        // keys of soak_keyed's steady traffic, "t0".."t7"
 	soakSeqKeys    = 1000     // keys of soak_seq, "s0".."s999", taken in turn
@@ -80,7 +83,7 @@ var soakKeyedOptions = work.JobOptions{KeyConcurrency: 2, KeyRateLimit: work.Rat
 var soakVIPLimits = work.KeyLimits{Concurrency: 4, Weight: 3, RateLimit: work.RateLimit{Jobs: 100, Period: time.Second}}
 
 // soakNames are the job names the soak's pools serve.
-var soakNames = []string{soakPlain, soakFlaky, soakSlow, soakUnique, soakUUD, soakTracked, soakRecord,
+var soakNames = []string{soakPlain, soakFlaky, soakSlow, soakLong, soakUnique, soakUUD, soakTracked, soakRecord,
 	soakMember, soakComplete, soakSuccess, soakAfterBatch, soakChainA, soakChainB, soakChainC, soakTick, soakTock,
 	soakKeyed, soakKeyedSeq}
 
@@ -97,9 +100,9 @@ type soakKind struct {
 	do     func(l *soakLoad, n int64) error
 }
 
-// soakKinds is the mix. Per 10,000 jobs offered: 5,247 plain jobs, 500 of them in EnqueueBatch
-// calls and 500 scheduled; 1,000 that fail or snooze; 100 slow; 600 unique; 500 unique until done;
-// 500 tracked; 500 recorded; 1,000 batch members (100 batches, each with two callbacks; a quarter
+// soakKinds is the mix. Per 10,000 jobs offered: 5,237 plain jobs, 500 of them in EnqueueBatch
+// calls and 500 scheduled; 1,000 that fail or snooze; 100 slow; 10 long; 600 unique; 500 unique until
+// done; 500 tracked (100 of them waited for); 500 recorded; 1,000 batch members (100 batches, each with two callbacks; a quarter
 // built with NewBatch, Add and Close, with a member that adds a member; a quarter with a job
 // waiting for the batch, not counted); one chain of three steps; 550 keyed jobs (300 over the 8
 // steady keys, 100 more in EnqueueBatch calls, 50 to the key that is paused now and then, 100 over
@@ -107,11 +110,12 @@ type soakKind struct {
 // has no Keep), so chains are rare: their records would otherwise dominate what grows over a run
 // shorter than a day.
 var soakKinds = []soakKind{
-	{"plain", 4247, 1, (*soakLoad).plain},
+	{"plain", 4237, 1, (*soakLoad).plain},
 	{"multi", 50, soakMultiSize, (*soakLoad).multi},
 	{"scheduled", 500, 1, (*soakLoad).scheduled},
 	{"flaky", 1000, 1, (*soakLoad).flaky},
 	{"slow", 100, 1, (*soakLoad).slow},
+	{"long", 10, 1, (*soakLoad).long},
 	{"unique", 500, 1, (*soakLoad).unique},
 	{"unique-in", 100, 1, (*soakLoad).uniqueIn},
 	{"until-done", 500, 1, (*soakLoad).untilDone},
@@ -144,8 +148,19 @@ type soakLoad struct {
 	firstErr atomic.Value // the first enqueue error (error)
 	outcomes [5]atomic.Int64
 	restarts atomic.Int64
-	cancels  atomic.Int64   // CancelJob calls that reached a pool
-	kindN    []atomic.Int64 // picks of each kind so far, by index in soakKinds
+	cancels  atomic.Int64 // CancelJob calls that reached a pool
+
+	waiters    chan struct{} // a slot per WaitJob call under way
+	waitCtx    context.Context
+	waitCancel context.CancelFunc // ends the waits still under way when the run ends
+	waitsCut   atomic.Int64       // waits the end of the run cut short
+	waitsOK    atomic.Int64       // WaitJob calls that returned the record the job should have ended with
+	waitsBad   atomic.Int64       // WaitJob calls that failed, timed out, or returned another record
+	waitsSkip  atomic.Int64       // jobs not waited for: soakMaxWaiters calls were under way
+	firstWait  atomic.Value       // the first bad wait (error)
+	depResults atomic.Int64       // chain steps that read the step before them
+	depBad     atomic.Int64       // chain steps whose DependencyResults was not the step before them, done
+	kindN      []atomic.Int64     // picks of each kind so far, by index in soakKinds
 }
 
 func newSoakLoad(cfg soakConfig) *soakLoad {
@@ -156,8 +171,10 @@ func newSoakLoad(cfg soakConfig) *soakLoad {
 		enq:      work.NewEnqueuer(cfg.namespace, rp),
 		client:   work.NewClient(cfg.namespace, rp),
 		toCancel: make(chan string, 64),
+		waiters:  make(chan struct{}, soakMaxWaiters),
 		kindN:    make([]atomic.Int64, len(soakKinds)),
 	}
+	l.waitCtx, l.waitCancel = context.WithCancel(context.Background())
 	// Errors only: the failures the soak provokes are logged as warnings.
 	l.logger = slog.New(slog.NewTextHandler(logWriter{cfg.log}, &slog.HandlerOptions{Level: slog.LevelError}))
 	return l
@@ -215,13 +232,43 @@ func (l *soakLoad) newPool() *work.WorkerPool {
 				default:
 				}
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(ms) * time.Millisecond):
-				return nil
+			// Report progress as it goes, as a long job would.
+			start, d := time.Now(), time.Duration(ms)*time.Millisecond
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-tick.C:
+					el := time.Since(start)
+					if el >= d {
+						return nil
+					}
+					_ = job.SetProgress(float64(el)/float64(d), "waiting")
+				}
 			}
 		})
+	wp.JobWithOptions(soakLong, work.JobOptions{MaxFails: 3, Backoff: oneSecond}, func(ctx context.Context, job *work.Job) error {
+		start, d := time.Now(), soakLongMs*time.Millisecond
+		for i := 0; ; i++ {
+			el := time.Since(start)
+			if el >= d {
+				break
+			}
+			if err := job.SetProgress(float64(el)/float64(d), "step "+strconv.Itoa(i)); err != nil {
+				return err
+			}
+			if i%1000 == 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
+		return job.SetResult(map[string]interface{}{"n": job.ArgInt64("n")})
+	})
 	wp.Job(soakUnique, func(*work.Job) error { return nil })
 	wp.JobWithOptions(soakUUD, work.JobOptions{UniqueUntilDone: true, MaxConcurrency: 8, MaxFails: 3, Backoff: oneSecond}, failFirst)
 	wp.JobWithOptions(soakTracked, work.JobOptions{MaxFails: 3, Backoff: oneSecond}, func(job *work.Job) error {
@@ -251,8 +298,11 @@ func (l *soakLoad) newPool() *work.WorkerPool {
 	})
 	wp.JobWithOptions(soakKeyed, soakKeyedOptions, failFirst)
 	wp.JobWithOptions(soakKeyedSeq, work.JobOptions{KeyConcurrency: 1}, func(*work.Job) error { return nil })
-	for _, name := range []string{soakComplete, soakSuccess, soakAfterBatch, soakChainA, soakChainB, soakChainC, soakTick, soakTock} {
+	for _, name := range []string{soakComplete, soakSuccess, soakAfterBatch, soakChainA, soakTick, soakTock} {
 		wp.Job(name, func(*work.Job) error { return nil })
+	}
+	for _, name := range []string{soakChainB, soakChainC} {
+		wp.Job(name, l.readStepBefore)
 	}
 	wp.PeriodicallyEnqueue("* * * * * *", soakTick)
 	wp.PeriodicallyEnqueue("@every 2s", soakTock)
@@ -346,10 +396,68 @@ func (l *soakLoad) untilDone(n int64) error {
 	return err
 }
 
-// tracked: a tenth fail once.
+// tracked: a tenth fail once; a fifth are waited for.
 func (l *soakLoad) tracked(n int64) error {
-	_, err := l.enq.EnqueueWith(soakTracked, tenthFailOnce(n), work.EnqueueOptions{Track: true, Keep: l.cfg.keep})
+	job, err := l.enq.EnqueueWith(soakTracked, tenthFailOnce(n), work.EnqueueOptions{Track: true, Keep: l.cfg.keep})
+	if err == nil && n%5 == 0 {
+		l.wait(job.ID, fmt.Sprintf(`{"n":%d}`, n))
+	}
 	return err
+}
+
+// long: a job that runs soakLongMs reporting progress all along, waited for.
+func (l *soakLoad) long(n int64) error {
+	job, err := l.enq.EnqueueWith(soakLong, work.Q{"n": n}, work.EnqueueOptions{Track: true, Keep: l.cfg.keep})
+	if err == nil {
+		l.wait(job.ID, fmt.Sprintf(`{"n":%d}`, n))
+	}
+	return err
+}
+
+// wait waits for a job in the background (Client.WaitJob, on the load's one Client) and checks that
+// it ended done with the result want; with soakMaxWaiters waits under way, it counts the job as not
+// waited for.
+func (l *soakLoad) wait(id, want string) {
+	select {
+	case l.waiters <- struct{}{}:
+	default:
+		l.waitsSkip.Add(1)
+		return
+	}
+	go func() {
+		defer func() { <-l.waiters }()
+		ctx, cancel := context.WithTimeout(l.waitCtx, time.Minute)
+		defer cancel()
+		rec, err := l.client.WaitJob(ctx, id)
+		if l.waitCtx.Err() != nil {
+			l.waitsCut.Add(1)
+			return
+		}
+		if err == nil && (rec.State != "done" || string(rec.Result) != want) {
+			err = fmt.Errorf("job %s ended %s with %s, want done with %s", id, rec.State, rec.Result, want)
+		}
+		if err != nil {
+			if l.waitsBad.Add(1) == 1 {
+				l.firstWait.Store(err)
+			}
+			return
+		}
+		l.waitsOK.Add(1)
+	}()
+}
+
+// readStepBefore is a chain's later steps: it reads the step before it, which must have succeeded.
+func (l *soakLoad) readStepBefore(job *work.Job) error {
+	deps, err := job.DependencyResults(context.Background())
+	if err != nil {
+		return err
+	}
+	if len(deps) != 1 || deps[0].State != "done" {
+		l.depBad.Add(1)
+		return nil
+	}
+	l.depResults.Add(1)
+	return nil
 }
 
 // recorded: 2% fail for good at once.
@@ -628,8 +736,13 @@ type soakRun struct {
 	outcomes map[string]int64
 	restarts int64
 	cancels  int64
-	goCPU    float64 // seconds, the whole process
-	redisCPU float64 // seconds
+	// WaitJob calls that got the right record, that did not, jobs not waited for and waits the end
+	// of the run cut short; the first bad wait; chain steps that read the step before them, and those that did not find it done.
+	waitsOK, waitsBad, waitsSkip, waitsCut int64
+	firstWait                              error
+	depResults, depBad                     int64
+	goCPU                                  float64 // seconds, the whole process
+	redisCPU                               float64 // seconds
 }
 
 // runSoak runs the soak described by cfg and samples it every cfg.interval, from the start of the
@@ -688,6 +801,7 @@ func runSoak(cfg soakConfig, onSample func(at time.Duration, s map[string]float6
 		runtime.ReadMemStats(&ms)
 		s["heap"] = float64(ms.HeapInuse) / (1 << 20)
 		s["goroutines"] = float64(runtime.NumGoroutine())
+		s["waiters"] = float64(len(l.waiters))
 		l.mu.Unlock()
 		now := time.Since(t0)
 		offered, runs := l.offered.Load(), l.runs()
@@ -707,6 +821,14 @@ func runSoak(cfg soakConfig, onSample func(at time.Duration, s map[string]float6
 	run.elapsed = time.Since(t0)
 	close(stop)
 	bg.Wait()
+	// The jobs waited for end while the pools still run; a wait left after that is cut short.
+	for i := 0; i < 100 && len(l.waiters) > 0; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	l.waitCancel()
+	for len(l.waiters) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
 	l.mu.Lock()
 	for _, wp := range l.pools {
 		wp.Stop()
@@ -721,6 +843,11 @@ func runSoak(cfg soakConfig, onSample func(at time.Duration, s map[string]float6
 		run.outcomes[work.Result(r).String()] = l.outcomes[r].Load()
 	}
 	run.restarts, run.cancels = l.restarts.Load(), l.cancels.Load()
+	run.waitsOK, run.waitsBad, run.waitsSkip, run.waitsCut = l.waitsOK.Load(), l.waitsBad.Load(), l.waitsSkip.Load(), l.waitsCut.Load()
+	if e, ok := l.firstWait.Load().(error); ok {
+		run.firstWait = e
+	}
+	run.depResults, run.depBad = l.depResults.Load(), l.depBad.Load()
 	run.goCPU, run.redisCPU = goCPU()-cpu0, sm.redisCPU()-rcpu0
 	if sampleErr != nil {
 		return run, fmt.Errorf("soak: sampling: %w", sampleErr)

@@ -70,6 +70,7 @@ var soakSeriesDefs = []soakSeries{
 	{key: famOther, label: "other keys", kind: kindRate, floor: 2},
 	{key: "heap", label: "Go heap in use after a GC, MiB", kind: kindSig, floor: 1},
 	{key: "goroutines", label: "goroutines", kind: kindRate, floor: 10},
+	{key: "waiters", label: "  of which WaitJob calls under way", kind: kindRate, floor: 20},
 	{key: "sent_s", label: "jobs offered/s since the previous sample", kind: kindRate, unjudged: "load"},
 	{key: "runs_s", label: "job runs ended/s since the previous sample", kind: kindRate, unjudged: "load"},
 }
@@ -223,10 +224,15 @@ func (r *soakRun) tables() []table {
 			commas(float64(cfg.rate)), cfg.duration, commas(float64(r.offered)/el), commas(float64(r.offered)), el, r.enqErrs, r.refused, cfg.workers, restart),
 		fmt.Sprintf("keep (batches, tracked jobs, KeepFinished) %v; DeadMaxJobs %d, DeadMaxAge %v; CancelJob reached a pool %s times", cfg.keep, cfg.deadMax, cfg.deadAge, commas(float64(r.cancels))),
 		"job runs: " + strings.Join(outcomes, ", "),
+		fmt.Sprintf("Client.WaitJob: %s waits got the job's result, %d did not, %d jobs not waited for (%d waits under way), %d cut short by the end of the run; %s chain steps read the step before them (DependencyResults), %d did not find it done",
+			commas(float64(r.waitsOK)), r.waitsBad, r.waitsSkip, soakMaxWaiters, r.waitsCut, commas(float64(r.depResults)), r.depBad),
 		fmt.Sprintf("CPU cores busy over the run: harness process (pools, producer, sampler) %.2f, Redis %.2f", r.goCPU/el, r.redisCPU/el),
 	}
 	if r.firstErr != nil {
 		notes = append(notes, "first enqueue error: "+r.firstErr.Error())
+	}
+	if r.firstWait != nil {
+		notes = append(notes, "first bad wait: "+r.firstWait.Error())
 	}
 	st := table{
 		title:  fmt.Sprintf("soak: samples every %v (m:ss since the start; the columns before %s are the warm-up)", cfg.interval, minSec(cfg.warmup)),

@@ -196,6 +196,12 @@ func TestSoakKeepsRedisBounded(t *testing.T) {
 		t.Errorf("%d enqueue calls failed; the first: %v", run.enqErrs, run.firstErr)
 	}
 	t.Logf("%d enqueues of the paused key's jobs refused with ErrKeyFull", run.refused)
+	if run.waitsBad > 0 || run.depBad > 0 {
+		t.Errorf("%d waits went wrong (the first: %v), %d chain steps did not read the step before them", run.waitsBad, run.firstWait, run.depBad)
+	}
+	if run.waitsOK == 0 {
+		t.Errorf("no WaitJob call got its job's result")
+	}
 
 	// Bounds by construction, at every sample after the warm-up.
 	bounds := []struct {

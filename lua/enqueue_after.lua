@@ -1,7 +1,7 @@
--- Enqueues jobs that wait for others: each gets a record, and is queued once every job and batch it
--- names has succeeded (at once if they all have). Dependencies are checked before anything is
--- written, so an unknown one changes nothing. A job of the call may name an earlier job of the same
--- call (a chain).
+-- Enqueues jobs that wait for others: each gets a record (whose 'after' lists the jobs it waits for),
+-- and is queued once every job and batch it names has succeeded (at once if they all have).
+-- Dependencies are checked before anything is written, so an unknown one changes nothing. A job of
+-- the call may name an earlier job of the same call (a chain).
 --
 -- keys: varies
 -- uses: keychecks, keyed, workflow
@@ -74,11 +74,18 @@ for i, j in ipairs(jobs) do
   end
   local rk = prefix .. 'job:' .. j.id
   redis.call('sadd', KEYS[1], j.name)
+  -- The jobs it waits for, for Job.DependencyResults.
+  local after = {}
+  for _, dep in ipairs(j.deps) do
+    if string.sub(dep, 1, 1) == 'j' then after[#after + 1] = string.sub(dep, 3) end
+  end
+  if #after > 0 then redis.call('hset', rk, 'after', table.concat(after, ',')) end
   if failed and j.policy ~= 'run' then
     local why = 'dependency failed: ' .. failed
     redis.call('zadd', prefix .. 'dead', now, deadForm(j.payload, why, now))
     redis.call('hset', rk, 'name', j.name, 'state', 'dead', 'enqueued_at', now, 'finished_at', now, 'err', why, 'keep', j.keep)
     redis.call('expire', rk, tonumber(j.keep))
+    announceEnd(prefix, j.id)
     settle(prefix, rk .. ':next', false, 'job ' .. j.id .. ' did not run', now, channel)
     out[i] = 'dead'
   elseif waiting > 0 then

@@ -11,11 +11,29 @@
 --   lock_info, the pool's keyed in-progress list
 -- ARGV[1] dead pool ID; ARGV[2] dead-after seconds (-1: reap whatever the heartbeat says, as a
 --   stopping pool does for itself); ARGV[3] wake-up channel; ARGV[2+2i], ARGV[3+2i] job name i and
---   its keyed prefix (<ns>:keyed:<name>:)
+--   its keyed prefix (<ns>:keyed:<name>:); then the namespace prefix
+--
+-- A job put back whose record says it runs in the dead pool (lua/running.lua) is queued again, as
+-- its record then says.
 --
 -- Returns the number of jobs requeued, or -1 when the pool turned out to be alive.
 
 local deadPool, deadAfter, channel = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local prefix = ARGV[4 + 2 * (#KEYS - 2) / 5]
+
+-- notRunning sets the record of a job put back to queued when it says the job runs in the dead pool.
+-- Reaps are rare, so decoding each payload for its ID costs little.
+local function notRunning(payload)
+  if not prefix then return end
+  local ok, job = pcall(cjson.decode, payload)
+  if not ok or type(job) ~= 'table' or type(job.id) ~= 'string' or job.id == '' then return end
+  local rk = prefix .. 'job:' .. job.id
+  local f = redis.pcall('hmget', rk, 'state', 'pool')
+  if type(f) == 'table' and f[1] == 'running' and f[2] == deadPool then
+    redis.call('hset', rk, 'state', 'queued')
+    redis.call('hdel', rk, 'attempt')
+  end
+end
 local now = tonumber(redis.call('time')[1])
 local at = redis.pcall('hget', KEYS[2], 'heartbeat_at')
 if type(at) ~= 'string' then at = nil else at = tonumber(at) end
@@ -34,6 +52,7 @@ for i = 1, (#KEYS - 2) / 5 do
       if not v then break end
       local K, payload = keyedSplit(v)
       if K and keyedReturn(kk, K, name, payload, channel) then
+        notRunning(payload)
         freed[K] = (freed[K] or 0) + 1
         moved = moved + 1
       else
@@ -49,6 +68,7 @@ for i = 1, (#KEYS - 2) / 5 do
       local v = redis.call('lpop', inprogress)
       if not v then break end
       redis.call('rpush', jobs, v)
+      notRunning(v)
       c = c + 1
     end
   end

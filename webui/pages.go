@@ -67,6 +67,7 @@ var templateFuncs = template.FuncMap{
 	"int64":    toInt64,
 	"now":      func() string { return time.Now().UTC().Format("15:04:05 UTC") },
 	"progress": newProgress,
+	"fraction": func(f float64) string { return pct(max(0, min(f, 1)) * 100) },
 }
 
 // toInt64 converts the integers templates meet.

@@ -307,7 +307,23 @@ func (r *jobReport) print(w io.Writer, id string) error {
 		if r.loc == nil && mayBeLocated(rec.State) {
 			state += " (in no queue or set any more)"
 		}
+		if rec.State == "running" && rec.Attempt > 0 {
+			state += fmt.Sprintf(" (attempt %d)", rec.Attempt)
+		}
 		t.row("STATE", state)
+		if rec.StartedAt != 0 {
+			t.row("STARTED", timeAgo(rec.StartedAt))
+		}
+		if p := rec.Progress; p != nil {
+			progress := fmt.Sprintf("%d%%", p.Percent())
+			if p.Message != "" {
+				progress += " " + p.Message
+			}
+			if p.At != 0 {
+				progress += " (" + ago(p.At) + ")"
+			}
+			t.row("PROGRESS", progress)
+		}
 		t.row("ATTEMPTS", strconv.FormatInt(rec.Attempts, 10))
 		if rec.EnqueuedAt != 0 {
 			t.row("ENQUEUED", timeAgo(rec.EnqueuedAt))

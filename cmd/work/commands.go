@@ -385,7 +385,7 @@ func (a *app) setCommand(state string) *cobra.Command {
 		},
 	}
 	list.Flags().UintVar(&page, "page", 1, "page to show")
-	list.Flags().StringVar(&search, "search", "", "only jobs whose name or ID contains this text")
+	list.Flags().StringVar(&search, "search", "", "only jobs whose name, ID or batch ID contains this text")
 
 	// act builds retry or delete: by [SCORE] ID, or (dead only) by --name or --all.
 	act := func(use, short string, one func(c *work.Client, s int64, id string) error, verb string,
@@ -529,8 +529,9 @@ func (a *app) pauseCommand(pause bool) *cobra.Command {
 }
 
 func (a *app) jobCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "job ID",
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "job ID [--wait]",
 		Short: "Find a job by ID and show it",
 		Long: `Find a job by ID and show it: its record, when it has one, and where it is (scheduled, retry,
 queued, in progress or dead).
@@ -542,6 +543,14 @@ round trip. Finding where a job is reads every job of the namespace in the worst
 skipped when the record says the job is in no queue or set (done, dropped, deleted, or waiting for
 its dependencies). Meant for operators, not for scripts that run often.
 
+A running job with a record shows its attempt, when it started and the progress its handler
+reported (Job.SetProgress), written by its pool at most once a second.
+
+With --wait it first waits until the job has ended (done, dead, dropped or deleted), listening for
+its end rather than polling, then shows it; Ctrl-C stops waiting. Only a job with a record can be
+waited for: a tracked job, or a job of a name whose pools keep records once it has started. It exits
+3 at once for a job without one.
+
 With --json it prints the job's location (state, score, pool_id, job, decoded, payload) and, when
 it has one, "record".`,
 		Args: args(cobra.ExactArgs(1)),
@@ -552,6 +561,18 @@ it has one, "record".`,
 			c, err := a.connect()
 			if err != nil {
 				return err
+			}
+			if wait {
+				if work.CheckID(pos[0]) != nil {
+					return notFoundf("job %s cannot have a record, so it cannot be waited for", pos[0])
+				}
+				_, err := c.WaitJob(cmd.Context(), pos[0])
+				if errors.Is(err, work.ErrNoRecord) {
+					return notFoundf("job %s has no record, so its end cannot be waited for: only a tracked job, or a job of a name whose pools keep records once it has started, has one", pos[0])
+				}
+				if err != nil {
+					return err
+				}
 			}
 			r, err := findJob(c, pos[0])
 			if err == work.ErrJobNotFound {
@@ -566,6 +587,8 @@ it has one, "record".`,
 			return r.print(a.stdout, pos[0])
 		},
 	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job has ended, then show it")
+	return cmd
 }
 
 // cancelResult is what `work cancel --json` prints.

@@ -12,7 +12,7 @@
 //	work retry retry [RETRY_AT] ID              run a job waiting for a retry now; retry delete
 //	work scheduled retry [RUN_AT] ID            run a scheduled job now; scheduled delete
 //	work pause NAME / work resume NAME
-//	work job ID                                 a job's record and where it is, and all about it
+//	work job ID [--wait]                        a job's record, progress and where it is; --wait for its end
 //	work batch ID                               a batch's state, counts, progress and callbacks
 //	work batches [--page N]                     the batches, newest first
 //	work keys NAME [KEY] [--page N]             a job name's keys, busiest first, or one key

@@ -74,6 +74,7 @@ func (c *Client) Summary() (*work.Summary, error) {
 		}
 		sum.Queues += x.Queues
 		sum.Queued += x.Queued
+		sum.Keyed += x.Keyed
 		sum.InFlight += x.InFlight
 		sum.Paused += x.Paused
 		sum.Scheduled += x.Scheduled

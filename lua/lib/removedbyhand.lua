@@ -20,6 +20,7 @@ local function removedByHand()
   if batch ~= '' then batchCount(prefix, batch, WK - 1, now, channel) end
   if ARGV[6] == '1' then
     pc('hset', prefix .. 'job:' .. id, 'state', 'deleted', 'finished_at', now)
+    announceEnd(prefix, id)
     settle(prefix, prefix .. 'job:' .. id .. ':next', false, 'job ' .. id .. ' deleted', now, channel)
   end
 end

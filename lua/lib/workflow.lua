@@ -4,7 +4,7 @@
 -- lost, and Client.BatchStatus reports the damage).
 --
 -- uses: keyed
--- defines: WK, pc, deadForm, pushJob, settle, batchComplete, batchCount, record
+-- defines: WK, pc, announceEnd, deadForm, pushJob, settle, batchComplete, batchCount, record
 --
 -- A batch is the hash <ns>:batch:<id>: description, created_at, state (open, closed, complete),
 -- total, c, failed, keep, completed_at, the callbacks on_complete and on_success (the head of each
@@ -20,7 +20,12 @@
 -- dependencies also holds its payload, the number of dependencies it waits for (deps) and what it
 -- does when one dies (policy: dead or run). <key>:next, for a job record or a batch, lists the IDs
 -- of the jobs waiting for it. Tracked jobs ("tracked":true in the payload) have a record from their
--- enqueue; other jobs get one when they finish, if their pool keeps records for their name.
+-- enqueue; other jobs get one when they finish, if their pool keeps records for their name. While
+-- an attempt runs, the pool's observer writes state running, started_at, attempt and the progress
+-- (progress, progress_msg, progress_at) into the record (lua/running.lua); a job enqueued with
+-- dependencies on jobs lists their IDs in 'after'. The ID of every job whose record takes a final
+-- state (done, dead, dropped, deleted) is published on <ns>:ended, by the script that writes it,
+-- for Client.WaitJob.
 
 -- WK is the unit of a batch counter's dead members: Go's batchCounterUnit (batch.go), written in by
 -- the loader (redis_scripts.go).
@@ -29,6 +34,10 @@ local function pc(...)
   local r = redis.pcall(...)
   if type(r) == 'table' and r.err then return nil end
   return r
+end
+-- announceEnd tells the waiters of job id (Client.WaitJob) that its record took a final state.
+local function announceEnd(prefix, id)
+  redis.call('publish', prefix .. 'ended', id)
 end
 -- deadForm is a payload that never ran as a dead-set member: its failure appended to the object.
 local function deadForm(payload, reason, now)
@@ -84,6 +93,7 @@ local function settle(prefix, nextKey, ok, reason, now, channel)
           pc('hset', rk, 'state', 'dead', 'err', why, 'finished_at', now)
           pc('hdel', rk, 'payload', 'deps')
           pc('expire', rk, tonumber(f[5]) or 86400)
+          announceEnd(prefix, id)
           work[#work + 1] = {rk .. ':next', false, 'job ' .. id .. ' did not run'}
         end
       end
@@ -143,4 +153,5 @@ local function record(prefix, id, name, state, final, attempts, pool, err, resul
   local own = tonumber(pc('hget', rk, 'keep') or '') or 0
   if own > keep then keep = own end
   if keep > 0 then pc('expire', rk, keep) end
+  if final then announceEnd(prefix, id) end
 end
