@@ -269,7 +269,9 @@ func TestWaitJobSeesAnEndBeforeItsSubscriptionListens(t *testing.T) {
 		})
 	}
 	c := NewClientWithBackend(ns, b)
-	rec, err := c.WaitJob(context.Background(), job.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec, err := c.WaitJob(ctx, job.ID)
 	if err != nil || rec.State != "done" {
 		t.Fatalf("WaitJob: %+v, %v", rec, err)
 	}
