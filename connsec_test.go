@@ -158,11 +158,12 @@ func (w *wakeWatch) Conn(ctx context.Context) (redis.Conn, error) { return w.con
 
 func (w *wakeWatch) Subscribe(ctx context.Context, channels []string, subscribed func(), message func(string, []byte)) error {
 	err := w.sub.Subscribe(ctx, channels, func() {
-		subscribed()
+		// Counted before the pool learns of it, so before the look it makes in reply.
 		w.mu.Lock()
 		w.subs++
 		w.up = true
 		w.mu.Unlock()
+		subscribed()
 	}, func(channel string, data []byte) {
 		if channel == w.channel {
 			w.mu.Lock()
@@ -188,9 +189,10 @@ func (w *wakeWatch) counts(name string) wakeCounts {
 // connsecIdlePickups checks, need times, that a job enqueued to a pool idle for idle is found through
 // its wake-up. The pool (job "idle") sends its commands through conn and subscribes through sub; its
 // own looks are an hour apart (each heartbeat is a look too), so while its subscription stays up
-// nothing but the wake-up can find the job. A round in which the subscription was down at the
-// enqueue, or ended before the job ran, tells nothing (the pool then looks at once, as it should)
-// and is played again. Counted, not timed: a busy machine makes a pickup slow, not wrong.
+// nothing but the wake-up can find the job. A round in which the subscription ended or was made
+// again (the pool then looks at once, as it should, maybe only after the enqueue on a busy machine),
+// or was down at the enqueue, tells nothing and is played again. Counted, not timed: a busy machine
+// makes a pickup slow, not wrong.
 func connsecIdlePickups(t *testing.T, ns string, conn, sub Backend, logs io.Writer, idle time.Duration, need int) {
 	t.Helper()
 	watch := newWakeWatch(ns, conn, sub)
@@ -225,8 +227,11 @@ func connsecIdlePickups(t *testing.T, ns string, conn, sub Backend, logs io.Writ
 	e := NewEnqueuerWithBackend(ns, conn)
 	found, rounds := 0, 0
 	var slowest time.Duration
-	for ; found < need && rounds < 5*need; rounds++ {
-		wp.Drain() // past the start-up looks and the last job: no queue is ready, the pool waits
+	for ; found < need && rounds < 10*need; rounds++ {
+		// Drain waits out the looks of the subscription's changes so far, the start-up's and the last
+		// job's: no queue is ready after it, the pool waits.
+		settled := watch.counts("idle")
+		wp.Drain()
 		time.Sleep(idle)
 		before := watch.counts("idle")
 		start := time.Now()
@@ -246,7 +251,7 @@ func connsecIdlePickups(t *testing.T, ns string, conn, sub Backend, logs io.Writ
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		if !before.up || r.ended != before.ended {
+		if !before.up || r.subs != settled.subs || r.ended != settled.ended {
 			continue
 		}
 		if r.wakeups == before.wakeups {
@@ -714,12 +719,19 @@ func TestConnSecTLS(t *testing.T) {
 // machine (a fetch's would leave its job to the pool's sweep) is not what this test is about.
 func TestConnSecDialReadTimeout(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a redis-server")
+	}
+	// A server of its own: other tests' large payloads can hold up the shared one past the read
+	// timeout, which ends the subscription more often than a busy machine does.
+	addr := redistest.Start(t, redistest.Options{}).Addr
 	pool := connsecPool(func() (redis.Conn, error) {
-		return redis.Dial("tcp", testRedisAddr(), redis.DialReadTimeout(500*time.Millisecond), redis.DialConnectTimeout(2*time.Second))
+		return redis.Dial("tcp", addr, redis.DialReadTimeout(500*time.Millisecond), redis.DialConnectTimeout(2*time.Second))
 	})
 	defer pool.Close()
-	plain := newTestPool(t)
-	ns := newTestNamespace(t, plain)
+	plain := connsecPool(func() (redis.Conn, error) { return redis.Dial("tcp", addr, redis.DialConnectTimeout(2*time.Second)) })
+	defer plain.Close()
+	ns := "readtimeout"
 	logs := &hstBuffer{}
 	// Idle for more than two read timeouts before each job.
 	connsecIdlePickups(t, ns, PoolBackend(plain), PoolBackend(pool), logs, 1100*time.Millisecond, 6)
