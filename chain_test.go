@@ -126,7 +126,11 @@ func TestEnqueueWithAfterWaitsForJobsAndBatches(t *testing.T) {
 		Job("member", func(j *Job) error { gate.Wait(); rec.add(j.Name); return nil }).Job("last", h))
 	t.Cleanup(gate.Open)
 	eventually(t, 10*time.Second, "first to run", func() bool { return len(rec.get()) == 1 })
-	time.Sleep(100 * time.Millisecond)
+	// first's outcome, written after its handler returned, releases one of the two dependencies.
+	eventually(t, 10*time.Second, "first's outcome to be written", func() bool {
+		r, err := c.JobRecord(last.ID)
+		return err == nil && r.WaitingFor < 2
+	})
 	if r, err := c.JobRecord(last.ID); err != nil || r.State != "waiting" || r.WaitingFor != 1 {
 		t.Fatalf("record once first is done: %+v %v", r, err)
 	}

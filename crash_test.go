@@ -1,17 +1,15 @@
 package work
 
 import (
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/redistest"
 )
 
 // The crash tests run a worker pool in a child process (this test binary, re-executed) and kill it.
@@ -117,46 +115,14 @@ func TestCrashedPoolJobsAreRequeuedWithinSecondsWithoutBurningARetry(t *testing.
 	}
 }
 
-// privateRedis starts a redis-server of the test's own, so that it can be frozen without touching
-// the other tests. It skips the test when redis-server is not installed.
-func privateRedis(t *testing.T) (*redis.Pool, *exec.Cmd) {
+// privateRedis starts a redis-server of the test's own, so that it can be frozen (its process
+// signalled) without touching the other tests. It skips the test when redis-server is not installed.
+func privateRedis(t *testing.T) (*redis.Pool, *os.Process) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	pool := &redis.Pool{MaxActive: 20, Wait: true, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
+	s := redistest.Start(t, redistest.Options{})
+	pool := &redis.Pool{MaxActive: 20, Wait: true, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", s.Addr) }}
 	t.Cleanup(func() { pool.Close() })
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c := pool.Get()
-		_, err := c.Do("PING")
-		c.Close()
-		if err == nil {
-			return pool, cmd
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("private redis-server did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return pool, s.Process()
 }
 
 func TestFrozenRedisDoesNotGetLivePoolsReaped(t *testing.T) {
@@ -191,9 +157,9 @@ func TestFrozenRedisDoesNotGetLivePoolsReaped(t *testing.T) {
 	time.Sleep(2 * time.Second) // both pools healthy and heartbeating
 
 	// Freeze Redis for longer than DeadPoolTimeout: every heartbeat is late, none is missing.
-	server.Process.Signal(syscall.SIGSTOP)
+	server.Signal(syscall.SIGSTOP)
 	time.Sleep(5 * time.Second)
-	server.Process.Signal(syscall.SIGCONT)
+	server.Signal(syscall.SIGCONT)
 	time.Sleep(4 * time.Second) // several heartbeat intervals after the thaw
 
 	close(release)

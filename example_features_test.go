@@ -240,9 +240,9 @@ func ExampleJobOptions_rateLimit() {
 
 	var ran atomic.Int64
 	wp := work.NewWorkerPool(struct{}{}, 4, ns, pool)
-	// At most 5 starts per 10 seconds across all pools (a burst of 5, then one every 2 s); the
+	// At most 5 starts per hour across all pools (a burst of 5, then one every 12 minutes); the
 	// others wait in the queue without counting a failure.
-	wp.JobWithOptions("call_api", work.JobOptions{RateLimit: work.RateLimit{Jobs: 5, Period: 10 * time.Second}},
+	wp.JobWithOptions("call_api", work.JobOptions{RateLimit: work.RateLimit{Jobs: 5, Period: time.Hour}},
 		func(job *work.Job) error { ran.Add(1); return nil })
 	batch := make([]work.BatchJob, 20)
 	for i := range batch {
@@ -251,10 +251,10 @@ func ExampleJobOptions_rateLimit() {
 	work.NewEnqueuer(ns, pool).EnqueueBatch(batch)
 	wp.Start()
 	defer wp.Stop()
-	for i := 0; i < 500 && ran.Load() < 5; i++ {
+	for i := 0; i < 3000 && ran.Load() < 5; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // room for a sixth start, which must not come
 	fmt.Println("started:", ran.Load())
 	// Output: started: 5
 }

@@ -168,7 +168,9 @@ func (o *observer) flush() {
 		return
 	}
 	if err := o.r.wp.store.writeObservations(o.r.ctx, o.r.poolID, obs); err != nil {
-		o.r.wp.logger.Warn("work: writing worker observations", "err", err)
+		if o.r.ctx.Err() == nil { // a write cut short by the pool's stop is no failure: clear follows
+			o.r.wp.logger.Warn("work: writing worker observations", "err", err)
+		}
 		return
 	}
 	for i, ob := range obs {

@@ -2,14 +2,10 @@ package work
 
 import (
 	"errors"
-	"fmt"
-	"net"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/redistest"
 )
 
 func TestWaitReplicasFailsWithoutAReplicaAndSucceedsWithOne(t *testing.T) {
@@ -46,26 +42,5 @@ func TestWaitReplicasFailsWithoutAReplicaAndSucceedsWithOne(t *testing.T) {
 
 func startReplica(t *testing.T, primaryPort string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", t.TempDir(), "--replicaof", "127.0.0.1", primaryPort)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	eventually(t, 10*time.Second, "the replica to start", func() bool {
-		c, err := redis.Dial("tcp", addr)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		_, err = c.Do("PING")
-		return err == nil
-	})
+	redistest.Start(t, redistest.Options{Args: []string{"--replicaof", "127.0.0.1", primaryPort}})
 }

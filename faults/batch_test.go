@@ -87,10 +87,11 @@ func TestBatchCallbacksFireOnceUnderRepeatedSIGKILL(t *testing.T) {
 		return true
 	}
 	kills := 0
-	deadline := time.Now().Add(stretch(3 * time.Minute))
+	finished := func() int64 { return in.int("SCARD", ledger+":done") + in.int("ZCARD", in.key("dead")) }
+	stall := newStallGuard(30 * time.Second)
 	for !complete() {
-		if time.Now().After(deadline) {
-			t.Fatalf("batches not complete after %d kills", kills)
+		if stall.stalled(finished()) {
+			t.Fatalf("batches not complete after %d kills, and no member finished for 30s", kills)
 		}
 		time.Sleep(time.Duration(400+rng.Intn(800)) * time.Millisecond)
 		if kills < 30 && !complete() {
@@ -102,7 +103,6 @@ func TestBatchCallbacksFireOnceUnderRepeatedSIGKILL(t *testing.T) {
 		}
 	}
 	// Let the callbacks run, and give a second firing, if there were one, the time to show.
-	settle := time.Now().Add(stretch(30 * time.Second))
 	want := int64(0)
 	for _, p := range plan {
 		want++
@@ -110,7 +110,8 @@ func TestBatchCallbacksFireOnceUnderRepeatedSIGKILL(t *testing.T) {
 			want++
 		}
 	}
-	for in.int("SCARD", ledger+":callback_jobs") < want && time.Now().Before(settle) {
+	stall = newStallGuard(30 * time.Second)
+	for n := in.int("SCARD", ledger+":callback_jobs"); n < want && !stall.stalled(n); n = in.int("SCARD", ledger+":callback_jobs") {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(stretch(5 * time.Second))

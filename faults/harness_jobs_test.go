@@ -480,16 +480,39 @@ func (in *inspector) progress(specs []jobSpec, accepted []int) (finished int) {
 	return finished
 }
 
-// waitFinished polls until every accepted job is finished or the deadline passes; it returns when
-// that happened (zero time: never).
-func (in *inspector) waitFinished(specs []jobSpec, accepted []int, deadline time.Time) time.Time {
+// stallGuard ends a wait for jobs that are stuck, not one for jobs that are slow: a loaded machine
+// slows the jobs down but does not stop them, so what it watches is a count of finished jobs, and the
+// wait gives up only once that count has not grown for limit.
+type stallGuard struct {
+	limit time.Duration
+	last  int64
+	since time.Time
+}
+
+func newStallGuard(limit time.Duration) *stallGuard {
+	return &stallGuard{limit: limit, last: -1, since: time.Now()}
+}
+
+// stalled takes the count now and reports whether it has not grown for longer than the limit.
+func (g *stallGuard) stalled(n int64) bool {
+	if n > g.last {
+		g.last, g.since = n, time.Now()
+		return false
+	}
+	return time.Since(g.since) > g.limit
+}
+
+// waitFinished polls until every accepted job is finished, or until no job has finished for stall;
+// it returns when they all were (zero time: never).
+func (in *inspector) waitFinished(specs []jobSpec, accepted []int, stall time.Duration) time.Time {
 	in.t.Helper()
 	want := len(accepted)
 	quick := func() int64 { // an upper bound, cheap
 		return in.int("SCARD", in.ledger+":done") + in.int("ZCARD", in.key("dead"))
 	}
-	for time.Now().Before(deadline) {
-		if quick() >= int64(want) && in.progress(specs, accepted) == want {
+	g := newStallGuard(stall)
+	for n := quick(); !g.stalled(n); n = quick() {
+		if n >= int64(want) && in.progress(specs, accepted) == want {
 			return time.Now()
 		}
 		time.Sleep(100 * time.Millisecond)

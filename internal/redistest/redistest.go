@@ -126,13 +126,20 @@ type Options struct {
 	// TLS, when set, makes the server speak TLS only, with these certificates, and require a client
 	// certificate signed by their CA.
 	TLS *Certs
+	// Args are more redis-server arguments, such as "--replicaof", host, port.
+	Args []string
 }
 
 // Server is a running redis-server.
 type Server struct {
 	Addr string // 127.0.0.1:port
 	opts Options
+	proc *os.Process
 }
+
+// Process is the server's process, for a test to signal (SIGSTOP freezes the server, SIGCONT thaws
+// it); it is killed when the test ends, stopped or not.
+func (s *Server) Process() *os.Process { return s.proc }
 
 // Start starts a redis-server secured as o says on a free loopback port, waits until it accepts
 // connections, and stops it when t ends. It skips t when redis-server is not installed, or lacks TLS
@@ -163,12 +170,13 @@ func Start(t testing.TB, o Options) *Server {
 	} else {
 		args = append(args, "--port", "PORT")
 	}
+	args = append(args, o.Args...)
 	s := &Server{opts: o}
 	// The free port may be taken before the server binds it: try another then.
 	for attempt := 1; ; attempt++ {
-		addr, out, ok := launch(t, bin, args)
+		addr, proc, out, ok := launch(t, bin, args)
 		if ok {
-			s.Addr = addr
+			s.Addr, s.proc = addr, proc
 			break
 		}
 		if strings.Contains(out, "Address already in use") && attempt < 5 {
@@ -207,7 +215,7 @@ func lacksTLS(out string) bool {
 
 // launch runs one redis-server with PORT in args replaced by a free port. ok is false, with the
 // server's output, when it exits before it is ready.
-func launch(t testing.TB, bin string, args []string) (addr, out string, ok bool) {
+func launch(t testing.TB, bin string, args []string) (addr string, proc *os.Process, out string, ok bool) {
 	t.Helper()
 	port := freePort(t)
 	full := make([]string, len(args))
@@ -256,15 +264,15 @@ func launch(t testing.TB, bin string, args []string) (addr, out string, ok bool)
 			cmd.Process.Kill()
 			<-exited
 		})
-		return fmt.Sprintf("127.0.0.1:%d", port), "", true
+		return fmt.Sprintf("127.0.0.1:%d", port), cmd.Process, "", true
 	case <-exited:
 		<-drained
-		return "", output(), false
+		return "", nil, output(), false
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		<-exited
 		t.Fatalf("redis-server did not get ready within 30s:\n%s", output())
-		return "", "", false
+		return "", nil, "", false
 	}
 }
 
