@@ -144,11 +144,11 @@
 //
 // Client.Schedules lists them, each with its next and last tick (and the periodic jobs declared in
 // code beside them); PauseSchedule, ResumeSchedule, RunScheduleNow and DeleteSchedule act on one.
-// With no schedule due, schedules cost Redis nothing however many there are. Bad input is refused
-// with sentinel errors (ErrMalformedSpec, ErrUnknownLocation...); ParseCron, ParseLocation and the
-// other parsers of parse.go let other programs check input as the library does. Cron describes how
-// daylight saving time changes are handled, MissedPolicy what becomes of ticks no pool could
-// enqueue in time.
+// While none is due, the pools only read when the earliest is, in the looks they make anyway,
+// however many schedules there are. Bad input is refused with sentinel errors (ErrMalformedSpec,
+// ErrUnknownLocation...); ParseCron, ParseLocation and the other parsers of parse.go let other
+// programs check input as the library does. Cron describes how daylight saving time changes are
+// handled, MissedPolicy what becomes of ticks no pool could enqueue in time.
 //
 // Use PeriodicallyEnqueue for the few jobs a service runs on a clock whatever the data (nightly
 // cleanups), declared with the code that handles them; use schedules for periodic work that data

@@ -60,7 +60,7 @@ type Schedule struct {
 // MissedPolicy says what becomes of a schedule's ticks that no pool enqueued in time (every pool was
 // stopped, say). At most one job is enqueued per schedule at a time, for the latest tick due: a tick
 // is skipped when a later one is due by the time a pool fires the schedule. The latest tick itself is
-// enqueued when it is less than MissedTickAfter late (its jitter included); later than that, it is a
+// enqueued when it is at most MissedTickAfter late (its jitter included); later than that, it is a
 // missed tick, enqueued or not as the policy says.
 type MissedPolicy int
 
