@@ -172,13 +172,15 @@ type benchCase struct {
 // ratioCol is a ratio column of a case of variants: column num over column den.
 type ratioCol struct{ num, den int }
 
-// goal is a target on the per-cycle ratio of a metric between two columns of a case of variants.
+// goal is a target on the per-cycle ratio of a metric between two columns of a case of variants,
+// or, when abs is set, on the metric of column num itself, round by round.
 type goal struct {
 	label    string // what it says, e.g. "10 keys: jobs/s ≥ 0.7 × unkeyed"
 	key      string // the metric
-	num, den int    // the columns
-	atMost   bool   // the ratio must be at most bound (else at least)
+	num, den int    // the columns (den: not used when abs)
+	atMost   bool   // the ratio (or value) must be at most bound (else at least)
 	bound    float64
+	abs      bool
 }
 
 // colNames are the case's column names: its variants', or the libraries'.
@@ -500,16 +502,19 @@ func (c *benchCase) variantSummary() table {
 	return t
 }
 
-// goalTable lists a case's goals: the median of the per-cycle ratios, their range, and whether
-// the median and the worst cycle meet the goal.
+// goalTable lists a case's goals: the median of the per-cycle ratios (or of the values, for an
+// absolute goal), their range, and whether the median and the worst cycle meet the goal.
 func (c *benchCase) goalTable() table {
 	t := table{
-		title:  c.title + ": goals (per-cycle ratios of one run)",
+		title:  c.title + ": goals (per-cycle ratios or values of one run)",
 		left:   1,
 		header: []string{"goal", "median", "min..max", "met (median)", "met (every cycle)"},
 	}
 	for _, g := range c.goals {
-		rs := c.ratioSeries(g.num, g.den, g.key)
+		rs, str := c.ratioSeries(g.num, g.den, g.key), ratioStr
+		if g.abs {
+			rs, str = c.series(g.num, g.key), metricByKey(c.metrics, g.key).format
+		}
 		med, lo, hi := summarize(rs)
 		meets := func(v float64) bool {
 			if math.IsNaN(v) {
@@ -533,7 +538,7 @@ func (c *benchCase) goalTable() table {
 			}
 			return "NO"
 		}
-		t.rows = append(t.rows, []string{g.label, ratioStr(med), ratioStr(lo) + ".." + ratioStr(hi), yes(meets(med)), yes(meets(worst))})
+		t.rows = append(t.rows, []string{g.label, str(med), str(lo) + ".." + str(hi), yes(meets(med)), yes(meets(worst))})
 	}
 	return t
 }
