@@ -418,7 +418,10 @@ func (r *report) tables() []table {
 		}
 		ts = append(ts, t)
 		if r.verbose {
-			if bt, ok := r.breakdownTable(c); ok {
+			if bt, ok := r.breakdownTable(c, "cmds:", "Redis commands by command (median per job; per second for idle)"); ok {
+				ts = append(ts, bt)
+			}
+			if bt, ok := r.breakdownTable(c, "usec:", "Redis µs by command (commandstats usec, median per job; a script's includes the commands it runs)"); ok {
 				ts = append(ts, bt)
 			}
 			if strings.HasPrefix(c.id, "crash/") {
@@ -608,17 +611,16 @@ func (r *report) manyNamesTable() *table {
 	return &t
 }
 
-// breakdownTable lists the median Redis commands per job (per second for idle) by command; false
-// when the case does not count them.
-func (r *report) breakdownTable(c *benchCase) (table, bool) {
+// breakdownTable lists the median per job of the metrics whose keys start with prefix, by phase and
+// command (the Redis commands per job, say); false when the case has none.
+func (r *report) breakdownTable(c *benchCase, prefix, what string) (table, bool) {
 	cols := c.colNames(r.libs)
-	t := table{title: c.title + ": Redis commands by command (median per job; per second for idle)",
-		header: append([]string{"phase:command"}, cols...)}
+	t := table{title: c.title + ": " + what, header: append([]string{"phase:command"}, cols...)}
 	keys := map[string]bool{}
 	for li := range cols {
 		for _, m := range c.vals[li] {
 			for k := range m {
-				if strings.HasPrefix(k, "cmds:") {
+				if strings.HasPrefix(k, prefix) {
 					keys[k] = true
 				}
 			}
@@ -630,7 +632,7 @@ func (r *report) breakdownTable(c *benchCase) (table, bool) {
 	}
 	sort.Strings(ks)
 	for _, k := range ks {
-		row := []string{strings.TrimPrefix(k, "cmds:")}
+		row := []string{strings.TrimPrefix(k, prefix)}
 		for li := range cols {
 			xs := make([]float64, 0, len(c.vals[li]))
 			for _, m := range c.vals[li] {
