@@ -468,15 +468,25 @@ func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommi
 	latest := r.next
 	if n := cr.Next(time.Unix(r.next, 0)); !n.IsZero() && due(n.Unix()) <= now {
 		latest = cr.latest(time.Unix(r.next, 0), time.Unix(now, 0)).Unix()
+		// With a jitter longer than the spec's interval, the latest tick may not be due yet: the one
+		// before it may be.
 		for i := 0; latest > r.next && due(latest) > now; i++ {
 			if i == 100 {
-				latest = r.next
+				latest = -1 // too many: none fires, the schedule goes on after now
 				break
 			}
 			latest = cr.latest(time.Unix(r.next, 0), time.Unix(latest-1, 0)).Unix()
 		}
 	}
 	next := r.copyWith(0)
+	if latest < 0 {
+		if n := cr.Next(time.Unix(now, 0)); !n.IsZero() {
+			next.next = n.Unix()
+			c.due = due(next.next)
+		}
+		c.rec = next.encode()
+		return c, true
+	}
 	if now-due(latest) <= int64(MissedTickAfter/time.Second) || r.def.missed == MissedRunLatest {
 		job.ScheduleID, job.Tick, job.EnqueuedAt = id, latest, now
 		payload, err := job.serialize()
