@@ -28,7 +28,7 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness", "schedules"}
 
 const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
@@ -97,6 +97,7 @@ func main() {
 		soakGrowth    = flag.Float64("soak-growth", 0.1, "the soak workload's relative growth threshold: a series grows when its rise over the judged window exceeds this fraction of its level (and its floor; see README.md)")
 	)
 	kf := declareKeyedFlags()
+	sf := declareScheduleFlags()
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
@@ -188,6 +189,10 @@ func main() {
 	}
 	kcfg, fcfg, err := kf.configs(*n, *rounds)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "benches:", err)
+		os.Exit(2)
+	}
+	if err := sf.check(*rounds, libNames); selected["schedules"] && err != nil {
 		fmt.Fprintln(os.Stderr, "benches:", err)
 		os.Exit(2)
 	}
@@ -359,6 +364,9 @@ func main() {
 	}
 	if selected["fairness"] {
 		cases = append(cases, b.fairnessCase(fcfg))
+	}
+	if selected["schedules"] {
+		cases = append(cases, b.schedulesCase(sf))
 	}
 
 	rep.loadStart = loadAverage()
