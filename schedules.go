@@ -283,30 +283,29 @@ func decodeScheduleRecord(rec []byte) (*scheduleRecord, error) {
 		}
 		head[i], rest = n, rest[end+1:]
 	}
-	var f []json.RawMessage
-	if err := json.Unmarshal(append([]byte{'['}, rest...), &f); err != nil {
-		return nil, fmt.Errorf("not a JSON array: %v", err)
-	}
-	if len(f) != 7 {
-		return nil, fmt.Errorf("%d fields, want 11", len(f)+4)
-	}
+	// The definition: four strings and two counts, then the args and the closing bracket.
+	p := recordParser{b: rest}
 	var strs [4]string
 	for i := range strs {
-		if err := json.Unmarshal(f[i], &strs[i]); err != nil {
-			return nil, fmt.Errorf("field %d is %.40q, want a string", 5+i, f[i])
+		var ok bool
+		if strs[i], ok = p.str(); !ok {
+			return nil, fmt.Errorf("field %d is not a JSON string", 5+i)
 		}
 	}
 	var tail [2]int64
 	for i := range tail {
-		n, err := strconv.ParseInt(string(f[4+i]), 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("field %d is %.40q, want a count", 9+i, f[4+i])
+		var ok bool
+		if tail[i], ok = p.count(); !ok {
+			return nil, fmt.Errorf("field %d is not a count", 9+i)
 		}
-		tail[i] = n
+	}
+	args, ok := bytes.CutSuffix(p.b[p.i:], []byte("]"))
+	if !ok || !json.Valid(args) {
+		return nil, errors.New("the args are not JSON, or the record does not end after them")
 	}
 	r := &scheduleRecord{next: head[0], last: head[1], paused: head[2] == 1,
 		def: scheduleDef{spec: strs[0], zone: strs[1], job: strs[2], key: strs[3], jitter: tail[0],
-			missed: MissedPolicy(tail[1]), args: f[6]}}
+			missed: MissedPolicy(tail[1]), args: args}}
 	switch {
 	case head[2] > 1:
 		return nil, fmt.Errorf("flags %d, want 0 or 1", head[2])
@@ -321,6 +320,58 @@ func decodeScheduleRecord(rec []byte) (*scheduleRecord, error) {
 		return nil, fmt.Errorf("args %.40q, want a JSON object", a)
 	}
 	return r, nil
+}
+
+// recordParser reads the fields of a record's definition, each followed by a comma.
+type recordParser struct {
+	b []byte
+	i int
+}
+
+// str reads a JSON string: as it is when it needs no unescaping, else through encoding/json.
+func (p *recordParser) str() (string, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", false
+	}
+	start, plain := p.i, true
+	for j := p.i + 1; j < len(p.b); j++ {
+		switch c := p.b[j]; {
+		case c == '\\':
+			plain = false
+			j++
+		case c < 0x20:
+			return "", false
+		case c == '"':
+			if j+1 >= len(p.b) || p.b[j+1] != ',' {
+				return "", false
+			}
+			tok := p.b[start : j+1]
+			p.i = j + 2
+			if plain && utf8.Valid(tok) {
+				return string(tok[1 : len(tok)-1]), true
+			}
+			var s string
+			if json.Unmarshal(tok, &s) != nil {
+				return "", false
+			}
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// count reads a count as encoding/json writes one: digits, no leading zero.
+func (p *recordParser) count() (int64, bool) {
+	j := p.i
+	for j < len(p.b) && p.b[j] >= '0' && p.b[j] <= '9' {
+		j++
+	}
+	if j == p.i || j >= len(p.b) || p.b[j] != ',' || (j-p.i > 1 && p.b[p.i] == '0') || j-p.i > 18 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(p.b[p.i:j]), 10, 64)
+	p.i = j + 1
+	return n, err == nil
 }
 
 // maxScheduleTime bounds the ticks a record may hold: the end of the year 9999, as Go formats times.
@@ -447,9 +498,7 @@ func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommi
 	}
 	var job *Job
 	if err == nil {
-		if job, err = newCheckedJob(r.def.job, nil, r.def.key); err == nil {
-			job.Args, err = decodeArgs(r.def.args)
-		}
+		job, err = newCheckedJob(r.def.job, nil, r.def.key)
 	}
 	if err != nil || r.next == 0 {
 		if err != nil {
@@ -489,7 +538,7 @@ func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommi
 	}
 	if now-due(latest) <= int64(MissedTickAfter/time.Second) || r.def.missed == MissedRunLatest {
 		job.ScheduleID, job.Tick, job.EnqueuedAt = id, latest, now
-		payload, err := job.serialize()
+		payload, err := serializeWithArgs(job, r.def.args)
 		if err != nil {
 			logger.Error("work: a schedule's job cannot be encoded; it does not fire until it is set again",
 				"schedule_id", cl.id, "err", err)
@@ -504,6 +553,25 @@ func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommi
 	}
 	c.rec = next.encode()
 	return c, true
+}
+
+// serializeWithArgs encodes a job (without args of its own) with raw, a JSON object or null, as its
+// args: a schedule's args go into its jobs as they are stored, never decoded and encoded again.
+func serializeWithArgs(job *Job, raw []byte) ([]byte, error) {
+	b, err := job.serialize()
+	if err != nil || string(raw) == "null" {
+		return b, err
+	}
+	// No string of the payload holds this text unescaped: the first match is the args field.
+	const field = `,"args":null`
+	i := bytes.Index(b, []byte(field))
+	if i < 0 {
+		return nil, errors.New("work: a job encoded without its args field")
+	}
+	out := make([]byte, 0, len(b)+len(raw))
+	out = append(out, b[:i+len(field)-4]...)
+	out = append(out, raw...)
+	return append(out, b[i+len(field):]...), nil
 }
 
 // copyWith returns a copy of r with next as its next tick.

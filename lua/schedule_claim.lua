@@ -24,9 +24,13 @@ local now = tonumber(ARGV[2]) or tonumber(redis.call('time')[1])
 local lease, most, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local out = {now, -1}
 local got, looked = 0, 0
+-- The schedules claimed (bucket, ID, score), and the leases to write: gathered first, so that the
+-- records are read and the leases written in a few calls whatever the number of buckets.
+local bs, ids, scores, leases = {}, {}, {}, {}
 while got < most and looked < budget do
   local buckets = redis.call('zrangebyscore', top, '-inf', now, 'LIMIT', 0, math.min(100, budget - looked))
   if #buckets == 0 then break end
+  local leased = {}
   for _, b in ipairs(buckets) do
     looked = looked + 1
     local key = bucketPrefix .. b
@@ -38,19 +42,26 @@ while got < most and looked < budget do
       local m = redis.call('zrange', key, 0, 0, 'WITHSCORES')
       if m[2] then redis.call('zadd', top, m[2], b) else redis.call('zrem', top, b) end
     else
-      redis.call('zadd', top, now + lease, b)
-      local ids = {}
-      for i = 1, #due, 2 do ids[#ids + 1] = due[i] end
-      local recs = redis.call('hmget', H, unpack(ids))
-      for i, id in ipairs(ids) do
-        out[#out + 1] = b
-        out[#out + 1] = id
-        out[#out + 1] = due[2 * i]
-        out[#out + 1] = recs[i]
+      leased[#leased + 1] = now + lease
+      leased[#leased + 1] = b
+      for i = 1, #due, 2 do
+        bs[#bs + 1], ids[#ids + 1], scores[#scores + 1] = b, due[i], due[i + 1]
       end
-      got = got + #ids
+      got = got + #due / 2
     end
     if got >= most then break end
+  end
+  -- Leased now, so that the next round of this loop does not see these buckets due again.
+  if #leased > 0 then redis.call('zadd', top, unpack(leased)) end
+end
+for i = 1, #ids, 1000 do
+  local recs = redis.call('hmget', H, unpack(ids, i, math.min(#ids, i + 999)))
+  for j = 1, #recs do
+    local k = i + j - 1
+    out[#out + 1] = bs[k]
+    out[#out + 1] = ids[k]
+    out[#out + 1] = scores[k]
+    out[#out + 1] = recs[j]
   end
 end
 local first = redis.call('zrange', top, 0, 0, 'WITHSCORES')

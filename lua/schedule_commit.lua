@@ -24,15 +24,30 @@ local H, top, known = KEYS[1], KEYS[2], KEYS[3]
 local bucketPrefix, prefix, channel, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local n = (#ARGV - 4) / 8
 local committed, stale, refused = 0, 0, 0
-local touched, touchedList = {}, {}
+local ids = {}
+for i = 1, n do ids[i] = ARGV[5 + 8 * (i - 1)] end
+local curs = {}
+for i = 1, n, 1000 do
+  local r = redis.call('hmget', H, unpack(ids, i, math.min(n, i + 999)))
+  for j = 1, #r do curs[i + j - 1] = r[j] end
+end
+-- What to write, gathered so that each key is written in a few calls: the records, per bucket the
+-- schedules to add (score, ID) and to remove, per job name its jobs.
+local hset = {}
+local buckets, byBucket = {}, {}
 local byName, names = {}, {} -- job name -> {plain payloads, keyed: key -> payloads, keys in order}
 local okName, okKey = {}, {}
 for i = 1, n do
   local a = 5 + 8 * (i - 1)
   local id, b, claimed, rec, due, name, K, payload =
     ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
-  local cur = redis.call('hget', H, id)
-  if (cur or '') ~= claimed then
+  local bk = byBucket[b]
+  if not bk then
+    bk = {add = {}, rem = {}}
+    byBucket[b] = bk
+    buckets[#buckets + 1] = b
+  end
+  if (curs[i] or '') ~= claimed then
     stale = stale + 1
   else
     local ok = true
@@ -49,10 +64,10 @@ for i = 1, n do
         ok = okKey[nk]
       end
     end
-    local key = bucketPrefix .. b
     if not ok then
       refused = refused + 1
-      redis.call('zadd', key, now + 60, id)
+      bk.add[#bk.add + 1] = now + 60
+      bk.add[#bk.add + 1] = id
     else
       committed = committed + 1
       if name ~= '' then
@@ -73,15 +88,35 @@ for i = 1, n do
           q[#q + 1] = payload
         end
       end
-      if rec ~= '' then redis.call('hset', H, id, rec) end
-      if due ~= '' then redis.call('zadd', key, due, id) else redis.call('zrem', key, id) end
-    end
-    if not touched[b] then
-      touched[b] = true
-      touchedList[#touchedList + 1] = b
+      if rec ~= '' then
+        hset[#hset + 1] = id
+        hset[#hset + 1] = rec
+      end
+      if due ~= '' then
+        bk.add[#bk.add + 1] = due
+        bk.add[#bk.add + 1] = id
+      else
+        bk.rem[#bk.rem + 1] = id
+      end
     end
   end
 end
+for i = 1, #hset, 1000 do redis.call('hset', H, unpack(hset, i, math.min(#hset, i + 999))) end
+local topAdd, topRem = {}, {}
+for _, b in ipairs(buckets) do
+  local key, bk = bucketPrefix .. b, byBucket[b]
+  for i = 1, #bk.add, 1000 do redis.call('zadd', key, unpack(bk.add, i, math.min(#bk.add, i + 999))) end
+  for i = 1, #bk.rem, 1000 do redis.call('zrem', key, unpack(bk.rem, i, math.min(#bk.rem, i + 999))) end
+  local m = redis.call('zrange', key, 0, 0, 'WITHSCORES')
+  if m[2] then
+    topAdd[#topAdd + 1] = m[2]
+    topAdd[#topAdd + 1] = b
+  else
+    topRem[#topRem + 1] = b
+  end
+end
+for i = 1, #topAdd, 1000 do redis.call('zadd', top, unpack(topAdd, i, math.min(#topAdd, i + 999))) end
+for i = 1, #topRem, 1000 do redis.call('zrem', top, unpack(topRem, i, math.min(#topRem, i + 999))) end
 for _, name in ipairs(names) do
   local g = byName[name]
   redis.call('sadd', known, name)
@@ -99,10 +134,6 @@ for _, name in ipairs(names) do
     end
     keyedPushMany(keyedKeys(prefix .. 'keyed:' .. name .. ':'), name, groups, payloads, channel)
   end
-end
-for _, b in ipairs(touchedList) do
-  local m = redis.call('zrange', bucketPrefix .. b, 0, 0, 'WITHSCORES')
-  if m[2] then redis.call('zadd', top, m[2], b) else redis.call('zrem', top, b) end
 end
 local first = redis.call('zrange', top, 0, 0, 'WITHSCORES')
 return {committed, stale, refused, tonumber(first[2]) or -1}
