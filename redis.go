@@ -738,7 +738,7 @@ func (s *store) knownJobNames(ctx context.Context) ([]string, error) {
 }
 
 // due lists up to limit due members of each of the given sets, with the server's clock, and the
-// seconds until the next member after those is due (-1: none).
+// milliseconds until the next member after those is due (-1: none).
 func (s *store) due(ctx context.Context, sets []string, limit int) (int64, [][][]byte, int64, error) {
 	args := make([]interface{}, 0, 2+len(sets))
 	args = append(args, len(sets))
@@ -850,7 +850,7 @@ func (s *store) registerPool(ctx context.Context, names []string, maxConcurrency
 
 // scanResult is what a look at the namespace found (see lua/lib/scan.lua).
 type scanResult struct {
-	dueIn    int64    // seconds until the earliest member of a timed set is due; -1: none
+	dueIn    int64    // whole seconds until the earliest member of a timed set is due, less one; -1: none
 	nonEmpty []string // the ids of the queues looked at that hold jobs (a job name, or keyedQueueID of it)
 }
 

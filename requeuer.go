@@ -91,7 +91,7 @@ func (q *requeuer) pass() {
 		more, nextIn := q.once()
 		if !more {
 			if nextIn >= 0 {
-				q.in(time.Duration(nextIn) * time.Second)
+				q.in(time.Duration(nextIn) * time.Millisecond)
 			}
 			return
 		}
@@ -99,7 +99,7 @@ func (q *requeuer) pass() {
 }
 
 // once moves one batch of due jobs from each set; it reports whether a set had more due, and the
-// seconds until the next job is due (-1: none, or not known after an error).
+// milliseconds until the next job is due (-1: none, or not known after an error).
 func (q *requeuer) once() (bool, int64) {
 	st := q.r.wp.store
 	sets := []string{st.ks.scheduled(), st.ks.retry(), st.ks.batchesExpiry(), st.ks.schedulesDue()}

@@ -7,10 +7,11 @@
 -- KEYS[1..n] sorted sets (scheduled, retry)
 -- ARGV[1] at most this many members of each set
 --
--- Returns {now, {members of KEYS[1]}, {members of KEYS[2]}, ..., seconds until the earliest member
--- not yet due is due, rounded up (-1: none; at most 3600)}.
+-- Returns {now, {members of KEYS[1]}, {members of KEYS[2]}, ..., milliseconds until the earliest
+-- member not yet due is due, rounded up (-1: none; at most an hour)}.
 
-local now = redis.call('time')[1]
+local t = redis.call('time')
+local now, nowMs = t[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {tonumber(now)}
 local nextIn = -1
 for i = 1, #KEYS do
@@ -20,8 +21,8 @@ for i = 1, #KEYS do
   local n = redis.pcall('zrangebyscore', KEYS[i], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   local at = type(n) == 'table' and tonumber(n[2])
   if at then
-    local d = math.ceil(at - tonumber(now))
-    if d ~= d or d < 1 then d = 1 elseif d > 3600 then d = 3600 end
+    local d = math.ceil(at * 1000 - nowMs)
+    if d ~= d or d < 1 then d = 1 elseif d > 3600000 then d = 3600000 end
     if nextIn < 0 or d < nextIn then nextIn = d end
   end
 end

@@ -9,9 +9,11 @@
 -- buckets of schedules scored by when their earliest schedule is due) and the queues KEYS[s+4..e];
 -- now is the server's clock in epoch seconds, or nil to read it when needed.
 --
--- It returns {due, i...}: due is -1 when the timed sets are empty, else the seconds until their
--- earliest member is due (0: due now; at most 3600, a look comes sooner anyway); each i (1-based
--- from KEYS[s+4]) is a queue that holds jobs.
+-- It returns {due, i...}: due is -1 when the timed sets are empty, else the whole seconds until
+-- their earliest member is due, less one (0: due within a second; at most 3600, a look comes sooner
+-- anyway), so that the requeuer's pass then, early by up to a second, learns the due time to the
+-- millisecond (due.lua) instead of coming up to a second late; each i (1-based from KEYS[s+4]) is a
+-- queue that holds jobs.
 local function scan(s, e, now)
   local out = {-1}
   local total = 0
@@ -24,7 +26,7 @@ local function scan(s, e, now)
       local m = redis.pcall('zrange', KEYS[i], 0, 0, 'WITHSCORES')
       local at = type(m) == 'table' and tonumber(m[2])
       if at then
-        local d = at - now
+        local d = at - now - 1
         -- Scores are anyone's to write: NaN, negative and huge ones are clamped.
         if d ~= d or d < 0 then d = 0 elseif d > 3600 then d = 3600 end
         d = math.floor(d)
