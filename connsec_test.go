@@ -13,7 +13,7 @@ package work
 //	    +get +set +del +unlink +exists +expire +type +incrby +decr +decrby
 //	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange
 //	    +sadd +srem +smembers +sismember
-//	    +hset +hget +hmget +hdel +hgetall +hincrby +hkeys +hvals
+//	    +hset +hget +hmget +hdel +hgetall +hincrby +hkeys +hvals +hlen +hscan
 //	    +zadd +zrem +zrange +zrevrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
 //	    +zpopmin +zscore
 //
@@ -50,7 +50,7 @@ var connsecCommands = []string{
 	"get", "set", "del", "unlink", "exists", "expire", "type", "incrby", "decr", "decrby",
 	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange",
 	"sadd", "srem", "smembers", "sismember",
-	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby", "hkeys", "hvals",
+	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby", "hkeys", "hvals", "hlen", "hscan",
 	"zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
 	"zpopmin", "zscore",
 }

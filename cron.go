@@ -44,6 +44,9 @@ func parseCronSpec(spec string) (sched cron.Schedule, err error) {
 	return alignSchedule(s), nil
 }
 
+// maxSpecLen bounds a spec's length: the longest lists of values fit.
+const maxSpecLen = 256
+
 // Cron is a spec in a time zone, as ParseCron read it: it says when its ticks fall. It is safe for
 // concurrent use.
 //
@@ -70,12 +73,15 @@ type Cron struct {
 // ParseCron reads a spec as WorkerPool.PeriodicallyEnqueue reads it ("second minute hour
 // day-of-month month [day-of-week]", or a descriptor: "@daily", "@every 1h"...) in the time zone
 // location (see ParseLocation; "" is UTC). A spec with a "TZ=" or "CRON_TZ=" prefix is refused: the
-// zone goes in location. It returns an error wrapping ErrMalformedSpec for a spec it cannot read or
+// zone goes in location; so is one longer than 256 bytes. It returns an error wrapping ErrMalformedSpec for a spec it cannot read or
 // that never fires, and one wrapping ErrUnknownLocation for an unknown zone.
 func ParseCron(spec, location string) (*Cron, error) {
 	loc, err := ParseLocation(location)
 	if err != nil {
 		return nil, err
+	}
+	if len(spec) > maxSpecLen {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformedSpec, len(spec), maxSpecLen)
 	}
 	if t := strings.TrimSpace(spec); strings.HasPrefix(t, "TZ=") || strings.HasPrefix(t, "CRON_TZ=") {
 		return nil, fmt.Errorf("%w %q: give the time zone as the location, not in the spec", ErrMalformedSpec, spec)

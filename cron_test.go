@@ -3,6 +3,7 @@ package work
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,6 +231,7 @@ func TestParseCronRefusals(t *testing.T) {
 		{"0 0 9 * * *", "Mars/Olympus", ErrUnknownLocation},
 		{"0 0 9 * * *", "Local", ErrUnknownLocation},
 		{"0 0 9 * * *", "../../etc/passwd", ErrUnknownLocation},
+		{"0 " + strings.Repeat("1,", 200) + "1 * * * *", "", ErrMalformedSpec},
 	} {
 		if _, err := ParseCron(tc.spec, tc.zone); !errors.Is(err, tc.want) {
 			t.Errorf("ParseCron(%q, %q): %v, want %v", tc.spec, tc.zone, err, tc.want)
@@ -241,4 +243,50 @@ func TestParseCronRefusals(t *testing.T) {
 	if l, err := ParseLocation("Europe/Berlin"); err != nil || l.String() != "Europe/Berlin" {
 		t.Errorf("ParseLocation: %v, %v", l, err)
 	}
+}
+
+// FuzzParseCron: ParseCron never panics; a Cron's ticks from any start are whole seconds, strictly
+// increasing, strictly after the start, the same from any second between two ticks, and latest finds
+// the last of them before a time, in every zone, across its changes.
+func FuzzParseCron(f *testing.F) {
+	for _, spec := range []string{"0 30 2 * * *", "0 */20 * * * *", "* * * * * *", "0 0 0 * * SUN", "@daily", "@every 90m",
+		"0 15,45 1-3 * * *", "0 0 0 29 2 *", "TZ=UTC @daily", "", "bad"} {
+		f.Add(spec, uint8(0), int64(1711846800))
+	}
+	zones := []string{"", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Pacific/Apia", "Asia/Kolkata", "America/Santiago"}
+	f.Fuzz(func(t *testing.T, spec string, zone uint8, start int64) {
+		if len(spec) > 256 {
+			t.Skip("spec too long to be one")
+		}
+		c, err := ParseCron(spec, zones[int(zone)%len(zones)])
+		if err != nil {
+			if !errors.Is(err, ErrMalformedSpec) {
+				t.Fatalf("ParseCron(%q): %v, not ErrMalformedSpec", spec, err)
+			}
+			return
+		}
+		start = 946684800 + (start%(1<<31)+(1<<31))%(1<<31) // 2000 to 2068
+		from := time.Unix(start, 0)
+		var ticks []time.Time
+		for at := from; len(ticks) < 8; {
+			n := c.Next(at)
+			if n.IsZero() {
+				break
+			}
+			if !n.After(at) || n.Nanosecond() != 0 {
+				t.Fatalf("%q: Next(%v) = %v", spec, at, n)
+			}
+			ticks = append(ticks, n)
+			at = n
+		}
+		for i := 1; i < len(ticks); i++ {
+			mid := ticks[i-1].Add(ticks[i].Sub(ticks[i-1]) / 2).Truncate(time.Second)
+			if n := c.Next(mid); !mid.Equal(ticks[i-1]) && !n.Equal(ticks[i]) {
+				t.Fatalf("%q: Next(%v) = %v, want %v", spec, mid, n, ticks[i])
+			}
+			if l := c.latest(ticks[0], ticks[i].Add(-time.Second)); !l.Equal(ticks[i-1]) {
+				t.Fatalf("%q: latest before %v = %v, want %v", spec, ticks[i], l, ticks[i-1])
+			}
+		}
+	})
 }

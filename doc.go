@@ -128,6 +128,32 @@
 //	wp.PeriodicallyEnqueue("0 */15 * * * *", "sync_stock") // second 0 of every 15th minute
 //	wp.Job("sync_stock", (*Shop).SyncStock)
 //
+// # Schedules
+//
+// A schedule is a periodic job set at run time rather than declared in code: a job name, args and
+// key to enqueue on a cron spec (the syntax of PeriodicallyEnqueue) in an IANA time zone, stored in
+// Redis under an ID of the caller's choosing, so a service can keep one per customer, millions of
+// them. Client.SetSchedule creates or replaces one atomically, and setting it again unchanged (at
+// every deploy) changes nothing; any live pool of the namespace enqueues its ticks, each tick once,
+// whatever the number of pools and crashes, never before its time. The jobs carry Job.ScheduleID
+// and Job.Tick, a natural idempotency key:
+//
+//	err := client.SetSchedule(work.Schedule{ID: "report:1234", Spec: "0 0 9 * * MON",
+//		Location: "Europe/Berlin", JobName: "send_report", Args: work.Q{"customer": 1234},
+//		Key: "customer-1234", Jitter: time.Minute})
+//
+// Client.Schedules lists them, each with its next and last tick (and the periodic jobs declared in
+// code beside them); PauseSchedule, ResumeSchedule, RunScheduleNow and DeleteSchedule act on one.
+// With no schedule due, schedules cost Redis nothing however many there are. Bad input is refused
+// with sentinel errors (ErrMalformedSpec, ErrUnknownLocation...); ParseCron, ParseLocation and the
+// other parsers of parse.go let other programs check input as the library does. Cron describes how
+// daylight saving time changes are handled, MissedPolicy what becomes of ticks no pool could
+// enqueue in time.
+//
+// Use PeriodicallyEnqueue for the few jobs a service runs on a clock whatever the data (nightly
+// cleanups), declared with the code that handles them; use schedules for periodic work that data
+// or users define, that changes while the service runs, or that comes in numbers.
+//
 // # context.Context and timeouts
 //
 // A handler that takes a context.Context gets one that is cancelled when the job's JobOptions.Timeout

@@ -368,3 +368,50 @@ func ExampleWorkerPoolOptions_deadSetRetention() {
 	fmt.Println(count, "kept,", trimmed, "trimmed")
 	// Output: 10 kept, 20 trimmed
 }
+
+func ExampleClient_SetSchedule() {
+	pool := exampleRedisPool()
+	ns := exampleNamespace("schedules")
+	defer deleteExampleNamespace(pool, ns)
+	client := work.NewClient(ns, pool)
+
+	// A schedule per customer, set while the service runs: Mondays at 9:00 in the customer's zone
+	// would be "0 0 9 * * MON"; every second here, for the example's sake.
+	err := client.SetSchedule(work.Schedule{ID: "report:1234", Spec: "* * * * * *", Location: "Europe/Berlin",
+		JobName: "send_report", Args: work.Q{"customer": 1234}, Key: "customer-1234"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// Any pool of the namespace enqueues the ticks, each once.
+	ran := make(chan string, 1)
+	wp := work.NewWorkerPool(struct{}{}, 1, ns, pool)
+	wp.Job("send_report", func(job *work.Job) error {
+		select {
+		case ran <- fmt.Sprintf("%s for customer %d (key %s), tick set: %v", job.ScheduleID, job.ArgInt64("customer"), job.Key, job.Tick > 0):
+		default:
+		}
+		return nil
+	})
+	wp.Start()
+	defer wp.Stop()
+	fmt.Println(waitFor(ran))
+
+	_ = client.PauseSchedule("report:1234")
+	s, _ := client.Schedule("report:1234")
+	fmt.Println(s.ID, s.Spec, s.Location, "paused:", s.Paused, "ticked:", s.LastTick > 0)
+
+	// Bad input is refused before anything is written.
+	err = client.SetSchedule(work.Schedule{ID: "report:9", Spec: "0 0 9 * * MON", Location: "Europe/Berln", JobName: "send_report"})
+	fmt.Println(errors.Is(err, work.ErrUnknownLocation))
+
+	_ = client.DeleteSchedule("report:1234")
+	_, err = client.Schedule("report:1234")
+	fmt.Println(errors.Is(err, work.ErrScheduleNotFound))
+	// Output:
+	// report:1234 for customer 1234 (key customer-1234), tick set: true
+	// report:1234 * * * * * * Europe/Berlin paused: true ticked: true
+	// true
+	// true
+}

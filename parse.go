@@ -1,8 +1,8 @@
 package work
 
-// What the library refuses, in one place: the rules of job names, keys and IDs, and the one parser
-// of the text forms of its settings (a rate "10/1m", a per-key limit or weight, job args as JSON; a
-// cron spec and its time zone in cron.go). They are exported so that the command line and the web UI
+// What the library refuses, in one place: the rules of job names, keys, IDs and schedule IDs, and
+// the one parser of the text forms of its settings (a rate "10/1m", a per-key limit or weight, job
+// args as JSON, a missed-tick policy; a cron spec and its time zone in cron.go). They are exported so that the command line and the web UI
 // check their input as the library does, before any round trip, rather than repeat its rules; each
 // refusal wraps one of the sentinel errors below, which errors.Is tells apart from other failures.
 
@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Errors for input the library refuses. Each is returned wrapped, with what was wrong and what is
@@ -153,4 +154,40 @@ func ParseArgs(s string) (map[string]interface{}, error) {
 		return nil, fmt.Errorf("%w: want a JSON object, as {\"id\": 7}: %v", ErrMalformedArgs, err)
 	}
 	return args, nil
+}
+
+// CheckScheduleID returns an error wrapping ErrMalformedSchedule for an ID no schedule can have.
+func CheckScheduleID(id string) error {
+	bad := ""
+	switch {
+	case id == "":
+		bad = "empty"
+	case len(id) > MaxScheduleIDLen:
+		bad = fmt.Sprintf("%d bytes, more than %d", len(id), MaxScheduleIDLen)
+	case !utf8.ValidString(id):
+		bad = "not valid UTF-8"
+	default:
+		for _, r := range id {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				bad = "it holds a control character"
+				break
+			}
+		}
+	}
+	if bad != "" {
+		return fmt.Errorf("%w: ID %q: %s", ErrMalformedSchedule, truncateKey(id), bad)
+	}
+	return nil
+}
+
+// ParseMissedPolicy reads "skip" (or "") and "run-latest"; anything else returns an error wrapping
+// ErrMalformedSchedule.
+func ParseMissedPolicy(s string) (MissedPolicy, error) {
+	switch strings.TrimSpace(s) {
+	case "", "skip":
+		return MissedSkip, nil
+	case "run-latest":
+		return MissedRunLatest, nil
+	}
+	return 0, fmt.Errorf("%w: missed policy %q: want skip or run-latest", ErrMalformedSchedule, s)
 }

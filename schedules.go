@@ -29,7 +29,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -103,18 +102,6 @@ func (p *MissedPolicy) UnmarshalText(b []byte) error {
 	return err
 }
 
-// ParseMissedPolicy reads "skip" (or "") and "run-latest"; anything else returns an error wrapping
-// ErrMalformedSchedule.
-func ParseMissedPolicy(s string) (MissedPolicy, error) {
-	switch strings.TrimSpace(s) {
-	case "", "skip":
-		return MissedSkip, nil
-	case "run-latest":
-		return MissedRunLatest, nil
-	}
-	return 0, fmt.Errorf("%w: missed policy %q: want skip or run-latest", ErrMalformedSchedule, s)
-}
-
 // ScheduleInfo is a schedule with its state, as Client.Schedule and Client.Schedules report it. Times
 // are epoch seconds.
 type ScheduleInfo struct {
@@ -156,30 +143,6 @@ const (
 	MaxScheduleArgs   = 64 << 10
 	MaxScheduleJitter = 24 * time.Hour
 )
-
-// CheckScheduleID returns an error wrapping ErrMalformedSchedule for an ID no schedule can have.
-func CheckScheduleID(id string) error {
-	bad := ""
-	switch {
-	case id == "":
-		bad = "empty"
-	case len(id) > MaxScheduleIDLen:
-		bad = fmt.Sprintf("%d bytes, more than %d", len(id), MaxScheduleIDLen)
-	case !utf8.ValidString(id):
-		bad = "not valid UTF-8"
-	default:
-		for _, r := range id {
-			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-				bad = "it holds a control character"
-				break
-			}
-		}
-	}
-	if bad != "" {
-		return fmt.Errorf("%w: ID %q: %s", ErrMalformedSchedule, truncateKey(id), bad)
-	}
-	return nil
-}
 
 // scheduleDef is the definition of a schedule as its record holds it: all but its state.
 type scheduleDef struct {

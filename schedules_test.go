@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -649,5 +650,41 @@ func TestSchedulesFireFromPools(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s ran %d times", k, n)
 		}
+	}
+}
+
+// TestScheduleLayoutAsDocumented holds docs/redis-layout.md's "Schedules" to the code: its record
+// decodes as the table says, and its bucket and jitter are what another program computes from the
+// formulas given (zlib's CRC-32 of the ID modulo 16384; FNV-1a of the ID, a zero byte and the tick).
+func TestScheduleLayoutAsDocumented(t *testing.T) {
+	rec := `[1,1715583600,1714978800,0,"0 0 9 * * MON","Europe/Berlin","send_report","customer-1234",30,1,{"customer":1234}]`
+	doc, err := os.ReadFile("docs/redis-layout.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), rec) {
+		t.Fatal("the documented record is not the one tested")
+	}
+	r, err := decodeScheduleRecord([]byte(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := scheduleDef{spec: "0 0 9 * * MON", zone: "Europe/Berlin", job: "send_report", key: "customer-1234", jitter: 30,
+		missed: MissedRunLatest, args: []byte(`{"customer":1234}`)}
+	if r.next != 1715583600 || r.last != 1714978800 || r.paused || fmt.Sprint(r.def) != fmt.Sprint(want) {
+		t.Errorf("decoded %+v", r)
+	}
+	if string(r.encode()) != rec {
+		t.Errorf("encoded back as %s", r.encode())
+	}
+	if b := scheduleBucket("customer-1234"); b != 14203 { // zlib.crc32(b"customer-1234") % 16384
+		t.Errorf("bucket %d", b)
+	}
+	h := uint64(14695981039346656037)
+	for _, c := range []byte("customer-1234\x001715583600") {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	if j := jitterOf("customer-1234", 1715583600, 30); j != int64(h%30) {
+		t.Errorf("jitter %d, want %d", j, h%30)
 	}
 }
