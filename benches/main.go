@@ -29,7 +29,7 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness", "longjobs"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness", "longjobs", "schedules"}
 
 const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
@@ -99,6 +99,7 @@ func main() {
 	)
 	kf := declareKeyedFlags()
 	lcfg := declareLongFlags()
+	sf := declareScheduleFlags()
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
@@ -195,6 +196,10 @@ func main() {
 	}
 	lcfg.rounds = *rounds
 	if err := lcfg.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "benches:", err)
+		os.Exit(2)
+	}
+	if err := sf.check(*rounds, libNames); selected["schedules"] && err != nil {
 		fmt.Fprintln(os.Stderr, "benches:", err)
 		os.Exit(2)
 	}
@@ -369,6 +374,9 @@ func main() {
 	}
 	if selected["longjobs"] {
 		cases = append(cases, b.longCases(*lcfg)...)
+	}
+	if selected["schedules"] {
+		cases = append(cases, b.schedulesCase(sf))
 	}
 
 	rep.loadStart = loadAverage()

@@ -61,3 +61,22 @@ func TestFileSafeNamesAVariantForAProfile(t *testing.T) {
 		}
 	}
 }
+
+// An absolute goal judges a column's own values, round by round, in the metric's format.
+func TestGoalTableJudgesAnAbsoluteGoalOnTheValues(t *testing.T) {
+	c := &benchCase{
+		title:   "t",
+		cols:    []string{"large", "small"},
+		metrics: []metricDef{{"bytes", "bytes", kindBytes}},
+		vals: [][]map[string]float64{
+			{{"bytes": 240}, {"bytes": 230}, {"bytes": 260}},
+			{{"bytes": 1}, {"bytes": 1}, {"bytes": 1}},
+		},
+		goals: []goal{{label: "at most 250 bytes", key: "bytes", num: 0, atMost: true, bound: 250, abs: true}},
+	}
+	got := c.goalTable().rows
+	want := [][]string{{"at most 250 bytes", "240", "230..260", "yes", "NO"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("goal rows:\n%q\nwant\n%q", got, want)
+	}
+}

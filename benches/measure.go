@@ -74,6 +74,7 @@ type usage struct {
 	totalCmds int64 // total_commands_processed, less the harness's own INFO
 	rt        int64
 	byCmd     map[string]int64
+	usecByCmd map[string]int64 // INFO commandstats usec delta by command
 }
 
 func since(a, b snapshot) usage {
@@ -86,11 +87,17 @@ func since(a, b snapshot) usage {
 		totalCmds: b.srv.totalCmds - a.srv.totalCmds - 1, // the INFO that took snapshot a
 		rt:        b.rt - a.rt,
 		byCmd:     make(map[string]int64),
+		usecByCmd: make(map[string]int64),
 	}
 	for k, v := range b.srv.calls {
 		if d := v - a.srv.calls[k]; d > 0 {
 			u.byCmd[k] = d
 			u.cmds += d
+		}
+	}
+	for k, v := range b.srv.usec {
+		if d := v - a.srv.usec[k]; d > 0 {
+			u.usecByCmd[k] = d
 		}
 	}
 	return u

@@ -176,13 +176,15 @@ type benchCase struct {
 // ratioCol is a ratio column of a case of variants: column num over column den.
 type ratioCol struct{ num, den int }
 
-// goal is a target on the per-cycle ratio of a metric between two columns of a case of variants.
+// goal is a target on the per-cycle ratio of a metric between two columns of a case of variants,
+// or, when abs is set, on the metric of column num itself, round by round.
 type goal struct {
 	label    string // what it says, e.g. "10 keys: jobs/s ≥ 0.7 × unkeyed"
 	key      string // the metric
-	num, den int    // the columns
-	atMost   bool   // the ratio must be at most bound (else at least)
+	num, den int    // the columns (den: not used when abs)
+	atMost   bool   // the ratio (or value) must be at most bound (else at least)
 	bound    float64
+	abs      bool
 }
 
 // colNames are the case's column names: its variants', or the libraries'.
@@ -423,7 +425,10 @@ func (r *report) tables() []table {
 		}
 		ts = append(ts, t)
 		if r.verbose {
-			if bt, ok := r.breakdownTable(c); ok {
+			if bt, ok := r.breakdownTable(c, "cmds:", "Redis commands by command (median per job; per second for idle)"); ok {
+				ts = append(ts, bt)
+			}
+			if bt, ok := r.breakdownTable(c, "usec:", "Redis µs by command (commandstats usec, median per job; a script's includes the commands it runs)"); ok {
 				ts = append(ts, bt)
 			}
 			if strings.HasPrefix(c.id, "crash/") {
@@ -507,16 +512,19 @@ func (c *benchCase) variantSummary() table {
 	return t
 }
 
-// goalTable lists a case's goals: the median of the per-cycle ratios, their range, and whether
-// the median and the worst cycle meet the goal.
+// goalTable lists a case's goals: the median of the per-cycle ratios (or of the values, for an
+// absolute goal), their range, and whether the median and the worst cycle meet the goal.
 func (c *benchCase) goalTable() table {
 	t := table{
-		title:  c.title + ": goals (per-cycle ratios of one run)",
+		title:  c.title + ": goals (per-cycle ratios or values of one run)",
 		left:   1,
 		header: []string{"goal", "median", "min..max", "met (median)", "met (every cycle)"},
 	}
 	for _, g := range c.goals {
-		rs := c.ratioSeries(g.num, g.den, g.key)
+		rs, str := c.ratioSeries(g.num, g.den, g.key), ratioStr
+		if g.abs {
+			rs, str = c.series(g.num, g.key), metricByKey(c.metrics, g.key).format
+		}
 		med, lo, hi := summarize(rs)
 		meets := func(v float64) bool {
 			if math.IsNaN(v) {
@@ -540,7 +548,7 @@ func (c *benchCase) goalTable() table {
 			}
 			return "NO"
 		}
-		t.rows = append(t.rows, []string{g.label, ratioStr(med), ratioStr(lo) + ".." + ratioStr(hi), yes(meets(med)), yes(meets(worst))})
+		t.rows = append(t.rows, []string{g.label, str(med), str(lo) + ".." + str(hi), yes(meets(med)), yes(meets(worst))})
 	}
 	return t
 }
@@ -610,17 +618,16 @@ func (r *report) manyNamesTable() *table {
 	return &t
 }
 
-// breakdownTable lists the median Redis commands per job (per second for idle) by command; false
-// when the case does not count them.
-func (r *report) breakdownTable(c *benchCase) (table, bool) {
+// breakdownTable lists the median per job of the metrics whose keys start with prefix, by phase and
+// command (the Redis commands per job, say); false when the case has none.
+func (r *report) breakdownTable(c *benchCase, prefix, what string) (table, bool) {
 	cols := c.colNames(r.libs)
-	t := table{title: c.title + ": Redis commands by command (median per job; per second for idle)",
-		header: append([]string{"phase:command"}, cols...)}
+	t := table{title: c.title + ": " + what, header: append([]string{"phase:command"}, cols...)}
 	keys := map[string]bool{}
 	for li := range cols {
 		for _, m := range c.vals[li] {
 			for k := range m {
-				if strings.HasPrefix(k, "cmds:") {
+				if strings.HasPrefix(k, prefix) {
 					keys[k] = true
 				}
 			}
@@ -632,7 +639,7 @@ func (r *report) breakdownTable(c *benchCase) (table, bool) {
 	}
 	sort.Strings(ks)
 	for _, k := range ks {
-		row := []string{strings.TrimPrefix(k, "cmds:")}
+		row := []string{strings.TrimPrefix(k, prefix)}
 		for li := range cols {
 			xs := make([]float64, 0, len(c.vals[li]))
 			for _, m := range c.vals[li] {

@@ -154,6 +154,7 @@ type serverStats struct {
 	usedMem   int64            // used_memory, bytes
 	totalCmds int64            // total_commands_processed
 	calls     map[string]int64 // INFO commandstats: calls per command
+	usec      map[string]int64 // INFO commandstats: µs per command
 }
 
 // harnessCommands are the commands the harness itself sends while measuring; they are left out of
@@ -165,7 +166,7 @@ func (s *redisServer) stats() (serverStats, error) {
 	if err != nil {
 		return serverStats{}, err
 	}
-	st := serverStats{calls: make(map[string]int64)}
+	st := serverStats{calls: make(map[string]int64), usec: make(map[string]int64)}
 	for _, line := range strings.Split(info, "\r\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
@@ -187,6 +188,8 @@ func (s *redisServer) stats() (serverStats, error) {
 			for _, field := range strings.Split(v, ",") {
 				if n, ok := strings.CutPrefix(field, "calls="); ok {
 					st.calls[name], _ = strconv.ParseInt(n, 10, 64)
+				} else if n, ok := strings.CutPrefix(field, "usec="); ok {
+					st.usec[name], _ = strconv.ParseInt(n, 10, 64)
 				}
 			}
 		}
