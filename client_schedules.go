@@ -5,6 +5,7 @@ package work
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -134,11 +135,15 @@ type SchedulePage struct {
 // declare in code (WorkerPool.PeriodicallyEnqueue), marked Periodic, so both kinds show side by
 // side. As with Redis SCAN, a schedule stored for the whole walk is returned once; one set or deleted
 // meanwhile may or may not be; a page may hold more or fewer than q.Count, and be empty before the
-// last. A page costs one round trip (two for the first, with periodic jobs).
+// last. A page costs one round trip (two for the first, with periodic jobs). A cursor that is not a
+// page's Next is refused with an error wrapping ErrMalformedSchedule.
 func (c *Client) Schedules(q ScheduleQuery) (*SchedulePage, error) {
 	cursor, count := q.Cursor, q.Count
 	if cursor == "" {
 		cursor = "0"
+	} else if _, err := strconv.ParseUint(cursor, 10, 64); err != nil {
+		// Redis would answer "invalid cursor"; say which argument is wrong instead.
+		return nil, fmt.Errorf("%w: page cursor %q is not one that Schedules returned", ErrMalformedSchedule, cursor)
 	}
 	if count <= 0 {
 		count = 100

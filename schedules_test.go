@@ -599,6 +599,11 @@ func TestSchedulesListsPagesAndBothKinds(t *testing.T) {
 	if err != nil || len(ids) != 10 || ids[0] != "cust-290" {
 		t.Errorf("by prefix: %q, %v", ids, err)
 	}
+	for _, bad := range []string{"x", "-1", "1e3", " 5"} {
+		if _, err := f.c.Schedules(ScheduleQuery{Cursor: bad}); !errors.Is(err, ErrMalformedSchedule) {
+			t.Errorf("cursor %q: %v, want ErrMalformedSchedule", bad, err)
+		}
+	}
 }
 
 // TestSchedulesFireFromPools runs pools on the server's clock: each of several pools fires the
