@@ -64,6 +64,8 @@ type env struct {
 	// excused reports whether spec i may be lost because Redis itself lost the acknowledged write
 	// that enqueued it; nil: no job may be lost.
 	excused func(i int) bool
+	// aof is the append-only file as Redis restarted from it, when a fault cut it (for reports).
+	aof []byte
 }
 
 // fault records a fault that had inFlight jobs in flight.
@@ -210,6 +212,13 @@ func runScenario(t *testing.T, sc *scenario) *tally {
 		}
 		if len(unexplained) > 0 {
 			t.Errorf("LOST %d jobs (%d not explained by the fault), e.g. %v", tl.lost, len(unexplained), first(unexplained, 10))
+			for _, i := range tl.lostIdx {
+				if e.excused != nil && !e.excused(i) {
+					t.Logf("%s: enqueue acknowledged at %.3fs (err %v); in the AOF: %s", specs[i].k,
+						e.load.results[i].ackAt.Sub(e.start).Seconds(), e.load.results[i].err, aofMentions(e.aof, specs[i].k))
+					break
+				}
+			}
 		}
 	}
 	if len(tl.held) > 0 {
@@ -532,6 +541,7 @@ func (e *env) excuseAbsent(from, to time.Time) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.aof = aof
 	mentioned := make(map[string]bool)
 	for _, m := range specKeyRE.FindAll(aof, -1) {
 		mentioned[string(m[1:len(m)-1])] = true
@@ -612,4 +622,29 @@ func printTable(t *testing.T) {
 		b.WriteString(k + "\n")
 	}
 	t.Log(b.String())
+}
+
+// aofMentions returns the commands of the append-only file that name the job key k, with their
+// offsets, for a report.
+func aofMentions(aof []byte, k string) string {
+	var b strings.Builder
+	needle := []byte(`"` + k + `"`)
+	for off := 0; ; {
+		i := bytes.Index(aof[off:], needle)
+		if i < 0 {
+			break
+		}
+		at := off + i
+		from := bytes.LastIndex(aof[:at], []byte("\n*"))
+		if from < 0 {
+			from = 0
+		}
+		to := min(len(aof), at+200)
+		fmt.Fprintf(&b, "\n  at %d of %d: %q", at, len(aof), aof[max(0, from-120):to])
+		off = at + len(needle)
+	}
+	if b.Len() == 0 {
+		return "not mentioned"
+	}
+	return b.String()
 }

@@ -259,13 +259,15 @@ func (s *redisServer) incrAOF() (string, error) {
 }
 
 // aofContent returns the append-only files as Redis would load them now, concatenated: every file of
-// the multi-part AOF directory of Redis 7, or the single appendonly.aof of older servers. With
-// rewrites off (startRedis) every write is in them as a command, so a job's key appears as written.
+// the multi-part AOF directory of Redis 7, or the single appendonly.aof of older servers, each up to
+// where Redis stops loading it (aofLoaded). With rewrites off (startRedis) every write is in them as
+// a command, so a job's key appears as written.
 func (s *redisServer) aofContent() ([]byte, error) {
 	dir := filepath.Join(s.dir, "appendonlydir")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return os.ReadFile(filepath.Join(s.dir, "appendonly.aof"))
+		b, err := os.ReadFile(filepath.Join(s.dir, "appendonly.aof"))
+		return aofLoaded(b), err
 	}
 	var all []byte
 	for _, ent := range entries {
@@ -276,9 +278,68 @@ func (s *redisServer) aofContent() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if strings.HasSuffix(ent.Name(), ".aof") {
+			b = aofLoaded(b)
+		}
 		all = append(all, b...)
 	}
 	return all, nil
+}
+
+// aofLoaded returns the part of an append-only file of commands that Redis loads: a file cut in the
+// middle of a command (aof-load-truncated) loads up to the last whole command, and one cut inside a
+// MULTI ... EXEC (a script's writes) up to that MULTI, the transaction left out. A file cut at a
+// size read while Redis was writing to it (killRedis) may end in either.
+func aofLoaded(b []byte) []byte {
+	end, multiAt := 0, -1
+	for off := 0; off < len(b); {
+		name, next, ok := aofCommand(b, off)
+		if !ok {
+			break
+		}
+		switch strings.ToUpper(name) {
+		case "MULTI":
+			multiAt = off
+		case "EXEC":
+			multiAt = -1
+		}
+		off = next
+		if multiAt < 0 {
+			end = off
+		}
+	}
+	return b[:end]
+}
+
+// aofCommand parses the command at off, a RESP array of bulk strings, and returns its name and the
+// offset after it; ok is false when the command is not whole.
+func aofCommand(b []byte, off int) (name string, next int, ok bool) {
+	line := func(at int, prefix byte) (int, int, bool) {
+		if at >= len(b) || b[at] != prefix {
+			return 0, 0, false
+		}
+		nl := bytes.Index(b[at:], []byte("\r\n"))
+		if nl < 0 {
+			return 0, 0, false
+		}
+		n, err := strconv.Atoi(string(b[at+1 : at+nl]))
+		return n, at + nl + 2, err == nil && n >= 0
+	}
+	n, at, ok := line(off, '*')
+	if !ok {
+		return "", 0, false
+	}
+	for i := 0; i < n; i++ {
+		size, from, ok := line(at, '$')
+		if !ok || from+size+2 > len(b) {
+			return "", 0, false
+		}
+		if i == 0 {
+			name = string(b[from : from+size])
+		}
+		at = from + size + 2
+	}
+	return name, at, true
 }
 
 // newPool returns a client pool on addr (no read timeout unless given).
@@ -600,5 +661,32 @@ func (p *replyDropper) accept() {
 			u.Close()
 			p.track(u, false)
 		}()
+	}
+}
+
+// TestAOFLoaded checks the accounting's model of what Redis loads from a cut append-only file.
+func TestAOFLoaded(t *testing.T) {
+	cmd := func(args ...string) string {
+		s := fmt.Sprintf("*%d\r\n", len(args))
+		for _, a := range args {
+			s += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
+		}
+		return s
+	}
+	set := cmd("SET", "a", `"j0000001"`)
+	tx := cmd("MULTI") + cmd("LPUSH", "q", `"j0000002"`) + cmd("EXEC")
+	for _, c := range []struct {
+		aof, want string
+	}{
+		{set + tx, set + tx},
+		{set + tx[:len(tx)-3], set},                   // cut inside EXEC
+		{set + cmd("MULTI") + cmd("LPUSH", "q"), set}, // cut before EXEC
+		{set + set[:10], set},                         // cut inside a command
+		{tx + set, tx + set},
+		{"", ""},
+	} {
+		if got := string(aofLoaded([]byte(c.aof))); got != c.want {
+			t.Errorf("aofLoaded(%q) = %q, want %q", c.aof, got, c.want)
+		}
 	}
 }
