@@ -1,6 +1,7 @@
 package work
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,10 +36,23 @@ func commandCalls(t *testing.T, pool *redis.Pool) (total, hset int64) {
 
 // An idle pool sends one script per heartbeat and the script runs four commands (TIME, HSET,
 // SMEMBERS, EXISTS), whatever its concurrency and number of job names: no per-worker or per-queue
-// polling.
+// polling, and no more with schedules stored, none of them due.
 func TestIdlePoolCostsFiveCommandsPerHeartbeat(t *testing.T) {
+	for _, stored := range []int{0, 500} {
+		t.Run(fmt.Sprintf("%d schedules", stored), func(t *testing.T) { testIdlePoolCost(t, stored) })
+	}
+}
+
+func testIdlePoolCost(t *testing.T, schedules int) {
 	pool, _ := privateRedis(t)
 	ns := newTestNamespace(t, pool)
+	var list []Schedule
+	for i := range schedules {
+		list = append(list, Schedule{ID: fmt.Sprintf("s%d", i), Spec: "0 0 0 1 1 *", JobName: "a"})
+	}
+	if err := NewClient(ns, pool).SetSchedules(list); err != nil {
+		t.Fatal(err)
+	}
 	wp := NewWorkerPoolWithOptions(bhvCtx{}, 100, ns, pool, WorkerPoolOptions{HeartbeatInterval: time.Second})
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
 		wp.Job(name, func(*Job) error { return nil })
@@ -59,7 +73,7 @@ func TestIdlePoolCostsFiveCommandsPerHeartbeat(t *testing.T) {
 	total, hset := commandCalls(t, pool)
 	// A look of the fetcher may fall in the window, nothing more.
 	if total > 5*hset+2 {
-		t.Errorf("idle pool: %d commands over %d heartbeats, want at most 5 per heartbeat", total, hset)
+		t.Errorf("idle pool, %d schedules: %d commands over %d heartbeats, want at most 5 per heartbeat", schedules, total, hset)
 	}
 }
 

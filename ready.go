@@ -354,8 +354,11 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 		func() {
 			subscribed.Store(true)
 			q.subscribed.Store(true)
-			// Subscribed: anything pushed before now may have been missed.
+			// Subscribed: anything pushed before now may have been missed, and so may a
+			// schedule made due sooner (looks leave schedules out: see lua/lib/scan.lua): a
+			// requeuer pass learns when the next one is due.
 			q.markAllReady()
+			q.r.requeuer.in(0)
 		},
 		func(channel string, data []byte) {
 			switch channel {

@@ -855,16 +855,16 @@ type scanResult struct {
 	nonEmpty []string // the ids of the queues looked at that hold jobs (a job name, or keyedQueueID of it)
 }
 
-// scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry, schedules:due), and
+// scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry), and
 // scanKeysPerName how many keys per job name: its queue, and its keyed jobs' ready and delayed keys.
 const (
-	scanSets        = 4
+	scanSets        = 3
 	scanKeysPerName = 3
 )
 
 // scanArgs appends the keys scan (lua/lib/scan.lua) reads for the given job names.
 func (s *store) scanArgs(args []interface{}, names []string) []interface{} {
-	args = append(args, s.ks.scheduled(), s.ks.retry(), s.ks.batchesExpiry(), s.ks.schedulesDue())
+	args = append(args, s.ks.scheduled(), s.ks.retry(), s.ks.batchesExpiry())
 	for _, name := range names {
 		args = append(args, s.ks.jobs(name), s.ks.keyedReady(name), s.ks.keyedDelayed(name))
 	}
