@@ -693,3 +693,51 @@ func TestScheduleLayoutAsDocumented(t *testing.T) {
 		t.Errorf("jitter %d, want %d", j, h%30)
 	}
 }
+
+// A tick whose job cannot be queued, because its queue key (or a keyed state key of its job name)
+// holds another type, is left due again in a minute with a logged error; the other schedules of the
+// same commit fire. Once the key is repaired, the tick is enqueued once.
+func TestScheduleTickRefusedByAKeyOfAnotherType(t *testing.T) {
+	f := newSchedFixture(t)
+	at := time.Date(2026, 3, 2, 8, 59, 0, 0, time.UTC)
+	f.set(at,
+		Schedule{ID: "plain-bad", Spec: "0 0 9 * * *", JobName: "plainbad"},
+		Schedule{ID: "key-bad", Spec: "0 0 9 * * *", JobName: "keyed", Key: "bad"},
+		Schedule{ID: "name-bad", Spec: "0 0 9 * * *", JobName: "namebad", Key: "k"},
+		Schedule{ID: "key-good", Spec: "0 0 9 * * *", JobName: "keyed", Key: "good"},
+		Schedule{ID: "plain-good", Spec: "0 0 9 * * *", JobName: "plaingood"},
+	)
+	rdo(t, f.pool, "SET", f.st.ks.jobs("plainbad"), "x")
+	rdo(t, f.pool, "SET", f.st.ks.keyedQueue("keyed", "bad"), "x")
+	rdo(t, f.pool, "SET", f.st.ks.keyedReady("namebad"), "x")
+	due := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	f.fire(due)
+	if n := len(f.jobs("keyed", "good")); n != 1 {
+		t.Errorf("key-good: %d jobs, want 1", n)
+	}
+	if n := len(f.jobs("plaingood", "")); n != 1 {
+		t.Errorf("plain-good: %d jobs, want 1", n)
+	}
+	for _, id := range []string{"plain-bad", "key-bad", "name-bad"} {
+		if in := f.info(id); in.LastTick != 0 {
+			t.Errorf("%s: last tick %d, want none while its key holds another type", id, in.LastTick)
+		}
+	}
+	if !strings.Contains(f.logged(), "holds another Redis type") {
+		t.Errorf("no error logged for the refused ticks: %s", f.logged())
+	}
+	for _, k := range []string{f.st.ks.jobs("plainbad"), f.st.ks.keyedQueue("keyed", "bad"), f.st.ks.keyedReady("namebad")} {
+		rdo(t, f.pool, "DEL", k)
+	}
+	// Due again a minute after the refusal: still within MissedTickAfter of the tick.
+	f.fire(due.Add(MissedTickAfter))
+	if n := len(f.jobs("plainbad", "")); n != 1 {
+		t.Errorf("plain-bad after the repair: %d jobs, want 1", n)
+	}
+	if n := len(f.jobs("keyed", "bad")); n != 1 {
+		t.Errorf("key-bad after the repair: %d jobs, want 1", n)
+	}
+	if n := len(f.jobs("namebad", "k")); n != 1 {
+		t.Errorf("name-bad after the repair: %d jobs, want 1", n)
+	}
+}

@@ -36,7 +36,10 @@ end
 local hset = {}
 local buckets, byBucket = {}, {}
 local byName, names = {}, {} -- job name -> {plain payloads, keyed: key -> payloads, keys in order}
-local okName, okKey = {}, {}
+-- Per job name: whether its queue is a list (plain jobs); its keyed keys, or false when one of them
+-- holds another type (keyed jobs). Looked up once per name, not per tick: a key's own queue is then
+-- one TYPE.
+local okName, fam = {}, {}
 for i = 1, n do
   local a = 5 + 8 * (i - 1)
   local id, b, claimed, rec, due, name, K, payload =
@@ -56,12 +59,13 @@ for i = 1, n do
         if okName[name] == nil then okName[name] = isType(prefix .. 'jobs:' .. name, 'list') end
         ok = okName[name]
       else
-        local nk = name .. '\n' .. K
-        if okKey[nk] == nil then
-          local k = keyedKeys(prefix .. 'keyed:' .. name .. ':')
-          okKey[nk] = keyedTypesOK(k) and isType(keyedQueue(k, K), 'list')
+        local k = fam[name]
+        if k == nil then
+          k = keyedKeys(prefix .. 'keyed:' .. name .. ':')
+          if not keyedTypesOK(k) then k = false end
+          fam[name] = k
         end
-        ok = okKey[nk]
+        ok = k and isType(keyedQueue(k, K), 'list')
       end
     end
     if not ok then
@@ -132,7 +136,7 @@ for _, name in ipairs(names) do
       for _, p in ipairs(g.keyed[K]) do payloads[#payloads + 1] = p end
       groups[#groups + 1] = {K, from, #payloads}
     end
-    keyedPushMany(keyedKeys(prefix .. 'keyed:' .. name .. ':'), name, groups, payloads, channel)
+    keyedPushMany(fam[name], name, groups, payloads, channel)
   end
 end
 local first = redis.call('zrange', top, 0, 0, 'WITHSCORES')
