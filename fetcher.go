@@ -20,8 +20,8 @@ import (
 // longer jobs, which are then fetched only by a free worker, so that no job waits in a busy pool
 // while another pool that serves its name idles, and no key's slot is held by a job that has not
 // started. If the fetched-ahead jobs wait longer than handBackAfter all the same, no worker taking
-// a job meanwhile (the workers turned to long jobs), the pool hands them back to the front of their queues, for any pool to take,
-// and fetches ahead no more until one of its jobs ends.
+// a job meanwhile (the workers turned to long jobs), the pool hands them back to the front of their
+// queues, for any pool to take, and fetches ahead no more until one of its jobs ends.
 type fetcher struct {
 	r           *poolRun
 	jobs        chan *Job
@@ -77,7 +77,7 @@ type fetchedBatch struct {
 // quick, and quickAhead the fetch-ahead of a small pool of quick jobs: its batches are then large
 // enough that round trips do not bound it.
 const (
-	aheadWait     = 2 * time.Millisecond
+	aheadWait     = 5 * time.Millisecond
 	handBackAfter = 10 * time.Millisecond
 	quickAhead    = 16
 	quickHeld     = 128
@@ -334,7 +334,9 @@ func (f *fetcher) want() (n int, roomBound bool) {
 func (f *fetcher) roomFor() bool {
 	limit := f.limit()
 	room := limit - int(f.held.Load())
-	minBatch := max(1, min(f.concurrency/2, limit/4))
+	// The batch waited for is at most half the jobs fetched ahead, so that the next fetch is under
+	// way while the other half still waits for workers: with more, workers would idle for it.
+	minBatch := max(1, min(f.concurrency/2, limit/4, (limit-f.concurrency)/2))
 	return room > 0 && (len(f.jobs) == 0 || room >= minBatch)
 }
 

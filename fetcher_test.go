@@ -198,3 +198,42 @@ func TestAStreamOfWakeUpsIsFetchedInFewRoundTrips(t *testing.T) {
 		t.Errorf("%d round trips to start %d jobs woken together, want fewer than %d", got, n, n/2)
 	}
 }
+
+// A pool refills its fetched-ahead jobs while half of them still wait for workers, so that its
+// workers do not idle for the next fetch; jobs of microseconds still wait for a batch of room.
+func TestFetchAheadRefillsBeforeTheWaitingJobsRunOut(t *testing.T) {
+	f := &fetcher{concurrency: 10, capacity: quickCapacity(10), jobs: make(chan *Job, quickCapacity(10))}
+	fill := func(held, waiting int) {
+		for len(f.jobs) > 0 {
+			<-f.jobs
+		}
+		for range waiting {
+			f.jobs <- &Job{}
+		}
+		f.held.Store(int64(held))
+	}
+	// Jobs of 10 ms: 5 fetched ahead of the 10 workers.
+	f.meanRun.Store(int64(10 * time.Millisecond))
+	if got := f.limit(); got != 15 {
+		t.Fatalf("limit %d for jobs of 10 ms, want 15", got)
+	}
+	fill(13, 3)
+	if !f.roomFor() {
+		t.Error("10 running and 3 waiting of 5 ahead: no fetch for 2, so workers would wait for the next one")
+	}
+	fill(14, 4)
+	if f.roomFor() {
+		t.Error("10 running and 4 waiting: a fetch for 1 job, where one for 2 was due soon")
+	}
+	// Jobs of 10 µs: the pool holds its most, and fetches in batches of half its workers.
+	f.meanRun.Store(int64(10 * time.Microsecond))
+	limit := f.limit()
+	fill(limit-4, 10)
+	if f.roomFor() {
+		t.Error("quick jobs: a fetch for 4 jobs while 10 wait, want a batch of 5")
+	}
+	fill(limit-5, 10)
+	if !f.roomFor() {
+		t.Error("quick jobs: no fetch for a batch of 5")
+	}
+}
