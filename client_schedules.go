@@ -90,17 +90,23 @@ func (c *Client) Schedule(id string) (*ScheduleInfo, error) {
 	if err := CheckScheduleID(id); err != nil {
 		return nil, err
 	}
-	rec, err := c.store.scheduleRecord(context.Background(), id)
+	rec, err := c.readSchedule(context.Background(), id)
 	if err != nil {
 		return nil, err
-	}
-	if rec == nil {
-		return nil, fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
 	}
 	return scheduleInfo(id, rec), nil
 }
 
 // scheduleInfo decodes the record of schedule id for the Client.
+// readSchedule reads the record of schedule id, or returns an error wrapping ErrScheduleNotFound.
+func (c *Client) readSchedule(ctx context.Context, id string) ([]byte, error) {
+	rec, err := c.store.scheduleRecord(ctx, id)
+	if err == nil && rec == nil {
+		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
+	}
+	return rec, err
+}
+
 func scheduleInfo(id string, rec []byte) *ScheduleInfo {
 	r, err := decodeScheduleRecord(rec)
 	if err != nil {
@@ -230,12 +236,9 @@ func (c *Client) resumeSchedule(id string, now time.Time) error {
 	}
 	ctx := context.Background()
 	for range 4 {
-		rec, err := c.store.scheduleRecord(ctx, id)
+		rec, err := c.readSchedule(ctx, id)
 		if err != nil {
 			return err
-		}
-		if rec == nil {
-			return fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
 		}
 		r, err := decodeScheduleRecord(rec)
 		if err != nil {
@@ -280,12 +283,9 @@ func (c *Client) runScheduleNow(id string, now time.Time) (*Job, error) {
 	if err := CheckScheduleID(id); err != nil {
 		return nil, err
 	}
-	rec, err := c.store.scheduleRecord(context.Background(), id)
+	rec, err := c.readSchedule(context.Background(), id)
 	if err != nil {
 		return nil, err
-	}
-	if rec == nil {
-		return nil, fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
 	}
 	r, err := decodeScheduleRecord(rec)
 	var job *Job
