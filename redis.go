@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -106,10 +107,12 @@ type store struct {
 
 	// boxed holds script arguments used on every exchange, converted to interface{} once.
 	boxed struct{ retry, dead, scheduled, wake interface{} }
+	// sweepFence is how long after the server's clock was read a sweep may still run (see sweep).
+	sweepFence time.Duration
 }
 
 func newStore(namespace string, b Backend) *store {
-	s := &store{backend: b, ks: newKeyspace(namespace)}
+	s := &store{backend: b, ks: newKeyspace(namespace), sweepFence: 250 * time.Millisecond}
 	s.boxed.retry, s.boxed.dead, s.boxed.scheduled = s.ks.retry(), s.ks.dead(), s.ks.scheduled()
 	s.boxed.wake = s.ks.wakeChannel()
 	return s
@@ -586,7 +589,8 @@ func (s *store) sweep(ctx context.Context, poolID string, names []string, held m
 		args = append(args, s.ks.inProgress(name, poolID), s.ks.jobs(name), s.ks.lock(name), s.ks.lockInfo(name))
 		args = append(args, s.ks.keyedInProgress(name, poolID), s.ks.keyedReady(name), s.ks.lock(name), s.ks.lockInfo(name))
 	}
-	args = append(args, poolID, s.ks.wakeChannel())
+	args = append(args, poolID, s.ks.wakeChannel(), 0)
+	deadlineAt := len(args) - 1
 	for _, name := range names {
 		args = append(args, name, "", len(held[name]))
 		for _, p := range held[name] {
@@ -600,11 +604,22 @@ func (s *store) sweep(ctx context.Context, poolID string, names []string, held m
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
-		var err error
+		// The held set is the pool's now. A sweep that Redis ran late (its call timed out while
+		// Redis was frozen, and the pool fetched again on another connection meanwhile) would put
+		// back jobs the pool runs, so the script runs only within sweepFence of the server's clock
+		// read just before, on the same connection; a sweep skipped is made again later.
+		t, err := redis.Int64s(c.Do("TIME"))
+		if err != nil {
+			return err
+		}
+		if len(t) != 2 {
+			return fmt.Errorf("work: TIME answered %v", t)
+		}
+		args[deadlineAt] = t[0]*1000 + t[1]/1000 + s.sweepFence.Milliseconds()
 		n, err = redis.Int64(sweepScript.Do(c, args...))
 		return err
 	})
-	return n, err
+	return max(n, 0), err
 }
 
 // claimUnique releases unique locks (see claimUniqueScript).

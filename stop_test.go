@@ -201,3 +201,31 @@ func TestLivePoolPutsBackInProgressEntriesItDoesNotHold(t *testing.T) {
 		t.Fatalf("lock = %d, want 0", n)
 	}
 }
+
+// A sweep that Redis runs late, past its fence (its call timed out while Redis was frozen, and the
+// pool has fetched since), leaves the in-progress list alone: the pool's held set it carries may be
+// stale, and putting back a job the pool runs would run it twice.
+func TestLateSweepPutsNothingBack(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	st := newStore(ns, PoolBackend(pool))
+	inprogress := st.ks.inProgress("x", "p1")
+	entry := `{"name":"x","id":"000000000000000000000003","t":1,"args":null}`
+	rdo(t, pool, "LPUSH", inprogress, entry)
+	// A fence already passed stands for a script that runs later than the fence allows.
+	st.sweepFence = -time.Minute
+	if n, err := st.sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 0 {
+		t.Fatalf("a sweep past its fence put back %d: %v", n, err)
+	}
+	if n := rInt(t, pool, "LLEN", inprogress); n != 1 {
+		t.Fatalf("a sweep past its fence changed the in-progress list: %d entries", n)
+	}
+	st.sweepFence = time.Minute
+	if n, err := st.sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 1 {
+		t.Fatalf("a sweep in time put back %d, want 1: %v", n, err)
+	}
+	if n := rInt(t, pool, "LLEN", st.ks.jobs("x")); n != 1 {
+		t.Fatalf("the queue holds %d jobs, want the one put back", n)
+	}
+}

@@ -9,14 +9,17 @@
 --
 -- KEYS[4i-3..4i], one group per in-progress list i: the list, the queue its jobs came from (a
 --   job name's list, or for keyed jobs the name's ready keys), lock, lock_info
--- ARGV[1] pool ID; ARGV[2] wake-up channel; then per group: the job name, the name's keyed prefix
+-- ARGV[1] pool ID; ARGV[2] wake-up channel; ARGV[3] the server time, in epoch milliseconds, after
+--   which the sweep must not run: its held set may be stale; then per group: the job name, the name's keyed prefix
 --   (<ns>:keyed:<name>:) for the list of its keyed jobs or "" for its own, the number c of entries
 --   the pool holds in the list, and those c entries
 --
--- Returns the number of entries put back.
+-- Returns the number of entries put back, or -1 when it ran past ARGV[3] and did nothing.
 
 local pool, channel = ARGV[1], ARGV[2]
-local a = 3 -- the ARGV of the next job name
+local t = redis.call('time')
+if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > tonumber(ARGV[3]) then return -1 end
+local a = 4 -- the ARGV of the next job name
 local moved = 0
 for i = 1, #KEYS / 4 do
   local k = 4 * (i - 1)
