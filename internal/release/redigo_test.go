@@ -45,6 +45,7 @@ func TestOlderRedigo(t *testing.T) {
 	}
 	for _, redigo := range redigoReleases {
 		t.Run(redigo, func(t *testing.T) {
+			t.Parallel() // each program runs in a namespace of its own
 			dir := t.TempDir()
 			gomod := "module example.com/redigo\n\ngo 1.22\n\nrequire (\n" +
 				"\t" + rootModule + " " + version + "\n" +
