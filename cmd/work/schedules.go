@@ -70,6 +70,15 @@ func scheduleError(id string, err error) error {
 // checkScheduleID refuses, as bad usage, an ID no schedule can have.
 func checkScheduleID(id string) error { return scheduleError(id, work.CheckScheduleID(id)) }
 
+// connectFor checks the schedule ID a command was given, then connects: bad usage goes before any
+// dial.
+func (a *app) connectFor(id string) (*work.Client, error) {
+	if err := checkScheduleID(id); err != nil {
+		return nil, err
+	}
+	return a.connect()
+}
+
 // scheduleStatus is a schedule's status in a word or two.
 func scheduleStatus(s *work.ScheduleInfo) string {
 	switch {
@@ -303,10 +312,7 @@ With --json it prints the schedule with "next_ticks".`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			id := pos[0]
-			if err := checkScheduleID(id); err != nil {
-				return err
-			}
-			c, err := a.connect()
+			c, err := a.connectFor(id)
 			if err != nil {
 				return err
 			}
@@ -456,10 +462,7 @@ func (a *app) scheduleControlCommands() []*cobra.Command {
 			Args:  args(cobra.ExactArgs(1)),
 			RunE: func(cmd *cobra.Command, pos []string) error {
 				id := pos[0]
-				if err := checkScheduleID(id); err != nil {
-					return err
-				}
-				c, err := a.connect()
+				c, err := a.connectFor(id)
 				if err != nil {
 					return err
 				}
