@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // acker records the outcomes of finished jobs in Redis: done, retry, dead, or back to the queue.
@@ -32,25 +34,25 @@ type acker struct {
 	done chan struct{} // closed when the goroutine has written everything and ended
 
 	mu        sync.Mutex
-	pending   []finishOp // submitted, not yet taken by a write
-	spare     []finishOp // the last batch written, reused for pending
-	writing   bool       // a write of outcomes is under way
-	handed    bool       // and the acker's goroutine makes it (handed over, or its own)
-	extra     bool       // an extra write is under way beside it (secondAckAt)
-	writeAt   time.Time  // when the chain's write under way began
+	pending   []rdb.FinishOp // submitted, not yet taken by a write
+	spare     []rdb.FinishOp // the last batch written, reused for pending
+	writing   bool           // a write of outcomes is under way
+	handed    bool           // and the acker's goroutine makes it (handed over, or its own)
+	extra     bool           // an extra write is under way beside it (secondAckAt)
+	writeAt   time.Time      // when the chain's write under way began
 	closed    bool
 	gaveUp    bool // closed, and Redis stayed out of reach
 	counts    map[statKey]int64
 	lastStats time.Time
 	failures  int // writes of the acker's goroutine that failed in a row
 
-	x      exchange // the buffer of whoever makes the chain's writes of outcomes alone (writing is set)
-	xExtra exchange // the extra write's buffer (extra is set)
+	x      rdb.Exchange // the buffer of whoever makes the chain's writes of outcomes alone (writing is set)
+	xExtra rdb.Exchange // the extra write's buffer (extra is set)
 }
 
 // statKey names a per-minute stats count: a queue, a minute and 'p' (processed) or 'f' (failed).
 type statKey struct {
-	q       *queueArgs
+	q       *rdb.QueueArgs
 	minute  int64
 	outcome byte
 }
@@ -78,7 +80,7 @@ func (a *acker) start() { go a.loop() }
 // submit records an outcome: at once, on the caller's goroutine, when no write is under way; else
 // with the next write. After close it drops it: the job is still in the in-progress list (or was put
 // back already), so it is not lost. It ends the job's hold on the pool's room.
-func (a *acker) submit(op finishOp) {
+func (a *acker) submit(op rdb.FinishOp) {
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -113,7 +115,7 @@ func (a *acker) submit(op finishOp) {
 
 // take returns the pending outcomes (up to maxAckBatch) for a write and marks a write under way.
 // The caller holds mu.
-func (a *acker) take() []finishOp {
+func (a *acker) take() []rdb.FinishOp {
 	a.writing = true
 	a.writeAt = time.Now()
 	return a.takeBatch()
@@ -127,7 +129,7 @@ func (a *acker) extraDueLocked() bool {
 }
 
 // takeBatch returns the pending outcomes, up to maxAckBatch. The caller holds mu.
-func (a *acker) takeBatch() []finishOp {
+func (a *acker) takeBatch() []rdb.FinishOp {
 	n := min(len(a.pending), maxAckBatch)
 	batch := a.pending[:n:n]
 	rest := a.pending[n:]
@@ -138,7 +140,7 @@ func (a *acker) takeBatch() []finishOp {
 
 // writeExtra makes the extra write, and more while outcomes keep waiting behind the chain's write.
 // When the chain has ended meanwhile, what is pending is handed over to the acker's goroutine.
-func (a *acker) writeExtra(batch []finishOp) {
+func (a *acker) writeExtra(batch []rdb.FinishOp) {
 	for {
 		err := a.write(&a.xExtra, batch)
 		if err != nil {
@@ -173,15 +175,15 @@ func (a *acker) writeExtra(batch []finishOp) {
 }
 
 // putBack returns outcomes whose write failed to the front of pending.
-func (a *acker) putBack(batch []finishOp) {
+func (a *acker) putBack(batch []rdb.FinishOp) {
 	a.mu.Lock()
-	a.pending = append(append(make([]finishOp, 0, len(batch)+len(a.pending)), batch...), a.pending...)
+	a.pending = append(append(make([]rdb.FinishOp, 0, len(batch)+len(a.pending)), batch...), a.pending...)
 	a.mu.Unlock()
 }
 
 // handOver ends a write: the acker's goroutine makes the next one if outcomes are pending, else no
 // write is under way any more.
-func (a *acker) handOver(batch []finishOp) {
+func (a *acker) handOver(batch []rdb.FinishOp) {
 	clear(batch)
 	a.mu.Lock()
 	a.recycleLocked(batch)
@@ -209,7 +211,7 @@ func (a *acker) nowIdle() {
 
 // takeForFetch returns the pending outcomes for the loop to carry on a fetch, or nil when a write is
 // under way or none is pending. After the fetch the loop calls handOver.
-func (a *acker) takeForFetch() []finishOp {
+func (a *acker) takeForFetch() []rdb.FinishOp {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.writing || len(a.pending) == 0 {
@@ -219,16 +221,16 @@ func (a *acker) takeForFetch() []finishOp {
 }
 
 // write records a batch of outcomes alone, and the stats when they are due, using x.
-func (a *acker) write(x *exchange, batch []finishOp) error {
-	x.reset()
-	x.ops = batch
+func (a *acker) write(x *rdb.Exchange, batch []rdb.FinishOp) error {
+	x.Reset()
+	x.Ops = batch
 	now := time.Now()
 	a.mu.Lock()
 	if a.statsDueLocked(now) {
 		a.addStatsLocked(x, now)
 	}
 	a.mu.Unlock()
-	if err := a.r.wp.store.runExchange(context.Background(), a.r.boxedPoolID, x); err != nil {
+	if err := a.r.wp.store.RunExchange(context.Background(), a.r.boxedPoolID, x); err != nil {
 		a.r.wp.logger.Error("work: recording job outcomes", "jobs", len(batch), "err", err)
 		return err
 	}
@@ -315,7 +317,7 @@ func (a *acker) step(wait *time.Duration) bool {
 
 // recycleLocked keeps a written (and cleared) batch's array for the next pending outcomes, the
 // larger one if there are two. The caller holds mu.
-func (a *acker) recycleLocked(batch []finishOp) {
+func (a *acker) recycleLocked(batch []rdb.FinishOp) {
 	if cap(batch) > cap(a.spare) {
 		a.spare = batch[:0]
 	}
@@ -346,14 +348,14 @@ func (a *acker) statsDueLocked(now time.Time) bool {
 }
 
 // addStatsLocked puts the summed stats into x and clears them. The caller holds mu.
-func (a *acker) addStatsLocked(x *exchange, now time.Time) {
-	ks := a.r.wp.store.ks
+func (a *acker) addStatsLocked(x *rdb.Exchange, now time.Time) {
+	ks := a.r.wp.store.Ks
 	for k, c := range a.counts {
 		day := k.minute / (24 * 60)
-		if k.q.statsKey == "" || k.q.statsDay != day {
-			k.q.statsDay, k.q.statsKey = day, ks.stats(k.q.name, day)
+		if k.q.StatsKey == "" || k.q.StatsDay != day {
+			k.q.StatsDay, k.q.StatsKey = day, ks.Stats(k.q.Name, day)
 		}
-		x.stats = append(x.stats, statsAdd{key: k.q.statsKey, field: string(k.outcome) + ":" + strconv.FormatInt(k.minute, 10), count: c})
+		x.Stats = append(x.Stats, rdb.StatsAdd{Key: k.q.StatsKey, Field: string(k.outcome) + ":" + strconv.FormatInt(k.minute, 10), Count: c})
 	}
 	clear(a.counts)
 	a.lastStats = now
@@ -361,34 +363,34 @@ func (a *acker) addStatsLocked(x *exchange, now time.Time) {
 
 // written takes in the reply to the outcomes x carried: what was recorded is counted in the stats
 // and no longer held; the requeuer learns when retries and snoozes are due.
-func (a *acker) written(x *exchange, now time.Time) {
+func (a *acker) written(x *rdb.Exchange, now time.Time) {
 	minute := now.Unix() / 60
 	logger := a.r.wp.logger
-	a.r.fetcher.sweeper.unholdAll(x.ops)
+	a.r.fetcher.sweeper.unholdAll(x.Ops)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, k := range x.order {
-		o := &x.ops[k]
+	for i, k := range x.Order {
+		o := &x.Ops[k]
 		c := byte('1')
-		if i < len(x.done) {
-			c = x.done[i]
+		if i < len(x.Done) {
+			c = x.Done[i]
 		}
 		switch c {
 		case '1':
-			switch o.kind {
-			case opAck:
-				a.counts[statKey{o.q, minute, 'p'}]++
-			case opDrop, opRetry, opDead:
-				a.counts[statKey{o.q, minute, 'f'}]++
+			switch o.Kind {
+			case rdb.OpAck:
+				a.counts[statKey{o.Q, minute, 'p'}]++
+			case rdb.OpDrop, rdb.OpRetry, rdb.OpDead:
+				a.counts[statKey{o.Q, minute, 'f'}]++
 			}
-			if o.kind == opRetry || o.kind == opSnooze {
-				a.r.requeuer.at(time.Unix(o.score, 0))
+			if o.Kind == rdb.OpRetry || o.Kind == rdb.OpSnooze {
+				a.r.requeuer.at(time.Unix(o.Score, 0))
 			}
 		case '0':
-			logger.Info("work: job was no longer held by this pool (put back already)", "job_name", o.q.name, "job_id", o.job.ID)
+			logger.Info("work: job was no longer held by this pool (put back already)", "job_name", o.Q.Name, "job_id", o.Ref.(*Job).ID)
 		default:
 			logger.Error("work: a destination key holds the wrong type; the job stays in progress until it is put back",
-				"job_name", o.q.name, "job_id", o.job.ID)
+				"job_name", o.Q.Name, "job_id", o.Ref.(*Job).ID)
 		}
 	}
 }

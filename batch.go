@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // A batch is a group of jobs with callbacks: jobs that run once every member has ended. Members are
@@ -117,9 +118,9 @@ func (e *Enqueuer) addToBatch(id, steps string, opts *BatchOptions, jobs []Batch
 	if err != nil {
 		return nil, err
 	}
-	groups := make([]keyedGroup, 0, len(names)+len(keyed))
+	groups := make([]rdb.KeyedGroup, 0, len(names)+len(keyed))
 	for _, n := range names {
-		groups = append(groups, keyedGroup{name: n, payloads: payloads[n]})
+		groups = append(groups, rdb.KeyedGroup{Name: n, Payloads: payloads[n]})
 	}
 	if err := e.runBatchWith(id, steps, opts, append(groups, keyed...)); err != nil {
 		return nil, err
@@ -131,18 +132,18 @@ func (e *Enqueuer) runBatch(id, steps string, opts *BatchOptions) error {
 	return e.runBatchWith(id, steps, opts, nil)
 }
 
-func (e *Enqueuer) runBatchWith(id, steps string, opts *BatchOptions, groups []keyedGroup) error {
+func (e *Enqueuer) runBatchWith(id, steps string, opts *BatchOptions, groups []rdb.KeyedGroup) error {
 	if err := checkBatchID(id); err != nil {
 		return err
 	}
-	var open batchOpen
+	var open rdb.BatchOpen
 	if opts != nil {
 		var err error
 		if open, err = encodeBatchOpen(id, opts); err != nil {
 			return err
 		}
 	}
-	err := e.store.batch(context.Background(), e.replicaWait(), id, steps, open, groups)
+	err := e.store.Batch(context.Background(), e.replicaWait(), id, steps, open, groups)
 	return batchError(err)
 }
 
@@ -165,29 +166,21 @@ func batchError(err error) error {
 	return err
 }
 
-// batchOpen is what opening a batch writes.
-type batchOpen struct {
-	description                   string
-	keep                          int64
-	onComplete, onSuccess         []byte // callback payload heads
-	onCompleteName, onSuccessName string
-}
-
-func encodeBatchOpen(id string, opts *BatchOptions) (batchOpen, error) {
-	o := batchOpen{description: opts.Description, keep: int64(defaultBatchKeep / time.Second)}
+func encodeBatchOpen(id string, opts *BatchOptions) (rdb.BatchOpen, error) {
+	o := rdb.BatchOpen{Description: opts.Description, Keep: int64(defaultBatchKeep / time.Second)}
 	if opts.Keep > 0 {
-		o.keep = max(int64((opts.Keep+time.Second-1)/time.Second), 1)
+		o.Keep = max(int64((opts.Keep+time.Second-1)/time.Second), 1)
 	}
 	var err error
 	if opts.OnComplete != nil {
-		o.onCompleteName = opts.OnComplete.Name
-		if o.onComplete, err = callbackHead(id, opts.OnComplete); err != nil {
+		o.OnCompleteName = opts.OnComplete.Name
+		if o.OnComplete, err = callbackHead(id, opts.OnComplete); err != nil {
 			return o, err
 		}
 	}
 	if opts.OnSuccess != nil {
-		o.onSuccessName = opts.OnSuccess.Name
-		if o.onSuccess, err = callbackHead(id, opts.OnSuccess); err != nil {
+		o.OnSuccessName = opts.OnSuccess.Name
+		if o.OnSuccess, err = callbackHead(id, opts.OnSuccess); err != nil {
 			return o, err
 		}
 	}
@@ -247,9 +240,6 @@ type BatchStatus struct {
 	Damaged bool `json:"damaged,omitempty"`
 }
 
-// batchCounterUnit is 2^26: a batch's counter c holds pending + batchCounterUnit*dead (WK in the scripts).
-const batchCounterUnit = 1 << 26
-
 // parseBatchStatus reads a batch hash (HGETALL reply as a map).
 func parseBatchStatus(id string, h map[string]string) *BatchStatus {
 	s := &BatchStatus{ID: id, Description: h["description"], State: h["state"],
@@ -272,7 +262,7 @@ func parseBatchStatus(id string, h map[string]string) *BatchStatus {
 		s.Damaged = true
 		c = 0
 	}
-	s.Pending, s.Dead = c%batchCounterUnit, c/batchCounterUnit
+	s.Pending, s.Dead = c%rdb.BatchCounterUnit, c/rdb.BatchCounterUnit
 	s.Done = s.Total - s.Pending - s.Dead
 	switch s.State {
 	case "open", "closed", "complete":

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Benchmarks of the library's hot paths against the test redis-server. They report, besides time:
@@ -64,13 +65,13 @@ func serverStats(tb testing.TB, pool *redis.Pool) (cmds int64, cpu float64) {
 
 // seedJobs pushes n no-op jobs spread over the given names, pipelined.
 func seedJobs(tb testing.TB, pool *redis.Pool, ns string, names []string, n int) {
-	ks := newKeyspace(ns)
+	ks := rdb.NewKeyspace(ns)
 	c := pool.Get()
 	defer c.Close()
 	for i := 0; i < n; i++ {
 		name := names[i%len(names)]
 		raw, _ := newJob(name, nil).serialize()
-		c.Send("LPUSH", ks.jobs(name), raw)
+		c.Send("LPUSH", ks.Jobs(name), raw)
 		if i%1000 == 999 {
 			if _, err := c.Do(""); err != nil {
 				tb.Fatal(err)
@@ -370,7 +371,7 @@ func BenchmarkBatchCompletes(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := pool.Get()
-	hashBytes, _ := redis.Int64(c.Do("MEMORY", "USAGE", newKeyspace(ns).batch(bt.ID)))
+	hashBytes, _ := redis.Int64(c.Do("MEMORY", "USAGE", rdb.NewKeyspace(ns).Batch(bt.ID)))
 	c.Close()
 	b.ResetTimer()
 	wp.Start()

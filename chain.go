@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Dependencies: a job can wait for other jobs, or batches, to succeed. Only tracked jobs (those with
@@ -82,19 +83,19 @@ func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []string, opts EnqueueOptions)
 	if opts.RunIfDependencyFails {
 		policy = "run"
 	}
-	specs := make([]afterJob, len(jobs))
+	specs := make([]rdb.AfterJob, len(jobs))
 	for i, job := range jobs {
 		job.Tracked = true
 		raw, err := job.serialize()
 		if err != nil {
 			return nil, err
 		}
-		specs[i] = afterJob{id: job.ID, name: job.Name, payload: raw, policy: policy, keep: keep, key: job.Key, deps: deps}
+		specs[i] = rdb.AfterJob{Id: job.ID, Name: job.Name, Payload: raw, Policy: policy, Keep: keep, Key: job.Key, Deps: deps}
 		if i > 0 {
-			specs[i].deps = []string{"j:" + jobs[i-1].ID}
+			specs[i].Deps = []string{"j:" + jobs[i-1].ID}
 		}
 	}
-	if _, err := e.store.enqueueAfter(context.Background(), e.replicaWait(), specs); err != nil {
+	if _, err := e.store.EnqueueAfter(context.Background(), e.replicaWait(), specs); err != nil {
 		var re redis.Error
 		if errors.As(err, &re) && strings.HasPrefix(string(re), "WORKDEP unknown ") {
 			dep := strings.TrimPrefix(string(re), "WORKDEP unknown ")

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // orderRecorder keeps the order in which jobs ran.
@@ -285,7 +287,7 @@ func TestUniqueUntilDoneReleasesTheLockOfAPayloadThatNamesNone(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	lock, err := newKeyspace(ns).unique("sync", Q{"account": 7})
+	lock, err := rdb.NewKeyspace(ns).Unique("sync", Q{"account": 7})
 	if err != nil {
 		t.Fatal(err)
 	}

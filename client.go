@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Client inspects and administers a namespace: worker pools, workers, queues, and the scheduled, retry
 // and dead sets. It is safe for concurrent use.
 type Client struct {
-	store *store
+	store *rdb.Store
 	waits *jobWaiters // WaitJob's subscription, shared by its callers
 }
 
@@ -78,7 +79,7 @@ type Queue struct {
 // its WorkerPoolID only, as gocraft/work lists it (it is taken off the list once another pool has
 // reaped it); a field that cannot be parsed is left at its zero value.
 func (c *Client) WorkerPoolHeartbeats() ([]*WorkerPoolHeartbeat, error) {
-	ids, hashes, err := c.store.poolHashes(context.Background())
+	ids, hashes, err := c.store.PoolHashes(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func (c *Client) WorkerObservations() ([]*WorkerObservation, error) {
 			}
 		}
 	}
-	hashes, err := c.store.workerHashes(context.Background(), ids)
+	hashes, err := c.store.WorkerHashes(context.Background(), ids)
 	if err != nil {
 		return nil, err
 	}
@@ -172,14 +173,14 @@ func (c *Client) WorkerObservations() ([]*WorkerObservation, error) {
 // Queues returns every known job name (enqueued at least once, or registered by a worker pool) with
 // its queue's length and latency, sorted by job name. Empty queues are included with Count 0.
 func (c *Client) Queues() ([]*Queue, error) {
-	stats, err := c.store.queueStats(context.Background())
+	stats, err := c.store.QueueStats(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	now := nowEpochSeconds()
 	out := make([]*Queue, len(stats))
 	for i, st := range stats {
-		out[i] = &Queue{JobName: st.name, Count: st.count, Latency: latencyOf(st.oldest, now)}
+		out[i] = &Queue{JobName: st.Name, Count: st.Count, Latency: latencyOf(st.Oldest, now)}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].JobName < out[j].JobName })
 	return out, nil
@@ -206,7 +207,7 @@ func (c *Client) PauseQueue(jobName string) error {
 	if jobName == "" {
 		return errEmptyJobName
 	}
-	return c.store.setPaused(context.Background(), jobName, true)
+	return c.store.SetPaused(context.Background(), jobName, true)
 }
 
 // UnpauseQueue lets worker pools fetch jobs of the given name again, waking idle pools so they do at
@@ -215,7 +216,7 @@ func (c *Client) UnpauseQueue(jobName string) error {
 	if jobName == "" {
 		return errEmptyJobName
 	}
-	return c.store.setPaused(context.Background(), jobName, false)
+	return c.store.SetPaused(context.Background(), jobName, false)
 }
 
 // QueueStat is the state of one job name's queue, as QueueStats reports it.
@@ -241,7 +242,7 @@ type QueueStat struct {
 // QueueStats returns the state of the queue of every known job name (see Queues), sorted by job name,
 // in two round trips whatever the number of queues.
 func (c *Client) QueueStats() ([]*QueueStat, error) {
-	details, err := c.store.queueDetails(context.Background())
+	details, err := c.store.QueueDetails(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -249,13 +250,13 @@ func (c *Client) QueueStats() ([]*QueueStat, error) {
 	out := make([]*QueueStat, len(details))
 	for i, d := range details {
 		out[i] = &QueueStat{
-			JobName:        d.name,
-			Count:          d.count,
-			Latency:        latencyOf(d.oldest, now),
-			Paused:         d.paused,
-			InFlight:       d.inFlight,
-			MaxConcurrency: d.maxConcurrency,
-			KeyedCount:     d.keyed,
+			JobName:        d.Name,
+			Count:          d.Count,
+			Latency:        latencyOf(d.Oldest, now),
+			Paused:         d.Paused,
+			InFlight:       d.InFlight,
+			MaxConcurrency: d.MaxConcurrency,
+			KeyedCount:     d.Keyed,
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].JobName < out[j].JobName })
@@ -290,7 +291,7 @@ func (c *Client) Summary() (*Summary, error) {
 			s.Paused++
 		}
 	}
-	s.Scheduled, s.Retry, s.Dead, err = c.store.setSizes(context.Background())
+	s.Scheduled, s.Retry, s.Dead, err = c.store.SetSizes(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +308,7 @@ type StatPoint struct {
 }
 
 // statsMaxMinutes is how far back JobStats and NamespaceStats look: the counts are kept no longer.
-const statsMaxMinutes = statsTTLSeconds / 60
+const statsMaxMinutes = rdb.StatsTTLSeconds / 60
 
 // JobStats returns, for every minute from since to until (both included, truncated to the minute),
 // how many jobs named jobName succeeded and failed in it, as the worker pools count them. Counts are
@@ -323,7 +324,7 @@ func (c *Client) JobStats(jobName string, since, until time.Time) ([]StatPoint, 
 // every known job name. Two round trips.
 func (c *Client) NamespaceStats(since, until time.Time) ([]StatPoint, error) {
 	ctx := context.Background()
-	names, err := c.store.knownJobNames(ctx)
+	names, err := c.store.KnownJobNames(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +347,7 @@ func (c *Client) stats(ctx context.Context, names []string, since, until time.Ti
 	for i := range points {
 		points[i].Time = time.Unix((from+int64(i))*60, 0).UTC()
 	}
-	processed, failed, err := c.store.statsCounts(ctx, names, from, to)
+	processed, failed, err := c.store.StatsCounts(ctx, names, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -376,13 +377,13 @@ func (c *Client) CancelJob(jobID string) (int64, error) {
 	if jobID == "" {
 		return 0, errors.New("work: job ID is empty")
 	}
-	return c.store.publishCancel(context.Background(), jobID)
+	return c.store.PublishCancel(context.Background(), jobID)
 }
 
 // DeadJobsTrimmed returns how many dead jobs pools have removed under WorkerPoolOptions.DeadMaxJobs
 // and DeadMaxAge, in total since the namespace began.
 func (c *Client) DeadJobsTrimmed() (int64, error) {
-	return c.store.deadTrimmedCount(context.Background())
+	return c.store.DeadTrimmedCount(context.Background())
 }
 
 // NewClientWithBackend creates a Client that reaches Redis through b (see Backend). It panics when b
@@ -391,7 +392,7 @@ func NewClientWithBackend(namespace string, b Backend) *Client {
 	if b == nil {
 		panic("work: NewClientWithBackend needs a non-nil Backend")
 	}
-	st := newStore(namespace, b)
+	st := rdb.NewStore(namespace, b)
 	return &Client{store: st, waits: newJobWaiters(st)}
 }
 
@@ -408,7 +409,7 @@ type PeriodicJob struct {
 // and spec, sorted by next run, then job name and spec. The next run is computed from the caller's
 // clock. Pools of gocraft/work do not describe theirs, so they are not listed.
 func (c *Client) PeriodicJobs() ([]*PeriodicJob, error) {
-	ids, hashes, err := c.store.poolHashes(context.Background())
+	ids, hashes, err := c.store.PoolHashes(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +467,7 @@ func (c *Client) BatchStatus(id string) (*BatchStatus, error) {
 	if err := checkBatchID(id); err != nil {
 		return nil, err
 	}
-	h, err := c.store.batchStatus(context.Background(), id)
+	h, err := c.store.BatchStatus(context.Background(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -485,14 +486,14 @@ func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 	}
 	ctx := context.Background()
 	start := int64(page-1) * 20
-	ids, total, err := c.store.batchIDs(ctx, start, start+19)
+	ids, total, err := c.store.BatchIDs(ctx, start, start+19)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := make([]*BatchStatus, 0, len(ids))
 	var gone []string
 	for _, id := range ids {
-		h, err := c.store.batchStatus(ctx, id)
+		h, err := c.store.BatchStatus(ctx, id)
 		if isWrongType(err) {
 			// Another program overwrote this batch's key: listed as damaged, the page goes on.
 			out = append(out, &BatchStatus{ID: id, Damaged: true})
@@ -508,7 +509,7 @@ func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 		out = append(out, parseBatchStatus(id, h))
 	}
 	if len(gone) > 0 {
-		if err := c.store.forgetBatches(ctx, gone); err == nil {
+		if err := c.store.ForgetBatches(ctx, gone); err == nil {
 			total -= int64(len(gone))
 		}
 	}
@@ -525,7 +526,7 @@ func (c *Client) JobRecord(id string) (*JobRecord, error) {
 	if err := checkBatchID(id); err != nil {
 		return nil, err
 	}
-	h, err := c.store.jobRecord(context.Background(), id)
+	h, err := c.store.JobRecord(context.Background(), id)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // ErrNotDeleted is returned by the Client's Delete methods when no job matched.
@@ -33,7 +34,7 @@ const clientBatchSize = 1000
 // page), sorted by RunAt (epoch seconds), and the total number of scheduled jobs. A member that cannot
 // be decoded is returned with Raw holding its bytes and LastErr saying why.
 func (c *Client) ScheduledJobs(page uint) ([]*ScheduledJob, int64, error) {
-	jobs, scores, total, err := c.page(c.store.ks.scheduled(), page)
+	jobs, scores, total, err := c.page(c.store.Ks.Scheduled(), page)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -48,7 +49,7 @@ func (c *Client) ScheduledJobs(page uint) ([]*ScheduledJob, int64, error) {
 // page), sorted by RetryAt (epoch seconds), and the total number of such jobs. A member that cannot be
 // decoded is returned with Raw holding its bytes and LastErr saying why.
 func (c *Client) RetryJobs(page uint) ([]*RetryJob, int64, error) {
-	jobs, scores, total, err := c.page(c.store.ks.retry(), page)
+	jobs, scores, total, err := c.page(c.store.Ks.Retry(), page)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -64,7 +65,7 @@ func (c *Client) RetryJobs(page uint) ([]*RetryJob, int64, error) {
 // is returned with Raw holding its bytes and LastErr saying why; a dead record of a payload that a
 // worker could not decode has Raw holding that payload.
 func (c *Client) DeadJobs(page uint) ([]*DeadJob, int64, error) {
-	jobs, scores, total, err := c.page(c.store.ks.dead(), page)
+	jobs, scores, total, err := c.page(c.store.Ks.Dead(), page)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -84,15 +85,15 @@ func (c *Client) page(key string, page uint) ([]*Job, []int64, int64, error) {
 	if uint64(page-1) < uint64(math.MaxInt64/clientPageSize-1) {
 		start = int64(page-1) * clientPageSize
 	}
-	members, total, err := c.store.zsetPage(context.Background(), key, start, start+clientPageSize-1)
+	members, total, err := c.store.ZsetPage(context.Background(), key, start, start+clientPageSize-1)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	jobs := make([]*Job, len(members))
 	scores := make([]int64, len(members))
 	for i, m := range members {
-		jobs[i], _ = decodeMember(m.member)
-		scores[i] = m.score
+		jobs[i], _ = decodeMember(m.Member)
+		scores[i] = m.Score
 	}
 	return jobs, scores, total, nil
 }
@@ -141,20 +142,34 @@ func (m match) decodedJob() *Job {
 	return m.job
 }
 
+// removal describes the matched job for its removal by hand: nil when it could not be decoded or
+// names a batch or an ID no writer of the library makes, which then go untouched.
+func (m match) removal() *rdb.RemovedJob {
+	j := m.decodedJob()
+	if j == nil || checkBatchID(j.ID) != nil || (j.Batch != "" && checkBatchID(j.Batch) != nil) {
+		return nil
+	}
+	r := &rdb.RemovedJob{Id: j.ID, Name: j.Name, Batch: j.Batch, Tracked: j.Tracked}
+	if j.KeyHold && j.Key != "" && checkKey(j.Key) == nil {
+		r.Key = j.Key
+	}
+	return r
+}
+
 // findAtScore returns the members of a sorted set whose score reads as score (as the page methods
 // list it: see parseScore) and whose job ID (as listed) is jobID, reading at most clientBatchSize
 // members per round trip.
 func (c *Client) findAtScore(ctx context.Context, key string, score int64, jobID string) ([]match, error) {
 	var out []match
-	lo, hi := scoreBounds(score)
+	lo, hi := rdb.ScoreBounds(score)
 	for offset := 0; ; offset += clientBatchSize {
-		members, err := c.store.zsetByScore(ctx, key, lo, hi, offset, clientBatchSize)
+		members, err := c.store.ZsetByScore(ctx, key, lo, hi, offset, clientBatchSize)
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range members {
-			if j, ok := decodeMember(m.member); j.ID == jobID && m.score == score {
-				out = append(out, match{member: m.member, job: j, ok: ok})
+			if j, ok := decodeMember(m.Member); j.ID == jobID && m.Score == score {
+				out = append(out, match{member: m.Member, job: j, ok: ok})
 			}
 		}
 		if len(members) < clientBatchSize {
@@ -179,7 +194,7 @@ func (c *Client) deleteAt(key string, score int64, jobID string, withLock bool) 
 				return err
 			}
 		}
-		ok, err := c.store.deleteMember(ctx, key, f.member, lock, f.decodedJob())
+		ok, err := c.store.DeleteMember(ctx, key, f.member, lock, f.removal())
 		if err != nil {
 			return err
 		}
@@ -198,32 +213,32 @@ func (c *Client) uniqueLockOf(f match) (string, error) {
 	}
 	if f.job.UniqueKey != "" {
 		// Only ever a unique lock of this job's name: a payload's unique_key could name any key.
-		if !strings.HasPrefix(f.job.UniqueKey, c.store.ks.uniquePrefix(f.job.Name)) {
+		if !strings.HasPrefix(f.job.UniqueKey, c.store.Ks.UniquePrefix(f.job.Name)) {
 			return "", nil
 		}
 		return f.job.UniqueKey, nil
 	}
 	// Jobs enqueued before unique_key was recorded: the key is derived from the args.
-	return c.store.ks.unique(f.job.Name, f.job.Args)
+	return c.store.Ks.Unique(f.job.Name, f.job.Args)
 }
 
 // DeleteDeadJob deletes the dead job with the given DiedAt and ID (as listed by DeadJobs). It returns
 // ErrNotDeleted when there is no such job.
 func (c *Client) DeleteDeadJob(diedAt int64, jobID string) error {
-	return c.deleteAt(c.store.ks.dead(), diedAt, jobID, false)
+	return c.deleteAt(c.store.Ks.Dead(), diedAt, jobID, false)
 }
 
 // DeleteRetryJob deletes the job waiting for a retry with the given RetryAt and ID (as listed by
 // RetryJobs). It returns ErrNotDeleted when there is no such job.
 func (c *Client) DeleteRetryJob(retryAt int64, jobID string) error {
-	return c.deleteAt(c.store.ks.retry(), retryAt, jobID, false)
+	return c.deleteAt(c.store.Ks.Retry(), retryAt, jobID, false)
 }
 
 // DeleteScheduledJob deletes the scheduled job with the given RunAt and ID (as listed by
 // ScheduledJobs), and frees its unique lock if it is a unique job, so an identical job can be enqueued
 // again. It returns ErrNotDeleted when there is no such job.
 func (c *Client) DeleteScheduledJob(scheduledFor int64, jobID string) error {
-	return c.deleteAt(c.store.ks.scheduled(), scheduledFor, jobID, true)
+	return c.deleteAt(c.store.Ks.Scheduled(), scheduledFor, jobID, true)
 }
 
 // RetryDeadJob moves the dead job with the given DiedAt and ID (as listed by DeadJobs) to the back of
@@ -232,12 +247,12 @@ func (c *Client) DeleteScheduledJob(scheduledFor int64, jobID string) error {
 // cannot be retried because it cannot be decoded.
 func (c *Client) RetryDeadJob(diedAt int64, jobID string) error {
 	ctx := context.Background()
-	found, err := c.findAtScore(ctx, c.store.ks.dead(), diedAt, jobID)
+	found, err := c.findAtScore(ctx, c.store.Ks.Dead(), diedAt, jobID)
 	if err != nil {
 		return err
 	}
 	now := nowEpochSeconds()
-	var ops []requeueOp
+	var ops []rdb.RequeueOp
 	var why error
 	for _, f := range found {
 		op, err := retryOp(f.member, f.job, f.ok, now)
@@ -247,7 +262,7 @@ func (c *Client) RetryDeadJob(diedAt int64, jobID string) error {
 		}
 		ops = append(ops, op)
 	}
-	n, err := c.store.requeueMembers(ctx, c.store.ks.dead(), ops)
+	n, err := c.store.RequeueMembers(ctx, c.store.Ks.Dead(), ops)
 	if err != nil {
 		return err
 	}
@@ -273,19 +288,19 @@ func (c *Client) RetryAllDeadJobs() error {
 func (c *Client) retryDead(want func(*Job) bool) (int64, error) {
 	ctx := context.Background()
 	var moved int64
-	err := c.eachDeadBatch(ctx, func(members []zmember) (int, error) {
+	err := c.eachDeadBatch(ctx, func(members []rdb.Zmember) (int, error) {
 		now := nowEpochSeconds()
-		ops := make([]requeueOp, 0, len(members))
+		ops := make([]rdb.RequeueOp, 0, len(members))
 		for _, m := range members {
-			j, decoded := decodeMember(m.member)
+			j, decoded := decodeMember(m.Member)
 			if !want(j) {
 				continue
 			}
-			if op, err := retryOp(m.member, j, decoded, now); err == nil {
+			if op, err := retryOp(m.Member, j, decoded, now); err == nil {
 				ops = append(ops, op)
 			}
 		}
-		n, err := c.store.requeueMembers(ctx, c.store.ks.dead(), ops)
+		n, err := c.store.RequeueMembers(ctx, c.store.Ks.Dead(), ops)
 		moved += n
 		return len(members) - len(ops), err
 	})
@@ -297,15 +312,15 @@ func (c *Client) retryDead(want func(*Job) bool) (int64, error) {
 // gets each batch, removes some of its members from the set, and returns how many it left there, which
 // the walk then skips. A member removed by another client during the walk may make it skip as many
 // members again: those stay for a later call.
-func (c *Client) eachDeadBatch(ctx context.Context, act func([]zmember) (left int, err error)) error {
-	key := c.store.ks.dead()
-	last, ok, err := c.store.zsetMaxBound(ctx, key)
+func (c *Client) eachDeadBatch(ctx context.Context, act func([]rdb.Zmember) (left int, err error)) error {
+	key := c.store.Ks.Dead()
+	last, ok, err := c.store.ZsetMaxBound(ctx, key)
 	if err != nil || !ok {
 		return err
 	}
 	offset := 0 // members left behind ahead of the next batch
 	for {
-		members, err := c.store.zsetByScore(ctx, key, "-inf", last, offset, clientBatchSize)
+		members, err := c.store.ZsetByScore(ctx, key, "-inf", last, offset, clientBatchSize)
 		if err != nil {
 			return err
 		}
@@ -325,31 +340,31 @@ func (c *Client) eachDeadBatch(ctx context.Context, act func([]zmember) (left in
 
 // DeleteAllDeadJobs deletes every dead job.
 func (c *Client) DeleteAllDeadJobs() error {
-	return c.store.unlink(context.Background(), c.store.ks.dead())
+	return c.store.Unlink(context.Background(), c.store.Ks.Dead())
 }
 
 // retryOp builds the move of a dead member back onto its queue. A dead record of a payload that could
 // not be decoded gets that payload back verbatim; any other job a fresh start.
-func retryOp(member []byte, j *Job, decoded bool, now int64) (requeueOp, error) {
+func retryOp(member []byte, j *Job, decoded bool, now int64) (rdb.RequeueOp, error) {
 	if !decoded {
-		return requeueOp{}, fmt.Errorf("job %q cannot be decoded, so it cannot be queued", j.ID)
+		return rdb.RequeueOp{}, fmt.Errorf("job %q cannot be decoded, so it cannot be queued", j.ID)
 	}
 	if len(j.Raw) > 0 {
-		op := requeueOp{member: member, payload: j.Raw, name: j.Name}
+		op := rdb.RequeueOp{Member: member, Payload: j.Raw, Name: j.Name}
 		if orig, err := decodeJob(j.Raw); err == nil && orig.Name == j.Name && orig.Key != "" && checkKey(orig.Key) == nil {
 			// A keyed payload found where it did not belong (pushed by hand onto its name's queue,
 			// say) goes to its key's queue this time.
-			op.key = orig.Key
+			op.Key = orig.Key
 		}
 		return op, nil
 	}
 	payload, err := retryPayload(member, now)
 	if err != nil {
-		return requeueOp{}, err
+		return rdb.RequeueOp{}, err
 	}
-	op := requeueOp{member: member, payload: payload, name: j.Name}
+	op := rdb.RequeueOp{Member: member, Payload: payload, Name: j.Name}
 	if j.Key != "" && checkKey(j.Key) == nil {
-		op.key = j.Key
+		op.Key = j.Key
 	}
 	return op, nil
 }
@@ -480,27 +495,27 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	ctx := context.Background()
 	needles := idNeedles(jobID)
 	for _, set := range []struct{ state, key string }{
-		{JobStateScheduled, c.store.ks.scheduled()},
-		{JobStateRetry, c.store.ks.retry()},
+		{JobStateScheduled, c.store.Ks.Scheduled()},
+		{JobStateRetry, c.store.Ks.Retry()},
 	} {
 		if loc, err := c.findInSet(ctx, set.state, set.key, jobID, needles); loc != nil || err != nil {
 			return loc, err
 		}
 	}
-	names, err := c.store.knownJobNames(ctx)
+	names, err := c.store.KnownJobNames(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.jobs(name), jobID, needles, false); loc != nil || err != nil {
+		if loc, err := c.findInList(ctx, JobStateQueued, c.store.Ks.Jobs(name), jobID, needles, false); loc != nil || err != nil {
 			return loc, err
 		}
 		if loc, err := c.findKeyed(ctx, name, jobID, needles); loc != nil || err != nil {
 			return loc, err
 		}
 	}
-	pools, err := c.store.poolIDs(ctx)
+	pools, err := c.store.PoolIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -508,11 +523,11 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	var keys, owners []string
 	for _, pool := range pools {
 		for _, name := range names {
-			keys = append(keys, c.store.ks.inProgress(name, pool), c.store.ks.keyedInProgress(name, pool))
+			keys = append(keys, c.store.Ks.InProgress(name, pool), c.store.Ks.KeyedInProgress(name, pool))
 			owners = append(owners, pool, pool)
 		}
 	}
-	lengths, err := c.store.listLengths(ctx, keys)
+	lengths, err := c.store.ListLengths(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +547,7 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 			return loc, err
 		}
 	}
-	if loc, err := c.findInSet(ctx, JobStateDead, c.store.ks.dead(), jobID, needles); loc != nil || err != nil {
+	if loc, err := c.findInSet(ctx, JobStateDead, c.store.Ks.Dead(), jobID, needles); loc != nil || err != nil {
 		return loc, err
 	}
 	return nil, ErrJobNotFound
@@ -545,7 +560,7 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]byte) (*JobLocation, error) {
 	cursor := "0"
 	for {
-		next, keys, err := c.store.zscan(ctx, c.store.ks.keyedWaiting(name), cursor, "*", clientBatchSize)
+		next, keys, err := c.store.Zscan(ctx, c.store.Ks.KeyedWaiting(name), cursor, "*", clientBatchSize)
 		if isWrongType(err) {
 			return nil, nil
 		}
@@ -553,7 +568,7 @@ func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]
 			return nil, err
 		}
 		for _, key := range keys {
-			loc, err := c.findInList(ctx, JobStateQueued, c.store.ks.keyedQueue(name, string(key.member)), jobID, needles, false)
+			loc, err := c.findInList(ctx, JobStateQueued, c.store.Ks.KeyedQueue(name, string(key.Member)), jobID, needles, false)
 			if isWrongType(err) {
 				continue
 			}
@@ -576,13 +591,13 @@ func (c *Client) findInSet(ctx context.Context, state, key, jobID string, needle
 	}
 	cursor := "0"
 	for {
-		next, members, err := c.store.zscan(ctx, key, cursor, match, clientBatchSize)
+		next, members, err := c.store.Zscan(ctx, key, cursor, match, clientBatchSize)
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range members {
-			if j, ok, is := matchID(m.member, jobID, needles); is {
-				return &JobLocation{State: state, Score: m.score, Job: j, Decoded: ok, Payload: string(m.member)}, nil
+			if j, ok, is := matchID(m.Member, jobID, needles); is {
+				return &JobLocation{State: state, Score: m.Score, Job: j, Decoded: ok, Payload: string(m.Member)}, nil
 			}
 		}
 		if next == "0" {
@@ -597,7 +612,7 @@ func (c *Client) findInSet(ctx context.Context, state, key, jobID string, needle
 // meanwhile only shifts the jobs not yet read further on, so none is skipped.
 func (c *Client) eachListChunk(ctx context.Context, key string, fn func([][]byte) bool) error {
 	for start := int64(0); ; start += clientBatchSize {
-		chunk, err := c.store.listRange(ctx, key, start, start+clientBatchSize-1)
+		chunk, err := c.store.ListRange(ctx, key, start, start+clientBatchSize-1)
 		if err != nil {
 			return err
 		}
@@ -641,7 +656,7 @@ func (c *Client) DeleteQueuedJob(jobName, jobID string) error {
 		return errEmptyJobID
 	}
 	ctx := context.Background()
-	key := c.store.ks.jobs(jobName)
+	key := c.store.Ks.Jobs(jobName)
 	needles := idNeedles(jobID)
 	var found []match
 	seen := map[string]bool{}
@@ -663,7 +678,7 @@ func (c *Client) DeleteQueuedJob(jobName, jobID string) error {
 		if err != nil {
 			return err
 		}
-		n, err := c.store.deleteListMember(ctx, key, f.member, lock, f.decodedJob())
+		n, err := c.store.DeleteListMember(ctx, key, f.member, lock, f.removal())
 		if err != nil {
 			return err
 		}
@@ -693,14 +708,14 @@ func (c *Client) DeleteDeadJobsByName(jobName string) (int64, error) {
 	}
 	ctx := context.Background()
 	var deleted int64
-	err := c.eachDeadBatch(ctx, func(members []zmember) (int, error) {
+	err := c.eachDeadBatch(ctx, func(members []rdb.Zmember) (int, error) {
 		var drop [][]byte
 		for _, m := range members {
-			if j, _ := decodeMember(m.member); j.Name == jobName {
-				drop = append(drop, m.member)
+			if j, _ := decodeMember(m.Member); j.Name == jobName {
+				drop = append(drop, m.Member)
 			}
 		}
-		n, err := c.store.zremMembers(ctx, c.store.ks.dead(), drop)
+		n, err := c.store.ZremMembers(ctx, c.store.Ks.Dead(), drop)
 		deleted += n
 		return len(members) - len(drop), err
 	})
@@ -711,14 +726,14 @@ func (c *Client) DeleteDeadJobsByName(jobName string) (int64, error) {
 // to the back of its queue at once, unchanged. It returns ErrNotRetried when there is no such job or
 // it cannot be decoded.
 func (c *Client) RunScheduledJobNow(runAt int64, jobID string) error {
-	return c.runNow(c.store.ks.scheduled(), runAt, jobID)
+	return c.runNow(c.store.Ks.Scheduled(), runAt, jobID)
 }
 
 // RunRetryJobNow moves the job waiting for a retry with the given RetryAt and ID (as listed by
 // RetryJobs) to the back of its queue at once, with its failure count kept. It returns ErrNotRetried
 // when there is no such job or it cannot be decoded.
 func (c *Client) RunRetryJobNow(retryAt int64, jobID string) error {
-	return c.runNow(c.store.ks.retry(), retryAt, jobID)
+	return c.runNow(c.store.Ks.Retry(), retryAt, jobID)
 }
 
 // runNow moves members of a sorted set onto their queues verbatim, as the requeuer does when they are
@@ -729,17 +744,17 @@ func (c *Client) runNow(key string, score int64, jobID string) error {
 	if err != nil {
 		return err
 	}
-	var ops []requeueOp
+	var ops []rdb.RequeueOp
 	for _, f := range found {
 		if f.ok {
-			op := requeueOp{member: f.member, payload: f.member, name: f.job.Name}
+			op := rdb.RequeueOp{Member: f.member, Payload: f.member, Name: f.job.Name}
 			if f.job.Key != "" && checkKey(f.job.Key) == nil {
-				op.key, op.hold = f.job.Key, f.job.KeyHold
+				op.Key, op.Hold = f.job.Key, f.job.KeyHold
 			}
 			ops = append(ops, op)
 		}
 	}
-	n, err := c.store.requeueMembers(ctx, key, ops)
+	n, err := c.store.RequeueMembers(ctx, key, ops)
 	if err != nil {
 		return err
 	}
@@ -760,11 +775,11 @@ func (c *Client) SearchJobs(state, query string, page uint) ([]*JobLocation, int
 	var key string
 	switch state {
 	case JobStateScheduled:
-		key = c.store.ks.scheduled()
+		key = c.store.Ks.Scheduled()
 	case JobStateRetry:
-		key = c.store.ks.retry()
+		key = c.store.Ks.Retry()
 	case JobStateDead:
-		key = c.store.ks.dead()
+		key = c.store.Ks.Dead()
 	default:
 		return nil, 0, fmt.Errorf("work: cannot search jobs in state %q", state)
 	}
@@ -781,21 +796,21 @@ func (c *Client) SearchJobs(state, query string, page uint) ([]*JobLocation, int
 	var out []*JobLocation
 	var total uint64
 	for start := int64(0); ; start += clientBatchSize {
-		members, _, err := c.store.zsetPage(ctx, key, start, start+clientBatchSize-1)
+		members, _, err := c.store.ZsetPage(ctx, key, start, start+clientBatchSize-1)
 		if err != nil {
 			return nil, 0, err
 		}
 		for _, m := range members {
-			if !bytes.Contains(bytes.ToLower(m.member), needle) && bytes.IndexByte(m.member, '\\') < 0 {
+			if !bytes.Contains(bytes.ToLower(m.Member), needle) && bytes.IndexByte(m.Member, '\\') < 0 {
 				continue // cannot hold the query (JSON escapes aside)
 			}
-			j, ok := decodeMember(m.member)
+			j, ok := decodeMember(m.Member)
 			if !strings.Contains(strings.ToLower(j.Name), lower) && !strings.Contains(strings.ToLower(j.ID), lower) &&
 				!strings.Contains(strings.ToLower(j.Batch), lower) {
 				continue
 			}
 			if total >= first && total < first+clientPageSize {
-				out = append(out, &JobLocation{State: state, Score: m.score, Job: j, Decoded: ok, Payload: string(m.member)})
+				out = append(out, &JobLocation{State: state, Score: m.Score, Job: j, Decoded: ok, Payload: string(m.Member)})
 			}
 			total++
 		}

@@ -14,17 +14,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // zsetLister lists one of the three job sets as (score, job) pairs.
 type zsetLister struct {
 	name string
-	key  func(keyspace) string
+	key  func(rdb.Keyspace) string
 	list func(c *Client, page uint) ([]int64, []*Job, int64, error)
 }
 
 var zsetListers = []zsetLister{
-	{"scheduled", keyspace.scheduled, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
+	{"scheduled", rdb.Keyspace.Scheduled, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
 		js, n, err := c.ScheduledJobs(page)
 		var scores []int64
 		var jobs []*Job
@@ -33,7 +35,7 @@ var zsetListers = []zsetLister{
 		}
 		return scores, jobs, n, err
 	}},
-	{"retry", keyspace.retry, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
+	{"retry", rdb.Keyspace.Retry, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
 		js, n, err := c.RetryJobs(page)
 		var scores []int64
 		var jobs []*Job
@@ -42,7 +44,7 @@ var zsetListers = []zsetLister{
 		}
 		return scores, jobs, n, err
 	}},
-	{"dead", keyspace.dead, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
+	{"dead", rdb.Keyspace.Dead, func(c *Client, page uint) ([]int64, []*Job, int64, error) {
 		js, n, err := c.DeadJobs(page)
 		var scores []int64
 		var jobs []*Job
@@ -145,7 +147,7 @@ func TestClientDeadJobsShowsTheOriginalPayloadOfAnUndecodableJob(t *testing.T) {
 	// A worker's dead record of a payload it could not decode, name unknown.
 	rec := fmt.Sprintf(`{"id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":%q}`,
 		base64.StdEncoding.EncodeToString([]byte("{broken")))
-	rdo(t, pool, "ZADD", ks.dead(), 9, rec)
+	rdo(t, pool, "ZADD", ks.Dead(), 9, rec)
 	jobs, total, err := c.DeadJobs(1)
 	if err != nil || total != 1 || len(jobs) != 1 {
 		t.Fatalf("got %v, %d, %v", jobs, total, err)
@@ -160,7 +162,7 @@ func TestClientDeleteDeadJobRemovesOnlyThatJob(t *testing.T) {
 	c, pool, ks := newTestClient(t)
 	a := clientJobBytes(t, &Job{Name: "n", ID: "a", EnqueuedAt: 1, Fails: 4, LastErr: "x", FailedAt: 100})
 	b := clientJobBytes(t, &Job{Name: "n", ID: "b", EnqueuedAt: 1, Fails: 4, LastErr: "x", FailedAt: 100})
-	rdo(t, pool, "ZADD", ks.dead(), 100, a, 100, b, 101, "junk")
+	rdo(t, pool, "ZADD", ks.Dead(), 100, a, 100, b, 101, "junk")
 
 	if err := c.DeleteDeadJob(101, "a"); !errors.Is(err, ErrNotDeleted) {
 		t.Errorf("wrong score: got %v, want ErrNotDeleted", err)
@@ -168,7 +170,7 @@ func TestClientDeleteDeadJobRemovesOnlyThatJob(t *testing.T) {
 	if err := c.DeleteDeadJob(100, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if got := rStrings(t, pool, "ZRANGE", ks.dead(), 0, -1); !reflect.DeepEqual(got, []string{string(b), "junk"}) {
+	if got := rStrings(t, pool, "ZRANGE", ks.Dead(), 0, -1); !reflect.DeepEqual(got, []string{string(b), "junk"}) {
 		t.Errorf("dead set after delete: %q", got)
 	}
 	if err := c.DeleteDeadJob(100, "a"); !errors.Is(err, ErrNotDeleted) {
@@ -178,7 +180,7 @@ func TestClientDeleteDeadJobRemovesOnlyThatJob(t *testing.T) {
 	if err := c.DeleteDeadJob(101, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got := rStrings(t, pool, "ZRANGE", ks.dead(), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
+	if got := rStrings(t, pool, "ZRANGE", ks.Dead(), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
 		t.Errorf("dead set after deleting the undecodable member: %q", got)
 	}
 }
@@ -188,7 +190,7 @@ func TestClientDeleteRetryJobRemovesOnlyThatJob(t *testing.T) {
 	c, pool, ks := newTestClient(t)
 	a := clientJobBytes(t, &Job{Name: "n", ID: "a", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5})
 	b := clientJobBytes(t, &Job{Name: "n", ID: "b", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5})
-	rdo(t, pool, "ZADD", ks.retry(), 50, a, 60, b)
+	rdo(t, pool, "ZADD", ks.Retry(), 50, a, 60, b)
 
 	if err := c.DeleteRetryJob(60, "a"); !errors.Is(err, ErrNotDeleted) {
 		t.Errorf("wrong score: got %v, want ErrNotDeleted", err)
@@ -196,7 +198,7 @@ func TestClientDeleteRetryJobRemovesOnlyThatJob(t *testing.T) {
 	if err := c.DeleteRetryJob(50, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if got := rStrings(t, pool, "ZRANGE", ks.retry(), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
+	if got := rStrings(t, pool, "ZRANGE", ks.Retry(), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
 		t.Errorf("retry set after delete: %q", got)
 	}
 	if err := c.DeleteRetryJob(50, "a"); !errors.Is(err, ErrNotDeleted) {
@@ -208,11 +210,11 @@ func TestClientDeleteScheduledJobFreesItsUniqueLock(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	args := Q{"user": 7.0, "big": json.Number("12345678901234567890")}
-	byArgs, err := ks.unique("mail", args)
+	byArgs, err := ks.Unique("mail", args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKey, err := ks.unique("mail", Q{"user": 8.0})
+	byKey, err := ks.Unique("mail", Q{"user": 8.0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +223,7 @@ func TestClientDeleteScheduledJobFreesItsUniqueLock(t *testing.T) {
 	// A unique job written without unique_key: its lock is found from its args.
 	withoutKey := clientJobBytes(t, &Job{Name: "mail", ID: "u", EnqueuedAt: 1, Args: args, Unique: true})
 	plain := clientJobBytes(t, &Job{Name: "mail", ID: "p", EnqueuedAt: 1, Args: args})
-	rdo(t, pool, "ZADD", ks.scheduled(), 500, withKey, 500, withoutKey, 600, plain)
+	rdo(t, pool, "ZADD", ks.Scheduled(), 500, withKey, 500, withoutKey, 600, plain)
 	rdo(t, pool, "SET", byKey, withKey, "EX", 86400)
 	rdo(t, pool, "SET", byArgs, "1", "EX", 86400)
 
@@ -243,7 +245,7 @@ func TestClientDeleteScheduledJobFreesItsUniqueLock(t *testing.T) {
 	if rInt(t, pool, "EXISTS", byArgs) != 0 {
 		t.Fatal("the lock derived from the args was not freed")
 	}
-	if n := rInt(t, pool, "ZCARD", ks.scheduled()); n != 0 {
+	if n := rInt(t, pool, "ZCARD", ks.Scheduled()); n != 0 {
 		t.Errorf("scheduled set holds %d members, want 0", n)
 	}
 	rdo(t, pool, "SET", byArgs, "1", "EX", 86400) // a newer job's lock
@@ -259,7 +261,7 @@ func TestClientRetryDeadJobMovesItBackToItsQueue(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	dead := &Job{Name: "mail", ID: "d1", EnqueuedAt: 1000, Args: Q{"to": "a@b.c"}, Fails: 4, LastErr: "smtp down", FailedAt: 2000}
-	rdo(t, pool, "ZADD", ks.dead(), 2000, clientJobBytes(t, dead))
+	rdo(t, pool, "ZADD", ks.Dead(), 2000, clientJobBytes(t, dead))
 	psc := subscribeWake(t, pool, ks)
 	defer psc.Close()
 
@@ -271,10 +273,10 @@ func TestClientRetryDeadJobMovesItBackToItsQueue(t *testing.T) {
 	if got := nextWake(t, psc); got != "mail" {
 		t.Errorf("wake-up message %q, want the job name", got)
 	}
-	if n := rInt(t, pool, "ZCARD", ks.dead()); n != 0 {
+	if n := rInt(t, pool, "ZCARD", ks.Dead()); n != 0 {
 		t.Errorf("dead set holds %d members, want 0", n)
 	}
-	queued := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1)
+	queued := rStrings(t, pool, "LRANGE", ks.Jobs("mail"), 0, -1)
 	if len(queued) != 1 {
 		t.Fatalf("queue holds %d jobs, want 1", len(queued))
 	}
@@ -299,13 +301,13 @@ func TestClientRetryDeadJobQueuesItBehindWaitingJobs(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	waiting := clientJobBytes(t, &Job{Name: "mail", ID: "w", EnqueuedAt: 1})
-	rdo(t, pool, "LPUSH", ks.jobs("mail"), waiting)
-	rdo(t, pool, "ZADD", ks.dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: "d", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
+	rdo(t, pool, "LPUSH", ks.Jobs("mail"), waiting)
+	rdo(t, pool, "ZADD", ks.Dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: "d", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
 	if err := c.RetryDeadJob(5, "d"); err != nil {
 		t.Fatal(err)
 	}
 	// Workers fetch from the tail: the waiting job stays first in line.
-	q := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1)
+	q := rStrings(t, pool, "LRANGE", ks.Jobs("mail"), 0, -1)
 	if len(q) != 2 || q[1] != string(waiting) || !strings.Contains(q[0], `"id":"d"`) {
 		t.Errorf("queue %q", q)
 	}
@@ -314,7 +316,7 @@ func TestClientRetryDeadJobQueuesItBehindWaitingJobs(t *testing.T) {
 func TestClientRetryDeadJobTwiceReturnsErrNotRetried(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	rdo(t, pool, "ZADD", ks.dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: "d", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
+	rdo(t, pool, "ZADD", ks.Dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: "d", EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
 	if err := c.RetryDeadJob(5, "d"); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +326,7 @@ func TestClientRetryDeadJobTwiceReturnsErrNotRetried(t *testing.T) {
 	if err := c.RetryDeadJob(6, "nope"); !errors.Is(err, ErrNotRetried) {
 		t.Fatalf("retry of a job that is not there: got %v, want ErrNotRetried", err)
 	}
-	if n := rInt(t, pool, "LLEN", ks.jobs("mail")); n != 1 {
+	if n := rInt(t, pool, "LLEN", ks.Jobs("mail")); n != 1 {
 		t.Errorf("queue holds %d jobs, want 1", n)
 	}
 }
@@ -335,7 +337,7 @@ func TestClientRetryDeadJobRacingClientsRetryOnce(t *testing.T) {
 	c2 := &Client{store: c1.store}
 	for i := 0; i < 20; i++ {
 		id := fmt.Sprintf("d%d", i)
-		rdo(t, pool, "ZADD", ks.dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: id, EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
+		rdo(t, pool, "ZADD", ks.Dead(), 5, clientJobBytes(t, &Job{Name: "mail", ID: id, EnqueuedAt: 1, Fails: 1, LastErr: "x", FailedAt: 5}))
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for k, c := range []*Client{c1, c2} {
@@ -358,7 +360,7 @@ func TestClientRetryDeadJobRacingClientsRetryOnce(t *testing.T) {
 			t.Fatalf("round %d: %d clients retried the job, want exactly 1", i, ok)
 		}
 	}
-	if n := rInt(t, pool, "LLEN", ks.jobs("mail")); n != 20 {
+	if n := rInt(t, pool, "LLEN", ks.Jobs("mail")); n != 20 {
 		t.Errorf("queue holds %d jobs, want 20", n)
 	}
 }
@@ -368,11 +370,11 @@ func TestClientRetryDeadJobKeepsLargeIntegersExact(t *testing.T) {
 	c, pool, ks := newTestClient(t)
 	args := `{"big":12345678901234567890,"edge":9007199254740993,"neg":-9223372036854775808,"list":[],"obj":{},"f":1.5e300,"s":"\u003ctag\u003e"}`
 	member := `{"name":"big","id":"b1","t":1,"args":` + args + `,"unique":true,"unique_key":"k","fails":4,"err":"boom","failed_at":99}`
-	rdo(t, pool, "ZADD", ks.dead(), 99, member)
+	rdo(t, pool, "ZADD", ks.Dead(), 99, member)
 	if err := c.RetryDeadJob(99, "b1"); err != nil {
 		t.Fatal(err)
 	}
-	got := rStrings(t, pool, "LRANGE", ks.jobs("big"), 0, -1)
+	got := rStrings(t, pool, "LRANGE", ks.Jobs("big"), 0, -1)
 	if len(got) != 1 {
 		t.Fatalf("queue holds %d jobs, want 1", len(got))
 	}
@@ -394,14 +396,14 @@ func TestClientRetryDeadJobRequeuesAnUndecodablePayloadVerbatim(t *testing.T) {
 	c, pool, ks := newTestClient(t)
 	rec := fmt.Sprintf(`{"name":"mail","id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":%q}`,
 		base64.StdEncoding.EncodeToString([]byte(`{"name":"mail",broken`)))
-	rdo(t, pool, "ZADD", ks.dead(), 9, rec)
+	rdo(t, pool, "ZADD", ks.Dead(), 9, rec)
 	if err := c.RetryDeadJob(9, "r1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{`{"name":"mail",broken`}) {
+	if got := rStrings(t, pool, "LRANGE", ks.Jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{`{"name":"mail",broken`}) {
 		t.Errorf("queue %q, want the original payload", got)
 	}
-	if n := rInt(t, pool, "ZCARD", ks.dead()); n != 0 {
+	if n := rInt(t, pool, "ZCARD", ks.Dead()); n != 0 {
 		t.Errorf("dead set holds %d members, want 0", n)
 	}
 }
@@ -411,14 +413,14 @@ func TestClientRetryDeadJobLeavesAnUndecodableMember(t *testing.T) {
 	c, pool, ks := newTestClient(t)
 	rec := fmt.Sprintf(`{"id":"r1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":%q}`,
 		base64.StdEncoding.EncodeToString([]byte("{broken")))
-	rdo(t, pool, "ZADD", ks.dead(), 9, "garbage", 9, rec)
+	rdo(t, pool, "ZADD", ks.Dead(), 9, "garbage", 9, rec)
 	if err := c.RetryDeadJob(9, ""); !errors.Is(err, ErrNotRetried) {
 		t.Errorf("retry of garbage: got %v, want ErrNotRetried", err)
 	}
 	if err := c.RetryDeadJob(9, "r1"); !errors.Is(err, ErrNotRetried) {
 		t.Errorf("retry of a record with no job name: got %v, want ErrNotRetried", err)
 	}
-	if n := rInt(t, pool, "ZCARD", ks.dead()); n != 2 {
+	if n := rInt(t, pool, "ZCARD", ks.Dead()); n != 2 {
 		t.Errorf("dead set holds %d members, want both left", n)
 	}
 }
@@ -427,7 +429,7 @@ func TestClientRetryAllDeadJobsMovesThemInBatches(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	const n = 2500
-	args := []interface{}{ks.dead()}
+	args := []interface{}{ks.Dead()}
 	for i := 0; i < n; i++ {
 		name := []string{"alpha", "bravo"}[i%2]
 		j := &Job{Name: name, ID: fmt.Sprintf("j%04d", i), EnqueuedAt: 1, Args: Q{"i": i}, Fails: 4, LastErr: "x", FailedAt: int64(10000 + i)}
@@ -444,19 +446,19 @@ func TestClientRetryAllDeadJobsMovesThemInBatches(t *testing.T) {
 	if err := c.RetryAllDeadJobs(); err != nil {
 		t.Fatal(err)
 	}
-	left := rStrings(t, pool, "ZRANGE", ks.dead(), 0, -1)
+	left := rStrings(t, pool, "ZRANGE", ks.Dead(), 0, -1)
 	sort.Strings(left)
 	want := append([]string(nil), bad...)
 	sort.Strings(want)
 	if !reflect.DeepEqual(left, want) {
 		t.Errorf("dead set after RetryAllDeadJobs: %q, want only the undecodable members", left)
 	}
-	if got := rStrings(t, pool, "LRANGE", ks.jobs("charlie"), 0, -1); !reflect.DeepEqual(got, []string{"opaque"}) {
+	if got := rStrings(t, pool, "LRANGE", ks.Jobs("charlie"), 0, -1); !reflect.DeepEqual(got, []string{"opaque"}) {
 		t.Errorf("charlie queue %q", got)
 	}
 	seen := map[string]bool{}
 	for _, name := range []string{"alpha", "bravo"} {
-		q := rStrings(t, pool, "LRANGE", ks.jobs(name), 0, -1)
+		q := rStrings(t, pool, "LRANGE", ks.Jobs(name), 0, -1)
 		if len(q) != n/2 {
 			t.Errorf("%s queue holds %d jobs, want %d", name, len(q), n/2)
 		}
@@ -487,7 +489,7 @@ func TestClientRetryAllDeadJobsOnAnEmptySetDoesNothing(t *testing.T) {
 	if err := c.RetryAllDeadJobs(); err != nil {
 		t.Fatal(err)
 	}
-	if n := rInt(t, pool, "EXISTS", ks.dead()); n != 0 {
+	if n := rInt(t, pool, "EXISTS", ks.Dead()); n != 0 {
 		t.Error("dead set created")
 	}
 }
@@ -495,12 +497,12 @@ func TestClientRetryAllDeadJobsOnAnEmptySetDoesNothing(t *testing.T) {
 func TestClientDeleteAllDeadJobsEmptiesTheDeadSet(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	rdo(t, pool, "ZADD", ks.dead(), 1, "a", 2, "b", 3, clientJobBytes(t, &Job{Name: "n", ID: "c"}))
-	rdo(t, pool, "ZADD", ks.retry(), 1, "r")
+	rdo(t, pool, "ZADD", ks.Dead(), 1, "a", 2, "b", 3, clientJobBytes(t, &Job{Name: "n", ID: "c"}))
+	rdo(t, pool, "ZADD", ks.Retry(), 1, "r")
 	if err := c.DeleteAllDeadJobs(); err != nil {
 		t.Fatal(err)
 	}
-	if rInt(t, pool, "EXISTS", ks.dead()) != 0 || rInt(t, pool, "ZCARD", ks.retry()) != 1 {
+	if rInt(t, pool, "EXISTS", ks.Dead()) != 0 || rInt(t, pool, "ZCARD", ks.Retry()) != 1 {
 		t.Error("DeleteAllDeadJobs must empty the dead set and nothing else")
 	}
 	if err := c.DeleteAllDeadJobs(); err != nil {
@@ -514,19 +516,19 @@ func TestClientFindJobFindsAJobInEveryState(t *testing.T) {
 	job := func(name, id string) []byte {
 		return clientJobBytes(t, &Job{Name: name, ID: id, EnqueuedAt: 1, Args: Q{"who": id}})
 	}
-	rdo(t, pool, "SADD", ks.knownJobs(), "mail", "sms")
-	rdo(t, pool, "SADD", ks.workerPools(), "pool1")
-	rdo(t, pool, "ZADD", ks.scheduled(), 100, job("mail", "s1"))
-	rdo(t, pool, "ZADD", ks.retry(), 200, job("mail", "r1"))
-	rdo(t, pool, "LPUSH", ks.jobs("sms"), job("sms", "q0"), job("sms", "q1"), `{"name":"sms" broken`)
-	rdo(t, pool, "LPUSH", ks.inProgress("sms", "pool1"), job("sms", "p1"))
-	rdo(t, pool, "ZADD", ks.dead(), 300, job("mail", "d1"))
+	rdo(t, pool, "SADD", ks.KnownJobs(), "mail", "sms")
+	rdo(t, pool, "SADD", ks.WorkerPools(), "pool1")
+	rdo(t, pool, "ZADD", ks.Scheduled(), 100, job("mail", "s1"))
+	rdo(t, pool, "ZADD", ks.Retry(), 200, job("mail", "r1"))
+	rdo(t, pool, "LPUSH", ks.Jobs("sms"), job("sms", "q0"), job("sms", "q1"), `{"name":"sms" broken`)
+	rdo(t, pool, "LPUSH", ks.InProgress("sms", "pool1"), job("sms", "p1"))
+	rdo(t, pool, "ZADD", ks.Dead(), 300, job("mail", "d1"))
 	// The ID of a periodic job holds a cron spec; a dead record of an undecodable payload.
 	periodic := "periodic:mail:*/5 * * * *:1700000000"
-	rdo(t, pool, "ZADD", ks.dead(), 301, job("mail", periodic))
+	rdo(t, pool, "ZADD", ks.Dead(), 301, job("mail", periodic))
 	rec := fmt.Sprintf(`{"name":"sms","id":"x1","t":3,"args":null,"err":"malformed job payload","failed_at":9,"raw_payload":%q}`,
 		base64.StdEncoding.EncodeToString([]byte("{broken")))
-	rdo(t, pool, "ZADD", ks.dead(), 302, rec)
+	rdo(t, pool, "ZADD", ks.Dead(), 302, rec)
 
 	for _, tc := range []struct {
 		id, state, pool string
@@ -570,10 +572,10 @@ func TestClientFindJobFindsAJobInEveryState(t *testing.T) {
 func TestClientFindJobReadsLargeQueuesAndSetsInChunks(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	rdo(t, pool, "SADD", ks.knownJobs(), "bulk")
+	rdo(t, pool, "SADD", ks.KnownJobs(), "bulk")
 	const n = 2500
-	list := []interface{}{ks.jobs("bulk")}
-	set := []interface{}{ks.dead()}
+	list := []interface{}{ks.Jobs("bulk")}
+	set := []interface{}{ks.Dead()}
 	for i := 0; i < n; i++ {
 		list = append(list, clientJobBytes(t, &Job{Name: "bulk", ID: fmt.Sprintf("q%05d", i), EnqueuedAt: 1}))
 		set = append(set, i, clientJobBytes(t, &Job{Name: "bulk", ID: fmt.Sprintf("d%05d", i), EnqueuedAt: 1}))
@@ -594,20 +596,20 @@ func TestClientFindJobReadsLargeQueuesAndSetsInChunks(t *testing.T) {
 func TestClientDeleteQueuedJobRemovesOnlyThatJobAndFreesItsLock(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	lock, err := ks.unique("mail", Q{"to": "a"})
+	lock, err := ks.Unique("mail", Q{"to": "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	u := clientJobBytes(t, &Job{Name: "mail", ID: "u", EnqueuedAt: 1, Args: Q{"to": "a"}, Unique: true, UniqueKey: lock})
 	a := clientJobBytes(t, &Job{Name: "mail", ID: "a", EnqueuedAt: 1})
 	b := clientJobBytes(t, &Job{Name: "mail", ID: "b", EnqueuedAt: 1})
-	rdo(t, pool, "LPUSH", ks.jobs("mail"), a, u, b)
+	rdo(t, pool, "LPUSH", ks.Jobs("mail"), a, u, b)
 	rdo(t, pool, "SET", lock, "1", "EX", 86400)
 
 	if err := c.DeleteQueuedJob("mail", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(b), string(u)}) {
+	if got := rStrings(t, pool, "LRANGE", ks.Jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(b), string(u)}) {
 		t.Errorf("queue after delete: %q", got)
 	}
 	if rInt(t, pool, "EXISTS", lock) != 1 {
@@ -628,7 +630,7 @@ func TestClientDeleteQueuedJobRemovesOnlyThatJobAndFreesItsLock(t *testing.T) {
 	if rInt(t, pool, "EXISTS", lock) != 1 {
 		t.Error("a delete that matched nothing freed a newer job's lock")
 	}
-	if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
+	if got := rStrings(t, pool, "LRANGE", ks.Jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(b)}) {
 		t.Errorf("queue at the end: %q", got)
 	}
 	if c.DeleteQueuedJob("", "b") == nil || c.DeleteQueuedJob("mail", "") == nil {
@@ -640,7 +642,7 @@ func TestClientRetryDeadJobsByNameMovesOnlyThatNameInOrder(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	const n = 2400
-	args := []interface{}{ks.dead()}
+	args := []interface{}{ks.Dead()}
 	for i := 0; i < n; i++ {
 		name := []string{"alpha", "bravo", "charlie"}[i%3]
 		j := &Job{Name: name, ID: fmt.Sprintf("j%04d", i), EnqueuedAt: 1, Args: Q{"i": i}, Fails: 4, LastErr: "x", FailedAt: int64(i)}
@@ -658,7 +660,7 @@ func TestClientRetryDeadJobsByNameMovesOnlyThatNameInOrder(t *testing.T) {
 	if moved != n/3+1 {
 		t.Errorf("moved %d jobs, want %d", moved, n/3+1)
 	}
-	q := rStrings(t, pool, "LRANGE", ks.jobs("bravo"), 0, -1)
+	q := rStrings(t, pool, "LRANGE", ks.Jobs("bravo"), 0, -1)
 	if len(q) != n/3+1 || q[len(q)-1] != "opaque" {
 		t.Fatalf("bravo queue holds %d jobs (tail %q), want %d with the raw payload first in line", len(q), q[len(q)-1], n/3+1)
 	}
@@ -671,10 +673,10 @@ func TestClientRetryDeadJobsByNameMovesOnlyThatNameInOrder(t *testing.T) {
 			t.Fatalf("bravo queue position %d: %+v", k, j)
 		}
 	}
-	if left := rInt(t, pool, "ZCARD", ks.dead()); left != 2*n/3+1 {
+	if left := rInt(t, pool, "ZCARD", ks.Dead()); left != 2*n/3+1 {
 		t.Errorf("dead set holds %d members, want %d", left, 2*n/3+1)
 	}
-	if rInt(t, pool, "EXISTS", ks.jobs("alpha")) != 0 {
+	if rInt(t, pool, "EXISTS", ks.Jobs("alpha")) != 0 {
 		t.Error("another name was retried")
 	}
 	if moved, err := c.RetryDeadJobsByName("bravo"); moved != 0 || err != nil {
@@ -689,7 +691,7 @@ func TestClientDeleteDeadJobsByNameDeletesOnlyThatName(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	const n = 2100
-	args := []interface{}{ks.dead()}
+	args := []interface{}{ks.Dead()}
 	for i := 0; i < n; i++ {
 		name := []string{"alpha", "bravo"}[i%2]
 		args = append(args, i, clientJobBytes(t, &Job{Name: name, ID: fmt.Sprintf("j%04d", i), EnqueuedAt: 1}))
@@ -703,7 +705,7 @@ func TestClientDeleteDeadJobsByNameDeletesOnlyThatName(t *testing.T) {
 	if deleted != n/2+1 {
 		t.Errorf("deleted %d, want %d", deleted, n/2+1)
 	}
-	left := rStrings(t, pool, "ZRANGE", ks.dead(), 0, -1)
+	left := rStrings(t, pool, "ZRANGE", ks.Dead(), 0, -1)
 	if len(left) != n/2+1 {
 		t.Fatalf("dead set holds %d members, want %d", len(left), n/2+1)
 	}
@@ -725,15 +727,15 @@ func TestClientRunScheduledAndRetryJobsNow(t *testing.T) {
 	c, pool, ks := newTestClient(t)
 	s := clientJobBytes(t, &Job{Name: "mail", ID: "s", EnqueuedAt: 1})
 	r := clientJobBytes(t, &Job{Name: "mail", ID: "r", EnqueuedAt: 1, Fails: 2, LastErr: "x", FailedAt: 3})
-	rdo(t, pool, "ZADD", ks.scheduled(), 9999999999, s, 5, "junk")
-	rdo(t, pool, "ZADD", ks.retry(), 9999999999, r)
+	rdo(t, pool, "ZADD", ks.Scheduled(), 9999999999, s, 5, "junk")
+	rdo(t, pool, "ZADD", ks.Retry(), 9999999999, r)
 	if err := c.RunScheduledJobNow(9999999999, "s"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.RunRetryJobNow(9999999999, "r"); err != nil {
 		t.Fatal(err)
 	}
-	if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(r), string(s)}) {
+	if got := rStrings(t, pool, "LRANGE", ks.Jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{string(r), string(s)}) {
 		t.Errorf("queue %q: want both payloads verbatim, the scheduled one first in line", got)
 	}
 	if err := c.RunScheduledJobNow(9999999999, "s"); !errors.Is(err, ErrNotRetried) {
@@ -750,7 +752,7 @@ func TestClientRunScheduledAndRetryJobsNow(t *testing.T) {
 func TestClientSearchJobsFiltersByNameOrIDAndPages(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	args := []interface{}{ks.dead()}
+	args := []interface{}{ks.Dead()}
 	for i := 0; i < 1100; i++ {
 		name := "other"
 		if i%25 == 0 {
@@ -798,7 +800,7 @@ func TestClientFindsMembersWithFractionalAndInfiniteScores(t *testing.T) {
 	job := func(id string) string { return fmt.Sprintf(`{"name":"d","id":%q,"t":1,"args":{}}`, id) }
 	scores := map[string]string{"frac": "5.75", "negfrac": "-3.5", "zero": "0.25", "far": "1e18", "inf": "+inf", "minf": "-inf", "plain": "7"}
 	for id, sc := range scores {
-		rdo(t, pool, "ZADD", ks.dead(), sc, job(id))
+		rdo(t, pool, "ZADD", ks.Dead(), sc, job(id))
 	}
 	jobs, total, err := c.DeadJobs(1)
 	if err != nil || total != int64(len(scores)) {
@@ -825,14 +827,14 @@ func TestClientFindsMembersWithFractionalAndInfiniteScores(t *testing.T) {
 		}
 	}
 	// RetryAllDeadJobs reaches a member scored +inf.
-	rdo(t, pool, "ZADD", ks.dead(), "+inf", job("inf2"), "1", job("one"))
+	rdo(t, pool, "ZADD", ks.Dead(), "+inf", job("inf2"), "1", job("one"))
 	if err := c.RetryAllDeadJobs(); err != nil {
 		t.Fatal(err)
 	}
-	if n := rInt(t, pool, "ZCARD", ks.dead()); n != 0 {
+	if n := rInt(t, pool, "ZCARD", ks.Dead()); n != 0 {
 		t.Errorf("%d dead jobs left, want 0", n)
 	}
-	if n := rInt(t, pool, "LLEN", ks.jobs("d")); n != 9 {
+	if n := rInt(t, pool, "LLEN", ks.Jobs("d")); n != 9 {
 		t.Errorf("%d jobs queued, want 9", n)
 	}
 }
@@ -840,13 +842,13 @@ func TestClientFindsMembersWithFractionalAndInfiniteScores(t *testing.T) {
 func TestClientDeletesOnlyUniqueLocksNeverTheKeyAPayloadNames(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	victim := ks.jobs("victim")
+	victim := ks.Jobs("victim")
 	rdo(t, pool, "LPUSH", victim, "precious")
 	crafted := func(id string) []byte {
 		return clientJobBytes(t, &Job{Name: "u", ID: id, EnqueuedAt: 1, Unique: true, UniqueKey: victim})
 	}
-	rdo(t, pool, "ZADD", ks.scheduled(), 10, crafted("s"))
-	rdo(t, pool, "LPUSH", ks.jobs("u"), crafted("q"))
+	rdo(t, pool, "ZADD", ks.Scheduled(), 10, crafted("s"))
+	rdo(t, pool, "LPUSH", ks.Jobs("u"), crafted("q"))
 	if err := c.DeleteScheduledJob(10, "s"); err != nil {
 		t.Fatal(err)
 	}

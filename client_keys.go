@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // keysPerPage is the page size of Client.Keys.
@@ -23,7 +25,7 @@ func (c *Client) Keys(jobName string, page uint) ([]*KeyInfo, int64, error) {
 	}
 	ctx := context.Background()
 	start := int64(page-1) * keysPerPage
-	keys, waitingKeys, runningOnly, err := c.store.keysByBacklog(ctx, jobName, start, start+keysPerPage-1)
+	keys, waitingKeys, runningOnly, err := c.store.KeysByBacklog(ctx, jobName, start, start+keysPerPage-1)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -38,13 +40,13 @@ func (c *Client) Keys(jobName string, page uint) ([]*KeyInfo, int64, error) {
 	if len(keys) == 0 {
 		return nil, total, nil
 	}
-	states, err := c.store.keyStates(ctx, jobName, keys)
+	states, err := c.store.KeyStates(ctx, jobName, keys)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := make([]*KeyInfo, len(states))
 	for i := range states {
-		out[i] = states[i].info()
+		out[i] = keyInfo(&states[i])
 	}
 	return out, total, nil
 }
@@ -58,20 +60,20 @@ func (c *Client) Key(jobName, key string) (*KeyInfo, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	states, err := c.store.keyStates(context.Background(), jobName, []string{key})
+	states, err := c.store.KeyStates(context.Background(), jobName, []string{key})
 	if err != nil {
 		return nil, err
 	}
-	return states[0].info(), nil
+	return keyInfo(&states[0]), nil
 }
 
 // info turns what Redis holds of a key into a KeyInfo.
-func (st *keyState) info() *KeyInfo {
-	k := &KeyInfo{Key: st.key, Waiting: st.waiting, Running: st.running, Paused: st.conf[0] != ""}
-	k.Limits.Concurrency, _ = strconv.Atoi(st.conf[1])
-	k.Limits.RateLimit = parseKeyRate(st.conf[2])
-	k.Limits.Weight, _ = strconv.Atoi(st.conf[3])
-	k.Limits.MaxWaiting, _ = strconv.Atoi(st.conf[4])
+func keyInfo(st *rdb.KeyState) *KeyInfo {
+	k := &KeyInfo{Key: st.Key, Waiting: st.Waiting, Running: st.Running, Paused: st.Conf[0] != ""}
+	k.Limits.Concurrency, _ = strconv.Atoi(st.Conf[1])
+	k.Limits.RateLimit = parseKeyRate(st.Conf[2])
+	k.Limits.Weight, _ = strconv.Atoi(st.Conf[3])
+	k.Limits.MaxWaiting, _ = strconv.Atoi(st.Conf[4])
 	return k
 }
 
@@ -135,7 +137,7 @@ func (c *Client) keyControl(jobName, key, op string, vals [4]string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	return c.store.keyControl(context.Background(), jobName, key, op, vals)
+	return c.store.KeyControl(context.Background(), jobName, key, op, vals)
 }
 
 // KeyStats sums up the keyed jobs of every job name that has had some: jobs and keys waiting and
@@ -143,20 +145,20 @@ func (c *Client) keyControl(jobName, key, op string, vals [4]string) error {
 // whatever the number of keys.
 func (c *Client) KeyStats() ([]*KeyStat, error) {
 	ctx := context.Background()
-	names, err := c.store.keyedNames(ctx)
+	names, err := c.store.KeyedNames(ctx)
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
-	sums, err := c.store.keyedSummaries(ctx, names)
+	sums, err := c.store.KeyedSummaries(ctx, names)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*KeyStat, len(names))
 	for i, name := range names {
 		s := &sums[i]
-		out[i] = &KeyStat{JobName: name, Waiting: s.waiting, WaitingKeys: s.waitingKeys, Running: s.running,
-			RunningKeys: s.runningKeys, LargestBacklog: s.largest, LargestBacklogKey: s.largestKey,
-			PausedKeys: s.pausedKeys, OverriddenKeys: s.overriddenKeys}
+		out[i] = &KeyStat{JobName: name, Waiting: s.Waiting, WaitingKeys: s.WaitingKeys, Running: s.Running,
+			RunningKeys: s.RunningKeys, LargestBacklog: s.Largest, LargestBacklogKey: s.LargestKey,
+			PausedKeys: s.PausedKeys, OverriddenKeys: s.OverriddenKeys}
 	}
 	return out, nil
 }

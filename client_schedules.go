@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // SetSchedule creates the schedule s.ID, or replaces its definition, atomically. Setting a schedule
@@ -32,7 +34,7 @@ func (c *Client) setSchedules(list []Schedule, now time.Time) error {
 	if len(list) == 0 {
 		return nil
 	}
-	sets := make([]scheduleSet, len(list))
+	sets := make([]rdb.ScheduleSet, len(list))
 	crs := make([]*Cron, len(list))
 	defs := make([]*scheduleDef, len(list))
 	seen := make(map[string]struct{}, len(list))
@@ -41,27 +43,27 @@ func (c *Client) setSchedules(list []Schedule, now time.Time) error {
 		def, cr, err := s.check()
 		if err != nil {
 			if len(list) > 1 {
-				return fmt.Errorf("schedule %d (%q): %w", i, truncateKey(s.ID), err)
+				return fmt.Errorf("schedule %d (%q): %w", i, rdb.TruncateKey(s.ID), err)
 			}
 			return err
 		}
 		if _, dup := seen[s.ID]; dup {
-			return fmt.Errorf("%w: ID %q given twice", ErrMalformedSchedule, truncateKey(s.ID))
+			return fmt.Errorf("%w: ID %q given twice", ErrMalformedSchedule, rdb.TruncateKey(s.ID))
 		}
 		seen[s.ID] = struct{}{}
 		next, due := firstTick(s.ID, cr, def.jitter, now)
-		sets[i], crs[i], defs[i] = scheduleSet{id: s.ID, rec: (&scheduleRecord{next: next, def: *def}).encode(), next: next, due: due}, cr, def
+		sets[i], crs[i], defs[i] = rdb.ScheduleSet{Id: s.ID, Rec: (&scheduleRecord{next: next, def: *def}).encode(), Next: next, Due: due}, cr, def
 	}
 	idx := make([]int, len(sets)) // the index in list of each entry of sets
 	for i := range idx {
 		idx[i] = i
 	}
 	for round := 0; ; round++ {
-		out, err := c.store.setSchedules(context.Background(), sets)
+		out, err := c.store.SetSchedules(context.Background(), sets)
 		if err != nil {
 			return err
 		}
-		var again []scheduleSet
+		var again []rdb.ScheduleSet
 		var againIdx []int
 		for i, last := range out {
 			if last <= 0 {
@@ -70,15 +72,15 @@ func (c *Client) setSchedules(list []Schedule, now time.Time) error {
 			// The schedule enqueued a tick at or after the next one computed: its next tick comes
 			// after that one.
 			d, st := defs[idx[i]], sets[i]
-			st.next, st.due = firstTick(st.id, crs[idx[i]], d.jitter, time.Unix(max(last, now.Unix()), 0))
-			st.rec = (&scheduleRecord{next: st.next, def: *d}).encode()
+			st.Next, st.Due = firstTick(st.Id, crs[idx[i]], d.jitter, time.Unix(max(last, now.Unix()), 0))
+			st.Rec = (&scheduleRecord{next: st.Next, def: *d}).encode()
 			again, againIdx = append(again, st), append(againIdx, idx[i])
 		}
 		if len(again) == 0 {
 			return nil
 		}
 		if round == 3 {
-			return fmt.Errorf("work: schedule %q: its ticks kept moving while it was being set", truncateKey(again[0].id))
+			return fmt.Errorf("work: schedule %q: its ticks kept moving while it was being set", rdb.TruncateKey(again[0].Id))
 		}
 		sets, idx = again, againIdx
 	}
@@ -100,9 +102,9 @@ func (c *Client) Schedule(id string) (*ScheduleInfo, error) {
 // scheduleInfo decodes the record of schedule id for the Client.
 // readSchedule reads the record of schedule id, or returns an error wrapping ErrScheduleNotFound.
 func (c *Client) readSchedule(ctx context.Context, id string) ([]byte, error) {
-	rec, err := c.store.scheduleRecord(ctx, id)
+	rec, err := c.store.ScheduleRecord(ctx, id)
 	if err == nil && rec == nil {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
+		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, rdb.TruncateKey(id))
 	}
 	return rec, err
 }
@@ -159,7 +161,7 @@ func (c *Client) Schedules(q ScheduleQuery) (*SchedulePage, error) {
 		match = globEscape(q.Prefix) + "*"
 	}
 	ctx := context.Background()
-	next, kv, total, err := c.store.scanSchedules(ctx, cursor, match, count)
+	next, kv, total, err := c.store.ScanSchedules(ctx, cursor, match, count)
 	if err != nil {
 		return nil, err
 	}
@@ -204,9 +206,9 @@ func (c *Client) DeleteSchedule(id string) error {
 	if err := CheckScheduleID(id); err != nil {
 		return err
 	}
-	ok, err := c.store.scheduleControl(context.Background(), id, "delete")
+	ok, err := c.store.ScheduleControl(context.Background(), id, "delete")
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
+		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, rdb.TruncateKey(id))
 	}
 	return err
 }
@@ -218,9 +220,9 @@ func (c *Client) PauseSchedule(id string) error {
 	if err := CheckScheduleID(id); err != nil {
 		return err
 	}
-	ok, err := c.store.scheduleControl(context.Background(), id, "pause")
+	ok, err := c.store.ScheduleControl(context.Background(), id, "pause")
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
+		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, rdb.TruncateKey(id))
 	}
 	return err
 }
@@ -242,14 +244,14 @@ func (c *Client) resumeSchedule(id string, now time.Time) error {
 		}
 		r, err := decodeScheduleRecord(rec)
 		if err != nil {
-			return fmt.Errorf("%w: %q: %v", ErrDamagedSchedule, truncateKey(id), err)
+			return fmt.Errorf("%w: %q: %v", ErrDamagedSchedule, rdb.TruncateKey(id), err)
 		}
 		if !r.paused {
 			return nil
 		}
 		cr, err := r.cron()
 		if err != nil {
-			return fmt.Errorf("%w: %q: %v", ErrDamagedSchedule, truncateKey(id), err)
+			return fmt.Errorf("%w: %q: %v", ErrDamagedSchedule, rdb.TruncateKey(id), err)
 		}
 		resumed := r.copyWith(0)
 		resumed.paused = false
@@ -257,20 +259,20 @@ func (c *Client) resumeSchedule(id string, now time.Time) error {
 		if next, d := firstTick(id, cr, r.def.jitter, time.Unix(max(now.Unix(), r.last), 0)); next > 0 {
 			resumed.next, due = next, d
 		}
-		claim := &scheduleClaim{bucket: fmt.Sprint(scheduleBucket(id)), id: id, rec: rec}
-		res, err := c.store.commitSchedules(ctx, now.Unix(), []scheduleCommit{{claim: claim, rec: resumed.encode(), due: due}})
+		claim := &rdb.ScheduleClaim{Bucket: fmt.Sprint(rdb.ScheduleBucket(id)), Id: id, Rec: rec}
+		res, err := c.store.CommitSchedules(ctx, now.Unix(), []rdb.ScheduleCommit{{Claim: claim, Rec: resumed.encode(), Due: due}})
 		if err != nil {
 			return err
 		}
-		if res.committed == 1 {
+		if res.Committed == 1 {
 			if due >= 0 {
-				return c.store.publishDue(ctx, due)
+				return c.store.PublishDue(ctx, due)
 			}
 			return nil
 		}
 		// Changed meanwhile: read it again.
 	}
-	return fmt.Errorf("work: schedule %q kept changing while it was being resumed", truncateKey(id))
+	return fmt.Errorf("work: schedule %q kept changing while it was being resumed", rdb.TruncateKey(id))
 }
 
 // RunScheduleNow enqueues the job of the schedule id at once, paused or not, with the time of the
@@ -296,7 +298,7 @@ func (c *Client) runScheduleNow(id string, now time.Time) (*Job, error) {
 		job.Args, err = decodeArgs(r.def.args)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrDamagedSchedule, truncateKey(id), err)
+		return nil, fmt.Errorf("%w: %q: %v", ErrDamagedSchedule, rdb.TruncateKey(id), err)
 	}
 	job.ScheduleID, job.Tick = id, now.Unix()
 	raw, err := job.serialize()

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // newTestClient returns a Client on a fresh namespace, the pool and the namespace's keyspace.
-func newTestClient(t *testing.T) (*Client, *redis.Pool, keyspace) {
+func newTestClient(t *testing.T) (*Client, *redis.Pool, rdb.Keyspace) {
 	t.Helper()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	return NewClient(ns, pool), pool, newKeyspace(ns)
+	return NewClient(ns, pool), pool, rdb.NewKeyspace(ns)
 }
 
 func clientJobBytes(t *testing.T, j *Job) []byte {
@@ -30,10 +31,10 @@ func clientJobBytes(t *testing.T, j *Job) []byte {
 }
 
 // subscribeWake subscribes to the namespace's wake-up channel; the caller closes the connection.
-func subscribeWake(t *testing.T, pool *redis.Pool, ks keyspace) redis.PubSubConn {
+func subscribeWake(t *testing.T, pool *redis.Pool, ks rdb.Keyspace) redis.PubSubConn {
 	t.Helper()
 	psc := redis.PubSubConn{Conn: pool.Get()}
-	if err := psc.Subscribe(ks.wakeChannel()); err != nil {
+	if err := psc.Subscribe(ks.WakeChannel()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := psc.ReceiveWithTimeout(5 * time.Second).(redis.Subscription); !ok {
@@ -59,13 +60,13 @@ func nextWake(t *testing.T, psc redis.PubSubConn) string {
 func TestClientWorkerPoolHeartbeatsAreSortedAndListMissingHashesByID(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	rdo(t, pool, "SADD", ks.workerPools(), "p2", "p1", "missing", "wrongtype", "garbled")
-	rdo(t, pool, "HSET", ks.heartbeat("p2"), "heartbeat_at", 1700000010, "started_at", 1700000000,
+	rdo(t, pool, "SADD", ks.WorkerPools(), "p2", "p1", "missing", "wrongtype", "garbled")
+	rdo(t, pool, "HSET", ks.Heartbeat("p2"), "heartbeat_at", 1700000010, "started_at", 1700000000,
 		"job_names", "zeta,alpha", "concurrency", 10, "worker_ids", "w3,w1,w2", "host", "h2", "pid", 42)
-	rdo(t, pool, "HSET", ks.heartbeat("p1"), "heartbeat_at", 1700000011, "started_at", 1700000001,
+	rdo(t, pool, "HSET", ks.Heartbeat("p1"), "heartbeat_at", 1700000011, "started_at", 1700000001,
 		"job_names", "", "concurrency", 1, "worker_ids", "w9", "host", "h1", "pid", 7)
-	rdo(t, pool, "SET", ks.heartbeat("wrongtype"), "not a hash")
-	rdo(t, pool, "HSET", ks.heartbeat("garbled"), "heartbeat_at", "soon", "concurrency", "-3", "pid", "x",
+	rdo(t, pool, "SET", ks.Heartbeat("wrongtype"), "not a hash")
+	rdo(t, pool, "HSET", ks.Heartbeat("garbled"), "heartbeat_at", "soon", "concurrency", "-3", "pid", "x",
 		"host", "h3")
 
 	hbs, err := c.WorkerPoolHeartbeats()
@@ -100,12 +101,12 @@ func TestClientWorkerPoolHeartbeatsEmptyWithoutPools(t *testing.T) {
 func TestClientWorkerObservationsIncludeIdleWorkersInPoolOrder(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	rdo(t, pool, "SADD", ks.workerPools(), "pa", "pb", "gone")
-	rdo(t, pool, "HSET", ks.heartbeat("pa"), "heartbeat_at", 1, "worker_ids", "wc,wa")
-	rdo(t, pool, "HSET", ks.heartbeat("pb"), "heartbeat_at", 1, "worker_ids", "wb")
-	rdo(t, pool, "HSET", ks.worker("wb"), "job_name", "send", "job_id", "j1", "started_at", 1700000000,
+	rdo(t, pool, "SADD", ks.WorkerPools(), "pa", "pb", "gone")
+	rdo(t, pool, "HSET", ks.Heartbeat("pa"), "heartbeat_at", 1, "worker_ids", "wc,wa")
+	rdo(t, pool, "HSET", ks.Heartbeat("pb"), "heartbeat_at", 1, "worker_ids", "wb")
+	rdo(t, pool, "HSET", ks.Worker("wb"), "job_name", "send", "job_id", "j1", "started_at", 1700000000,
 		"args", `{"to":"x"}`, "checkin", "half way", "checkin_at", 1700000005)
-	rdo(t, pool, "HSET", ks.worker("wc"), "job_name", "other", "job_id", "j2", "started_at", 1700000001,
+	rdo(t, pool, "HSET", ks.Worker("wc"), "job_name", "other", "job_id", "j2", "started_at", 1700000001,
 		"args", `null`)
 
 	obs, err := c.WorkerObservations()
@@ -130,15 +131,15 @@ func TestClientQueuesListsEveryKnownJobWithCountAndLatency(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	now := time.Now().Unix()
-	rdo(t, pool, "SADD", ks.knownJobs(), "charlie", "alpha", "bravo", "delta")
+	rdo(t, pool, "SADD", ks.KnownJobs(), "charlie", "alpha", "bravo", "delta")
 	// LPUSH puts the first pushed job at the tail: the oldest, next to be fetched.
-	rdo(t, pool, "LPUSH", ks.jobs("alpha"),
+	rdo(t, pool, "LPUSH", ks.Jobs("alpha"),
 		clientJobBytes(t, &Job{Name: "alpha", ID: "a1", EnqueuedAt: now - 100}),
 		clientJobBytes(t, &Job{Name: "alpha", ID: "a2", EnqueuedAt: now - 5}),
 		clientJobBytes(t, &Job{Name: "alpha", ID: "a3", EnqueuedAt: now}))
-	rdo(t, pool, "LPUSH", ks.jobs("charlie"), `{"name":"charlie","t":"yesterday"`,
+	rdo(t, pool, "LPUSH", ks.Jobs("charlie"), `{"name":"charlie","t":"yesterday"`,
 		clientJobBytes(t, &Job{Name: "charlie", ID: "c2", EnqueuedAt: now - 50}))
-	rdo(t, pool, "LPUSH", ks.jobs("delta"), clientJobBytes(t, &Job{Name: "delta", ID: "d1", EnqueuedAt: now + 3600}))
+	rdo(t, pool, "LPUSH", ks.Jobs("delta"), clientJobBytes(t, &Job{Name: "delta", ID: "d1", EnqueuedAt: now + 3600}))
 
 	qs, err := c.Queues()
 	if err != nil {
@@ -171,7 +172,7 @@ func TestClientPauseQueueSetsThePausedKeyAndUnpauseWakesPools(t *testing.T) {
 	if err := c.PauseQueue("mail"); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := redis.String(rdo(t, pool, "GET", ks.paused("mail")), nil); v != "1" {
+	if v, _ := redis.String(rdo(t, pool, "GET", ks.Paused("mail")), nil); v != "1" {
 		t.Fatalf("paused key holds %q, want \"1\"", v)
 	}
 	psc := subscribeWake(t, pool, ks)
@@ -179,7 +180,7 @@ func TestClientPauseQueueSetsThePausedKeyAndUnpauseWakesPools(t *testing.T) {
 	if err := c.UnpauseQueue("mail"); err != nil {
 		t.Fatal(err)
 	}
-	if rInt(t, pool, "EXISTS", ks.paused("mail")) != 0 {
+	if rInt(t, pool, "EXISTS", ks.Paused("mail")) != 0 {
 		t.Error("paused key still there")
 	}
 	if got := nextWake(t, psc); got != "mail" {
@@ -194,18 +195,18 @@ func TestClientQueueStatsAndSummary(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
 	now := time.Now().Unix()
-	rdo(t, pool, "SADD", ks.knownJobs(), "beta", "alpha", "gamma")
-	rdo(t, pool, "LPUSH", ks.jobs("alpha"), clientJobBytes(t, &Job{Name: "alpha", ID: "a1", EnqueuedAt: now - 60}),
+	rdo(t, pool, "SADD", ks.KnownJobs(), "beta", "alpha", "gamma")
+	rdo(t, pool, "LPUSH", ks.Jobs("alpha"), clientJobBytes(t, &Job{Name: "alpha", ID: "a1", EnqueuedAt: now - 60}),
 		clientJobBytes(t, &Job{Name: "alpha", ID: "a2", EnqueuedAt: now}))
-	rdo(t, pool, "SET", ks.paused("alpha"), "1")
-	rdo(t, pool, "SET", ks.lock("alpha"), "3")
-	rdo(t, pool, "SET", ks.maxConcurrency("alpha"), "5")
-	rdo(t, pool, "SET", ks.lock("beta"), "garbage")
-	rdo(t, pool, "SET", ks.maxConcurrency("beta"), "0")
-	rdo(t, pool, "HSET", ks.jobs("gamma"), "wrong", "type")
-	rdo(t, pool, "ZADD", ks.scheduled(), 1, "s")
-	rdo(t, pool, "ZADD", ks.retry(), 1, "r1", 2, "r2")
-	rdo(t, pool, "ZADD", ks.dead(), 1, "d1", 2, "d2", 3, "d3")
+	rdo(t, pool, "SET", ks.Paused("alpha"), "1")
+	rdo(t, pool, "SET", ks.Lock("alpha"), "3")
+	rdo(t, pool, "SET", ks.MaxConcurrency("alpha"), "5")
+	rdo(t, pool, "SET", ks.Lock("beta"), "garbage")
+	rdo(t, pool, "SET", ks.MaxConcurrency("beta"), "0")
+	rdo(t, pool, "HSET", ks.Jobs("gamma"), "wrong", "type")
+	rdo(t, pool, "ZADD", ks.Scheduled(), 1, "s")
+	rdo(t, pool, "ZADD", ks.Retry(), 1, "r1", 2, "r2")
+	rdo(t, pool, "ZADD", ks.Dead(), 1, "d1", 2, "d2", 3, "d3")
 
 	qs, err := c.QueueStats()
 	if err != nil {
@@ -236,10 +237,10 @@ func TestClientJobStatsReadsPerMinuteCountsAcrossDays(t *testing.T) {
 	midnight := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	day := midnight.Unix() / 86400
 	m := midnight.Unix() / 60
-	rdo(t, pool, "SADD", ks.knownJobs(), "mail", "sms")
-	rdo(t, pool, "HSET", ks.stats("mail", day-1), fmt.Sprintf("p:%d", m-2), 5, fmt.Sprintf("f:%d", m-1), 2, fmt.Sprintf("p:%d", m-10), 99)
-	rdo(t, pool, "HSET", ks.stats("mail", day), fmt.Sprintf("p:%d", m), 7, fmt.Sprintf("f:%d", m), "garbage", fmt.Sprintf("p:%d", m+1), 1)
-	rdo(t, pool, "HSET", ks.stats("sms", day), fmt.Sprintf("p:%d", m), 10, fmt.Sprintf("f:%d", m+1), 4)
+	rdo(t, pool, "SADD", ks.KnownJobs(), "mail", "sms")
+	rdo(t, pool, "HSET", ks.Stats("mail", day-1), fmt.Sprintf("p:%d", m-2), 5, fmt.Sprintf("f:%d", m-1), 2, fmt.Sprintf("p:%d", m-10), 99)
+	rdo(t, pool, "HSET", ks.Stats("mail", day), fmt.Sprintf("p:%d", m), 7, fmt.Sprintf("f:%d", m), "garbage", fmt.Sprintf("p:%d", m+1), 1)
+	rdo(t, pool, "HSET", ks.Stats("sms", day), fmt.Sprintf("p:%d", m), 10, fmt.Sprintf("f:%d", m+1), 4)
 
 	since, until := midnight.Add(-2*time.Minute), midnight.Add(time.Minute+59*time.Second)
 	pts, err := c.JobStats("mail", since, until)
@@ -278,7 +279,7 @@ func TestClientJobStatsReadsPerMinuteCountsAcrossDays(t *testing.T) {
 func TestClientJobStatsCountsWhatWorkersFinish(t *testing.T) {
 	t.Parallel()
 	c, pool, _ := newTestClient(t)
-	ns := c.store.ks.p[:len(c.store.ks.p)-1]
+	ns := c.store.Ks.P[:len(c.store.Ks.P)-1]
 	wp := NewWorkerPool(struct{}{}, 2, ns, pool)
 	wp.JobWithOptions("flaky", JobOptions{MaxFails: 1, SkipDead: true}, func(j *Job) error {
 		if j.ArgBool("fail") {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Ended reports whether the record's state is final: done, dead, dropped or deleted. A dead job
@@ -66,7 +68,7 @@ func (c *Client) WaitJob(ctx context.Context, id string) (*JobRecord, error) {
 
 // waitRead reads the record WaitJob waits on.
 func (c *Client) waitRead(ctx context.Context, id string) (*JobRecord, error) {
-	h, err := c.store.jobRecord(ctx, id)
+	h, err := c.store.JobRecord(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +80,7 @@ func (c *Client) waitRead(ctx context.Context, id string) (*JobRecord, error) {
 
 // jobWaiters are the waiters of a Client, by job ID, and the subscription that wakes them.
 type jobWaiters struct {
-	store *store
+	store *rdb.Store
 
 	mu    sync.Mutex
 	byID  map[string]map[*jobWaiter]struct{}
@@ -106,7 +108,7 @@ func (w *jobWaiter) signal() {
 	}
 }
 
-func newJobWaiters(s *store) *jobWaiters {
+func newJobWaiters(s *rdb.Store) *jobWaiters {
 	return &jobWaiters{store: s, byID: make(map[string]map[*jobWaiter]struct{})}
 }
 
@@ -166,13 +168,13 @@ func (h *jobWaiters) wakeAllLocked() {
 // listen runs the subscription until ctx is done, subscribing again after a failure.
 func (h *jobWaiters) listen(ctx context.Context, sub *waitSubscription) {
 	defer close(sub.done)
-	channels := []string{h.store.ks.endedChannel()}
+	channels := []string{h.store.Ks.EndedChannel()}
 	wait := 10 * time.Millisecond
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
 		var listened atomic.Bool
-		_ = h.store.backend.Subscribe(ctx, channels, func() {
+		_ = h.store.Backend.Subscribe(ctx, channels, func() {
 			listened.Store(true)
 			h.mu.Lock()
 			if h.sub == sub {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // gocraft/work runs a pool of concurrency 0: it runs no jobs but heartbeats (concurrency 0, no
@@ -21,7 +22,7 @@ func TestCompatConcurrencyZeroPoolRunsEverythingButJobs(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	ks := newKeyspace(ns)
+	ks := rdb.NewKeyspace(ns)
 	var ran atomic.Int64
 	count := func(*Job) error { ran.Add(1); return nil }
 
@@ -30,9 +31,9 @@ func TestCompatConcurrencyZeroPoolRunsEverythingButJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdo(t, pool, "SADD", ks.workerPools(), "deadpool")
-	rdo(t, pool, "HSET", ks.heartbeat("deadpool"), "heartbeat_at", time.Now().Unix()-3600, "job_names", "z")
-	rdo(t, pool, "LPUSH", ks.inProgress("z", "deadpool"), held)
+	rdo(t, pool, "SADD", ks.WorkerPools(), "deadpool")
+	rdo(t, pool, "HSET", ks.Heartbeat("deadpool"), "heartbeat_at", time.Now().Unix()-3600, "job_names", "z")
+	rdo(t, pool, "LPUSH", ks.InProgress("z", "deadpool"), held)
 
 	wp := NewWorkerPoolWithOptions(bhvCtx{}, 0, ns, pool,
 		WorkerPoolOptions{HeartbeatInterval: time.Second, DeadPoolTimeout: 3 * time.Second})
@@ -40,7 +41,7 @@ func TestCompatConcurrencyZeroPoolRunsEverythingButJobs(t *testing.T) {
 	wp.Start()
 	t.Cleanup(wp.Stop)
 
-	hb, err := redis.StringMap(rdo(t, pool, "HGETALL", ks.heartbeat(wp.workerPoolID)), nil)
+	hb, err := redis.StringMap(rdo(t, pool, "HGETALL", ks.Heartbeat(wp.workerPoolID)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,13 +52,13 @@ func TestCompatConcurrencyZeroPoolRunsEverythingButJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "the due job and the dead pool's job queued", func() bool {
-		return rInt(t, pool, "LLEN", ks.jobs("z")) == 2
+		return rInt(t, pool, "LLEN", ks.Jobs("z")) == 2
 	})
-	if n := rInt(t, pool, "EXISTS", ks.inProgress("z", "deadpool")); n != 0 {
+	if n := rInt(t, pool, "EXISTS", ks.InProgress("z", "deadpool")); n != 0 {
 		t.Error("the dead pool's in-progress list is still there")
 	}
 	eventually(t, 10*time.Second, "the periodic job scheduled", func() bool {
-		for _, m := range rStrings(t, pool, "ZRANGE", ks.scheduled(), 0, -1) {
+		for _, m := range rStrings(t, pool, "ZRANGE", ks.Scheduled(), 0, -1) {
 			if strings.HasPrefix(m, `{"name":"per",`) {
 				return true
 			}
@@ -73,14 +74,14 @@ func TestCompatConcurrencyZeroPoolRunsEverythingButJobs(t *testing.T) {
 	go func() { wp.Drain(); close(done) }()
 	bhvWait(t, done, "Drain of a pool without workers to return")
 	// Nothing fetched: a job it held would wait for its Stop.
-	if n, held := rInt(t, pool, "LLEN", ks.jobs("z")), rInt(t, pool, "LLEN", ks.inProgress("z", wp.workerPoolID)); n != 2 || held != 0 {
+	if n, held := rInt(t, pool, "LLEN", ks.Jobs("z")), rInt(t, pool, "LLEN", ks.InProgress("z", wp.workerPoolID)); n != 2 || held != 0 {
 		t.Errorf("queue z holds %d jobs and the pool %d: a pool of concurrency 0 fetched jobs", n, held)
 	}
 	wp.Stop()
 	if n := ran.Load(); n != 0 {
 		t.Errorf("a pool of concurrency 0 ran %d jobs", n)
 	}
-	if n := rInt(t, pool, "EXISTS", ks.heartbeat(wp.workerPoolID)); n != 0 {
+	if n := rInt(t, pool, "EXISTS", ks.Heartbeat(wp.workerPoolID)); n != 0 {
 		t.Error("heartbeat left after Stop")
 	}
 

@@ -105,7 +105,7 @@ func TestCompatClientOfNilPool(t *testing.T) {
 func TestCompatMissingJobsReturnTheErrorValuesThemselves(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
-	rdo(t, pool, "ZADD", ks.dead(), 100, `{"name":"a","id":"d1","t":1,"args":null}`)
+	rdo(t, pool, "ZADD", ks.Dead(), 100, `{"name":"a","id":"d1","t":1,"args":null}`)
 	for what, err := range map[string]error{
 		"DeleteDeadJob":      c.DeleteDeadJob(100, "nope"),
 		"DeleteRetryJob":     c.DeleteRetryJob(100, "d1"),

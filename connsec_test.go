@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 	"github.com/workqueue/work/internal/redistest"
 )
 
@@ -151,7 +152,7 @@ type wakeCounts struct {
 }
 
 func newWakeWatch(ns string, conn, sub Backend) *wakeWatch {
-	return &wakeWatch{conn: conn, sub: sub, channel: newKeyspace(ns).wakeChannel(), wakeups: map[string]int{}}
+	return &wakeWatch{conn: conn, sub: sub, channel: rdb.NewKeyspace(ns).WakeChannel(), wakeups: map[string]int{}}
 }
 
 func (w *wakeWatch) Conn(ctx context.Context) (redis.Conn, error) { return w.conn.Conn(ctx) }
@@ -321,12 +322,12 @@ func connsecExercise(t *testing.T, pool, admin *redis.Pool, ns string) {
 		}
 		return v
 	}
-	ks := newKeyspace(ns)
+	ks := rdb.NewKeyspace(ns)
 	// A crashed pool holding a job: the pool under test must reap it through its restricted connection.
-	adminDo("SADD", ks.workerPools(), "crashed")
-	adminDo("HSET", ks.heartbeat("crashed"), "heartbeat_at", time.Now().Unix()-60, "job_names", "work")
-	adminDo("LPUSH", ks.inProgress("work", "crashed"), `{"name":"work","id":"held-by-crashed","t":1,"args":{}}`)
-	adminDo("HSET", ks.lockInfo("work"), "crashed", 1)
+	adminDo("SADD", ks.WorkerPools(), "crashed")
+	adminDo("HSET", ks.Heartbeat("crashed"), "heartbeat_at", time.Now().Unix()-60, "job_names", "work")
+	adminDo("LPUSH", ks.InProgress("work", "crashed"), `{"name":"work","id":"held-by-crashed","t":1,"args":{}}`)
+	adminDo("HSET", ks.LockInfo("work"), "crashed", 1)
 
 	wp := NewWorkerPoolWithOptions(hstCtx{}, 3, ns, pool, WorkerPoolOptions{
 		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // The original bytes of a payload that could not be decoded, as a dead record keeps them: raw_text
@@ -102,7 +104,7 @@ func TestClientReadsAndRetriesEveryFormOfADeadRecord(t *testing.T) {
 		t.Run(tc.form, func(t *testing.T) {
 			t.Parallel()
 			c, pool, ks := newTestClient(t)
-			rdo(t, pool, "ZADD", ks.dead(), 9, tc.record)
+			rdo(t, pool, "ZADD", ks.Dead(), 9, tc.record)
 
 			jobs, total, err := c.DeadJobs(1)
 			if err != nil || total != 1 || len(jobs) != 1 {
@@ -118,7 +120,7 @@ func TestClientReadsAndRetriesEveryFormOfADeadRecord(t *testing.T) {
 			if err := c.RetryDeadJob(9, "r1"); err != nil {
 				t.Fatal(err)
 			}
-			if got := rStrings(t, pool, "LRANGE", ks.jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{tc.raw}) {
+			if got := rStrings(t, pool, "LRANGE", ks.Jobs("mail"), 0, -1); !reflect.DeepEqual(got, []string{tc.raw}) {
 				t.Errorf("queue %q, want the original bytes %q", got, tc.raw)
 			}
 		})
@@ -163,15 +165,15 @@ func TestADeadRecordIsWrittenAsTextOnlyWhenItsBytesAreUTF8(t *testing.T) {
 		{"\xff\xfe", `"raw_base64":"//4="`},
 		{"é\xc3", `"raw_base64":"` + base64.StdEncoding.EncodeToString([]byte("é\xc3")) + `"`},
 	} {
-		op := finishOp{payload: deadLetterRecord("x", []byte(tc.raw), fmt.Errorf("malformed job payload"), nowEpochSeconds())}
-		rec := string(op.payload)
+		op := rdb.FinishOp{Payload: deadLetterRecord("x", []byte(tc.raw), fmt.Errorf("malformed job payload"), nowEpochSeconds())}
+		rec := string(op.Payload)
 		if !strings.Contains(rec, tc.want) {
 			t.Errorf("record of %q: %s; want it to hold %s", tc.raw, rec, tc.want)
 		}
 		if strings.Count(rec, `"raw_`) != 1 {
 			t.Errorf("record of %q: %s; want one raw field", tc.raw, rec)
 		}
-		j, _ := decodeMember(op.payload)
+		j, _ := decodeMember(op.Payload)
 		if string(j.Raw) != tc.raw || j.Name != "x" || j.LastErr != "malformed job payload" {
 			t.Errorf("record of %q decodes with name %q, err %q, Raw %q", tc.raw, j.Name, j.LastErr, j.Raw)
 		}

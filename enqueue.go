@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Enqueuer can enqueue jobs. It is safe for concurrent use: concurrent Enqueue calls share round
@@ -28,7 +29,7 @@ type Enqueuer struct {
 	// an identical job can be enqueued again. Zero means 24 hours.
 	UniqueTTL time.Duration
 
-	store *store
+	store *rdb.Store
 
 	mu        sync.RWMutex
 	knownJobs map[string]int64 // job name -> when to SADD it to known_jobs again (epoch s)
@@ -47,12 +48,12 @@ type Enqueuer struct {
 	shared  bool           // the last write carried the jobs of more than one call
 	queued  []*pendingPush // calls waiting for a turn to write or for their job to be written
 	spare   []*pendingPush // a written batch, for reuse as queued
-	pushBuf []*push        // lent to one writer at a time
+	pushBuf []*rdb.Push    // lent to one writer at a time
 }
 
 // pendingPush is an Enqueue call waiting for its job to be written.
 type pendingPush struct {
-	push
+	rdb.Push
 	done chan bool // receives true when the call is to write the queued jobs itself, false when written
 }
 
@@ -78,7 +79,7 @@ func NewEnqueuerWithBackend(namespace string, b Backend) *Enqueuer {
 	if b == nil {
 		panic("work: NewEnqueuerWithBackend needs a non-nil Backend")
 	}
-	return &Enqueuer{Namespace: namespace, store: newStore(namespace, b), knownJobs: make(map[string]int64)}
+	return &Enqueuer{Namespace: namespace, store: rdb.NewStore(namespace, b), knownJobs: make(map[string]int64)}
 }
 
 // EnqueueOptions are the options of Enqueuer.EnqueueWith. The zero value enqueues as Enqueue does.
@@ -250,7 +251,7 @@ func (e *Enqueuer) enqueueUnique(job *Job, keyMap map[string]interface{}, schedu
 	if !byKey {
 		keyMap = job.Args
 	}
-	uniqueKey, err := e.store.ks.unique(job.Name, keyMap)
+	uniqueKey, err := e.store.Ks.Unique(job.Name, keyMap)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -267,11 +268,11 @@ func (e *Enqueuer) enqueueUnique(job *Job, keyMap map[string]interface{}, schedu
 	if !scheduled {
 		runAt = 0
 	}
-	ttl := int64(uniqueTTLSeconds)
+	ttl := int64(rdb.UniqueTTLSeconds)
 	if e.UniqueTTL > 0 {
 		ttl = max(int64((e.UniqueTTL+time.Second-1)/time.Second), 1)
 	}
-	ok, err := e.store.enqueueUnique(context.Background(), e.replicaWait(), job.Name, job.Key, job.UniqueKey, raw, lockValue, runAt, ttl)
+	ok, err := e.store.EnqueueUnique(context.Background(), e.replicaWait(), job.Name, job.Key, job.UniqueKey, raw, lockValue, runAt, ttl)
 	if err != nil || !ok {
 		return nil, 0, err
 	}
@@ -284,7 +285,7 @@ func (e *Enqueuer) schedule(job *Job, runAt int64) (*Job, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := e.store.schedule(context.Background(), e.replicaWait(), job.Name, runAt, raw, e.needsKnown(job.Name)); err != nil {
+	if err := e.store.Schedule(context.Background(), e.replicaWait(), job.Name, runAt, raw, e.needsKnown(job.Name)); err != nil {
 		e.forgetKnown(job.Name)
 		return nil, 0, err
 	}
@@ -297,10 +298,10 @@ func (e *Enqueuer) push(job *Job, raw []byte) (*Job, error) {
 	jobName := job.Name
 	if job.Key != "" {
 		p := pendingPushes.Get().(*pendingPush)
-		p.push = push{name: jobName, key: job.Key, payload: raw}
+		p.Push = rdb.Push{Name: jobName, Key: job.Key, Payload: raw}
 		e.write(p)
-		err := p.err
-		p.push = push{}
+		err := p.Err
+		p.Push = rdb.Push{}
 		pendingPushes.Put(p)
 		if err != nil {
 			return nil, err
@@ -313,10 +314,10 @@ func (e *Enqueuer) push(job *Job, raw []byte) (*Job, error) {
 	}
 	drained := flag.(*atomic.Bool)
 	p := pendingPushes.Get().(*pendingPush)
-	p.push = push{name: jobName, payload: raw, addKnown: e.needsKnown(jobName), publish: drained.Load()}
+	p.Push = rdb.Push{Name: jobName, Payload: raw, AddKnown: e.needsKnown(jobName), Publish: drained.Load()}
 	e.write(p)
-	n, err := p.n, p.err
-	p.push = push{}
+	n, err := p.N, p.Err
+	p.Push = rdb.Push{}
 	pendingPushes.Put(p)
 	if err != nil {
 		e.forgetKnown(jobName)
@@ -366,9 +367,9 @@ func (e *Enqueuer) write(p *pendingPush) {
 	e.pushMu.Unlock()
 
 	for _, q := range batch {
-		pushes = append(pushes, &q.push)
+		pushes = append(pushes, &q.Push)
 	}
-	e.store.enqueueMany(context.Background(), e.replicaWait(), pushes)
+	e.store.EnqueueMany(context.Background(), e.replicaWait(), pushes)
 	clear(pushes)
 	for _, q := range batch {
 		if q != p {
@@ -425,9 +426,9 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 	if len(keyed) > 0 {
 		// Keyed jobs go to their keys' queues, the others with them in the same script.
 		for _, n := range names {
-			keyed = append(keyed, keyedGroup{name: n, payloads: payloads[n]})
+			keyed = append(keyed, rdb.KeyedGroup{Name: n, Payloads: payloads[n]})
 		}
-		if err := e.store.enqueueKeyed(context.Background(), e.replicaWait(), keyed); err != nil {
+		if err := e.store.EnqueueKeyed(context.Background(), e.replicaWait(), keyed); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -438,7 +439,7 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 			addKnown = append(addKnown, n)
 		}
 	}
-	if err := e.store.enqueueBatch(context.Background(), e.replicaWait(), names, payloads, addKnown); err != nil {
+	if err := e.store.EnqueueBatch(context.Background(), e.replicaWait(), names, payloads, addKnown); err != nil {
 		for _, n := range addKnown {
 			e.forgetKnown(n)
 		}
@@ -451,7 +452,7 @@ func (e *Enqueuer) EnqueueBatch(jobs []BatchJob) ([]*Job, error) {
 // ""): it returns them in the order given, the payloads of jobs without a key grouped by job name,
 // names in the order they first appear, and those of keyed jobs grouped by job name and key, in the
 // order they first appear.
-func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payloads map[string][]interface{}, keyed []keyedGroup, err error) {
+func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payloads map[string][]interface{}, keyed []rdb.KeyedGroup, err error) {
 	out = make([]*Job, len(jobs))
 	payloads = make(map[string][]interface{})
 	var group map[[2]string]int // (name, key) -> index in keyed
@@ -474,9 +475,9 @@ func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payl
 			if !ok {
 				g = len(keyed)
 				group[[2]string{bj.Name, bj.Key}] = g
-				keyed = append(keyed, keyedGroup{name: bj.Name, key: bj.Key})
+				keyed = append(keyed, rdb.KeyedGroup{Name: bj.Name, Key: bj.Key})
 			}
-			keyed[g].payloads = append(keyed[g].payloads, raw)
+			keyed[g].Payloads = append(keyed[g].Payloads, raw)
 			continue
 		}
 		if _, seen := payloads[bj.Name]; !seen {
@@ -487,15 +488,15 @@ func makeJobs(jobs []BatchJob, batchID string) (out []*Job, names []string, payl
 	return out, names, payloads, keyed, nil
 }
 
-func (e *Enqueuer) replicaWait() replicaWait {
+func (e *Enqueuer) replicaWait() rdb.ReplicaWait {
 	if e.WaitReplicas <= 0 {
-		return replicaWait{}
+		return rdb.ReplicaWait{}
 	}
 	t := e.WaitTimeout
 	if t <= 0 {
 		t = time.Second
 	}
-	return replicaWait{replicas: e.WaitReplicas, timeoutMs: max(t.Milliseconds(), 1)}
+	return rdb.ReplicaWait{Replicas: e.WaitReplicas, TimeoutMs: max(t.Milliseconds(), 1)}
 }
 
 // needsKnown reports whether jobName should be added to known_jobs with this enqueue.

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // fetcher is the pool's loop: the goroutine that moves jobs from Redis to the workers. Each round
@@ -59,7 +61,7 @@ type fetcher struct {
 	done    chan struct{} // closed when the loop ends
 
 	// Buffers reused from round trip to round trip.
-	x      exchange
+	x      rdb.Exchange
 	names  []string
 	gens   []uint64
 	shares []int
@@ -147,7 +149,7 @@ func (f *fetcher) requeueWaiting() int {
 	// Each goes to the fetch end: the last fetched goes first, so that the first ends up there.
 	for i := len(waiting) - 1; i >= 0; i-- {
 		j := waiting[i]
-		f.r.acker.submit(finishOp{kind: opRequeue, q: j.q.args, job: j})
+		f.r.acker.submit(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
 	}
 	return len(waiting)
 }
@@ -386,15 +388,15 @@ func (f *fetcher) sleep(timer *time.Timer, d time.Duration) {
 // outcomes along when no write of outcomes is under way, then hands the jobs to the workers.
 func (f *fetcher) exchange(n int) error {
 	r, a, x := f.r, f.r.acker, &f.x
-	x.reset()
+	x.Reset()
 	set := r.jobs()
 	f.shares = f.ready.sampler.shares(f.names, n, f.shares)
 	for i, name := range f.names {
-		x.fetch = append(x.fetch, fetchShare{q: set.queues[name].args, share: f.shares[i]})
+		x.Fetch = append(x.Fetch, rdb.FetchShare{Q: set.queues[name].args, Share: f.shares[i]})
 	}
 	batch := a.takeForFetch()
-	x.ops = batch
-	err := r.wp.store.runExchange(r.ctx, r.boxedPoolID, x)
+	x.Ops = batch
+	err := r.wp.store.RunExchange(r.ctx, r.boxedPoolID, x)
 	if batch != nil {
 		if err != nil {
 			// The outcomes are written again: one already applied is then found not held and left
@@ -408,18 +410,18 @@ func (f *fetcher) exchange(n int) error {
 	if err != nil {
 		return err
 	}
-	f.ready.fetched(f.names, f.gens, x.status)
-	if len(x.jobs) > 0 {
-		f.pushed += uint64(len(x.jobs))
+	f.ready.fetched(f.names, f.gens, x.Status)
+	if len(x.Jobs) > 0 {
+		f.pushed += uint64(len(x.Jobs))
 		f.batches = append(f.batches, fetchedBatch{end: f.pushed, at: time.Now()})
 	}
 	k := 0
 	for g := range f.names {
-		c, _ := x.counts[g].(int64)
+		c, _ := x.Counts[g].(int64)
 		q := set.queues[f.names[g]]
-		for ; c > 0 && k < len(x.jobs); c-- {
-			raw, _ := x.jobs[k].([]byte)
-			j := &Job{raw: raw, rawArg: x.jobs[k], q: q}
+		for ; c > 0 && k < len(x.Jobs); c-- {
+			raw, _ := x.Jobs[k].([]byte)
+			j := &Job{raw: raw, rawArg: x.Jobs[k], q: q}
 			if q.keyed {
 				// A keyed job's in-progress entry is "<key>\n<payload>" (lua/lib/keyed.lua).
 				if i := bytes.IndexByte(raw, '\n'); i > 0 {

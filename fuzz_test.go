@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // The fuzz targets below run as ordinary tests on their seeds (f.Add and testdata/fuzz/<Name>/), and
@@ -332,14 +334,14 @@ func FuzzUniqueKey(f *testing.F) {
 		if !ok {
 			return
 		}
-		k := newKeyspace(ns)
-		prefix := redisNamespacePrefix(ns) + "unique:" + name + ":"
+		k := rdb.NewKeyspace(ns)
+		prefix := rdb.RedisNamespacePrefix(ns) + "unique:" + name + ":"
 		for variant, args := range []map[string]interface{}{normalized, numbers} {
-			u1, err := k.unique(name, args)
+			u1, err := k.Unique(name, args)
 			if err != nil {
 				t.Fatalf("unique(%q, %v): %v", name, args, err)
 			}
-			u2, err := k.unique(name, args)
+			u2, err := k.Unique(name, args)
 			if err != nil || u1 != u2 {
 				t.Fatalf("unique is not deterministic: %q then %q (%v)", u1, u2, err)
 			}
@@ -367,7 +369,7 @@ func FuzzUniqueKey(f *testing.F) {
 				t.Fatalf("the JSON in unique key %q does not decode", u1)
 			}
 			again := [2]map[string]interface{}{againNormalized, againNumbers}[variant]
-			if u3, err := k.unique(name, again); err != nil || u3 != u1 {
+			if u3, err := k.Unique(name, again); err != nil || u3 != u1 {
 				t.Fatalf("unique key is not canonical: %q, then %q (%v)", u1, u3, err)
 			}
 		}
@@ -381,8 +383,8 @@ func FuzzUniqueKey(f *testing.F) {
 			if err != nil {
 				t.Fatalf("decodeJob(%s): %v", raw, err)
 			}
-			u1, _ := k.unique(name, normalized)
-			u2, err := k.unique(name, j.Args)
+			u1, _ := k.Unique(name, normalized)
+			u2, err := k.Unique(name, j.Args)
 			if err != nil || u1 != u2 {
 				t.Fatalf("unique key changed across the wire: %q then %q (%v)", u1, u2, err)
 			}
@@ -468,42 +470,42 @@ func FuzzDeadRecord(f *testing.F) {
 		if len(raw) > maxFuzzInput {
 			t.Skip("input too large")
 		}
-		op := finishOp{payload: deadLetterRecord("q", raw, errors.New(reason), nowEpochSeconds())}
+		op := rdb.FinishOp{Payload: deadLetterRecord("q", raw, errors.New(reason), nowEpochSeconds())}
 		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(op.payload, &fields); err != nil {
-			t.Fatalf("record %q is not a JSON object: %v", op.payload, err)
+		if err := json.Unmarshal(op.Payload, &fields); err != nil {
+			t.Fatalf("record %q is not a JSON object: %v", op.Payload, err)
 		}
 		text, hasText := fields["raw_text"]
 		_, hasBase64 := fields["raw_base64"]
 		switch {
 		case len(raw) == 0:
 			if hasText || hasBase64 {
-				t.Fatalf("record of an empty payload %s holds raw bytes", op.payload)
+				t.Fatalf("record of an empty payload %s holds raw bytes", op.Payload)
 			}
 		case utf8.Valid(raw):
 			if !hasText || hasBase64 {
-				t.Fatalf("record of UTF-8 %q: %s, want raw_text alone", raw, op.payload)
+				t.Fatalf("record of UTF-8 %q: %s, want raw_text alone", raw, op.Payload)
 			}
 			checkMinimalEscapes(t, string(text))
 		default:
 			if hasText || !hasBase64 {
-				t.Fatalf("record of non-UTF-8 %q: %s, want raw_base64 alone", raw, op.payload)
+				t.Fatalf("record of non-UTF-8 %q: %s, want raw_base64 alone", raw, op.Payload)
 			}
 		}
 		if _, ok := fields["raw_payload"]; ok {
-			t.Fatalf("record %s holds the form of earlier versions", op.payload)
+			t.Fatalf("record %s holds the form of earlier versions", op.Payload)
 		}
-		j, ok := decodeMember(op.payload)
+		j, ok := decodeMember(op.Payload)
 		if !bytes.Equal(j.Raw, raw) || j.Name != "q" {
-			t.Fatalf("record %s decodes to name %q, Raw %q; want %q", op.payload, j.Name, j.Raw, raw)
+			t.Fatalf("record %s decodes to name %q, Raw %q; want %q", op.Payload, j.Name, j.Raw, raw)
 		}
 		if utf8.ValidString(reason) && j.LastErr != reason {
-			t.Fatalf("record %s decodes to err %q, want %q", op.payload, j.LastErr, reason)
+			t.Fatalf("record %s decodes to err %q, want %q", op.Payload, j.LastErr, reason)
 		}
 		if len(raw) > 0 {
-			req, err := retryOp(op.payload, j, ok, 1)
-			if err != nil || !bytes.Equal(req.payload, raw) || req.name != "q" {
-				t.Fatalf("a retry of %s queues %q on %q (%v), want %q", op.payload, req.payload, req.name, err, raw)
+			req, err := retryOp(op.Payload, j, ok, 1)
+			if err != nil || !bytes.Equal(req.Payload, raw) || req.Name != "q" {
+				t.Fatalf("a retry of %s queues %q on %q (%v), want %q", op.Payload, req.Payload, req.Name, err, raw)
 			}
 		}
 	})

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // heartbeater tells Redis, every HeartbeatInterval, that the pool is alive (in the server's clock, so
@@ -15,7 +17,7 @@ import (
 // on the fetcher's behalf (so an idle pool sends one command per heartbeat).
 type heartbeater struct {
 	r     *poolRun
-	hb    poolHeartbeat
+	hb    rdb.PoolHeartbeat
 	reap  *reaper
 	keep  atomic.Bool // leave the heartbeat in place at stop: jobs may still be held
 	beats int
@@ -34,13 +36,13 @@ const fullReconcileEvery = 60
 
 func newHeartbeater(r *poolRun) *heartbeater {
 	h := &heartbeater{r: r, reap: newReaper(r), now: make(chan struct{}, 1), written: map[string][2]uint{}}
-	h.hb = poolHeartbeat{
-		poolID:      r.poolID,
-		startedAt:   r.startedAt,
-		concurrency: r.wp.concurrency,
-		workerIDs:   r.workerIDs(),
-		host:        hostname(),
-		pid:         os.Getpid(),
+	h.hb = rdb.PoolHeartbeat{
+		PoolID:      r.poolID,
+		StartedAt:   r.startedAt,
+		Concurrency: r.wp.concurrency,
+		WorkerIDs:   r.workerIDs(),
+		Host:        hostname(),
+		Pid:         os.Getpid(),
 	}
 	return h
 }
@@ -52,12 +54,12 @@ func (h *heartbeater) describe(s *jobSet) {
 		return
 	}
 	h.hbSet = s
-	h.hb.jobNames = s.names
-	h.hb.maxConcurrency = make([]uint, len(s.names))
+	h.hb.JobNames = s.names
+	h.hb.MaxConcurrency = make([]uint, len(s.names))
 	for i, name := range s.names {
-		h.hb.maxConcurrency[i] = s.jobTypes[name].MaxConcurrency
+		h.hb.MaxConcurrency[i] = s.jobTypes[name].MaxConcurrency
 	}
-	h.hb.periodicJobs = ""
+	h.hb.PeriodicJobs = ""
 	if len(s.periodic) > 0 {
 		type entry struct {
 			JobName string `json:"job_name"`
@@ -68,7 +70,7 @@ func (h *heartbeater) describe(s *jobSet) {
 			list[i] = entry{JobName: pj.jobName, Spec: pj.spec}
 		}
 		b, _ := json.Marshal(list) // strings only: cannot fail
-		h.hb.periodicJobs = string(b)
+		h.hb.PeriodicJobs = string(b)
 	}
 }
 
@@ -131,12 +133,12 @@ func (h *heartbeater) beat() time.Duration {
 	fullReconcile := h.beats%fullReconcileEvery == 0
 	h.beats++
 	var reconcile []int
-	for i := range h.hb.jobNames {
-		if fullReconcile || h.hb.maxConcurrency[i] > 0 {
+	for i := range h.hb.JobNames {
+		if fullReconcile || h.hb.MaxConcurrency[i] > 0 {
 			reconcile = append(reconcile, i)
 		}
 	}
-	res, err := h.r.wp.store.heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
+	res, err := h.r.wp.store.Heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
 	if err != nil {
 		if h.r.ctx.Err() == nil {
 			h.r.wp.logger.Error("work: heartbeat", "err", err)
@@ -147,12 +149,12 @@ func (h *heartbeater) beat() time.Duration {
 	if !covers(h.r.jobs().names, full.names) {
 		h.r.announced(full.names)
 	}
-	h.r.fetcher.ready.looked(res.scan)
-	h.reap.observe(ctx, res.now, res.stale)
-	if res.lateAt == 0 {
+	h.r.fetcher.ready.looked(res.Scan)
+	h.reap.observe(ctx, res.Now, res.Stale)
+	if res.LateAt == 0 {
 		return 0
 	}
-	d := time.Duration(res.lateAt+deadAfter+1-res.now) * time.Second
+	d := time.Duration(res.LateAt+deadAfter+1-res.Now) * time.Second
 	if d <= 0 || d >= opts.HeartbeatInterval {
 		return 0
 	}
@@ -174,7 +176,7 @@ func (h *heartbeater) unregister() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := h.r.wp.store.reap(ctx, h.r.poolID, h.r.jobs().names, -1)
+	n, err := h.r.wp.store.Reap(ctx, h.r.poolID, h.r.jobs().names, -1)
 	if err != nil {
 		h.r.wp.logger.Error("work: removing the pool's heartbeat", "err", err)
 		return

@@ -15,34 +15,35 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // TestHostileHeartbeats registers pools that are not what they claim.
 func TestHostileHeartbeats(t *testing.T) {
 	r := newHstRig(t)
 	const name = "h"
-	pools := r.ks.workerPools()
+	pools := r.ks.WorkerPools()
 	job := func(id string) string { return fmt.Sprintf(`{"name":%q,"id":%q,"t":1,"args":{}}`, name, id) }
 	// A member with no heartbeat hash, holding a job.
 	r.must("SADD", pools, "ghost")
-	r.must("LPUSH", r.ks.inProgress(name, "ghost"), job("held-by-ghost"))
-	r.must("HSET", r.ks.lockInfo(name), "ghost", 1)
+	r.must("LPUSH", r.ks.InProgress(name, "ghost"), job("held-by-ghost"))
+	r.must("HSET", r.ks.LockInfo(name), "ghost", 1)
 	// A heartbeat hash full of garbage, holding a job.
 	r.must("SADD", pools, "garbage")
-	r.must("HSET", r.ks.heartbeat("garbage"), "heartbeat_at", "not a time", "started_at", "-1",
+	r.must("HSET", r.ks.Heartbeat("garbage"), "heartbeat_at", "not a time", "started_at", "-1",
 		"job_names", ",,"+name+",{x}, ,", "concurrency", "-5", "worker_ids", "a,,b", "host", "\x00\xff", "pid", "x")
-	r.must("LPUSH", r.ks.inProgress(name, "garbage"), job("held-by-garbage"))
+	r.must("LPUSH", r.ks.InProgress(name, "garbage"), job("held-by-garbage"))
 	// A long-dead pool whose hash lacks job_names, holding a job.
 	r.must("SADD", pools, "nonames")
-	r.must("HSET", r.ks.heartbeat("nonames"), "heartbeat_at", time.Now().Unix()-3600)
-	r.must("LPUSH", r.ks.inProgress(name, "nonames"), job("held-by-nonames"))
+	r.must("HSET", r.ks.Heartbeat("nonames"), "heartbeat_at", time.Now().Unix()-3600)
+	r.must("LPUSH", r.ks.InProgress(name, "nonames"), job("held-by-nonames"))
 	// A pool whose heartbeat is at a negative time.
 	r.must("SADD", pools, "negative")
-	r.must("HSET", r.ks.heartbeat("negative"), "heartbeat_at", -1, "job_names", name)
-	r.must("LPUSH", r.ks.inProgress(name, "negative"), job("held-by-negative"))
+	r.must("HSET", r.ks.Heartbeat("negative"), "heartbeat_at", -1, "job_names", name)
+	r.must("LPUSH", r.ks.InProgress(name, "negative"), job("held-by-negative"))
 	// A pool with an empty ID and one whose ID has odd characters.
 	r.must("SADD", pools, "", "odd:{id} *")
-	r.must("SET", r.ks.lock(name), 4)
+	r.must("SET", r.ks.Lock(name), 4)
 
 	hbs, err := r.client.WorkerPoolHeartbeats()
 	if err != nil {
@@ -78,12 +79,12 @@ func TestHostileHeartbeats(t *testing.T) {
 // running. A value of the wrong Redis type may hold its queue back (the error is logged), but no job
 // may be taken from the queue and left in an in-progress list, and other queues keep running.
 func TestHostileCounters(t *testing.T) {
-	lock := func(ks keyspace, n string) string { return ks.lock(n) }
-	maxc := func(ks keyspace, n string) string { return ks.maxConcurrency(n) }
-	info := func(ks keyspace, n string) string { return ks.lockInfo(n) }
+	lock := func(ks rdb.Keyspace, n string) string { return ks.Lock(n) }
+	maxc := func(ks rdb.Keyspace, n string) string { return ks.MaxConcurrency(n) }
+	info := func(ks rdb.Keyspace, n string) string { return ks.LockInfo(n) }
 	cases := []struct {
 		label     string
-		key       func(ks keyspace, name string) string
+		key       func(ks rdb.Keyspace, name string) string
 		cmd       []interface{} // command and arguments after the key
 		wrongType bool
 	}{
@@ -113,11 +114,11 @@ func TestHostileCounters(t *testing.T) {
 			if tc.cmd[0] != "SET" {
 				r.must("DEL", key)
 			}
-			if tc.cmd[0] == "HSET" && tc.key(r.ks, name) == r.ks.lockInfo(name) {
+			if tc.cmd[0] == "HSET" && tc.key(r.ks, name) == r.ks.LockInfo(name) {
 				r.planted = map[string]bool{tc.cmd[1].(string): true}
 			}
 			r.must(tc.cmd[0].(string), append([]interface{}{key}, tc.cmd[1:]...)...)
-			if key == r.ks.lockInfo(name) {
+			if key == r.ks.LockInfo(name) {
 				time.Sleep(1500 * time.Millisecond) // a heartbeat folds lock_info into the lock counter
 			}
 			var ids []string
@@ -141,8 +142,8 @@ func TestHostileCounters(t *testing.T) {
 					missing++
 				}
 			}
-			held, _ := redis.Strings(r.do("LRANGE", r.ks.inProgress(name, r.wp.workerPoolID), 0, -1))
-			queued, _ := redis.Int(r.do("LLEN", r.ks.jobs(name)))
+			held, _ := redis.Strings(r.do("LRANGE", r.ks.InProgress(name, r.wp.workerPoolID), 0, -1))
+			queued, _ := redis.Int(r.do("LLEN", r.ks.Jobs(name)))
 			switch {
 			case missing > 0 && !tc.wrongType:
 				t.Errorf("%d of 20 jobs did not run; %d still queued, %d in the live pool's in-progress list",
@@ -175,11 +176,11 @@ func TestHostileOrphanedInProgressList(t *testing.T) {
 	r := newHstRig(t)
 	const name = "o"
 	for i := 0; i < 2; i++ {
-		r.must("LPUSH", r.ks.inProgress(name, "stopped-pool"), fmt.Sprintf(`{"name":"o","id":"orphan-%d","t":1,"args":{}}`, i))
+		r.must("LPUSH", r.ks.InProgress(name, "stopped-pool"), fmt.Sprintf(`{"name":"o","id":"orphan-%d","t":1,"args":{}}`, i))
 	}
-	r.must("HSET", r.ks.lockInfo(name), "stopped-pool", 2)
-	r.must("SET", r.ks.lock(name), 2)
-	r.must("SADD", r.ks.knownJobs(), name)
+	r.must("HSET", r.ks.LockInfo(name), "stopped-pool", 2)
+	r.must("SET", r.ks.Lock(name), 2)
+	r.must("SADD", r.ks.KnownJobs(), name)
 	r.start(JobOptions{MaxConcurrency: 2}, name)
 	r.good("next to an orphaned in-progress list")
 	for i := 0; i < 2; i++ {
@@ -196,12 +197,12 @@ func TestHostileOrphanedInProgressList(t *testing.T) {
 func TestHostileWrongTypes(t *testing.T) {
 	type tcase struct {
 		label string
-		key   func(ks keyspace) string
+		key   func(ks rdb.Keyspace) string
 		check func(r *hstRig)
 	}
 	const bad, ok = "bad", "ok"
 	cases := []tcase{
-		{"queue a string", func(ks keyspace) string { return ks.jobs(bad) }, func(r *hstRig) {
+		{"queue a string", func(ks rdb.Keyspace) string { return ks.Jobs(bad) }, func(r *hstRig) {
 			if _, err := r.enq.Enqueue(bad, nil); err == nil {
 				r.t.Errorf("Enqueue onto a queue key holding a string returned no error")
 			}
@@ -209,14 +210,14 @@ func TestHostileWrongTypes(t *testing.T) {
 				r.t.Errorf("EnqueueBatch with a job for a queue key holding a string returned no error: that job was not queued")
 			}
 		}},
-		{"scheduled a string", func(ks keyspace) string { return ks.scheduled() }, func(r *hstRig) {
+		{"scheduled a string", func(ks rdb.Keyspace) string { return ks.Scheduled() }, func(r *hstRig) {
 			if _, err := r.enq.EnqueueIn(ok, 1, nil); err == nil {
 				r.t.Errorf("EnqueueIn with a scheduled key holding a string returned no error")
 			}
 		}},
-		{"retry a string", func(ks keyspace) string { return ks.retry() }, func(r *hstRig) {
+		{"retry a string", func(ks rdb.Keyspace) string { return ks.Retry() }, func(r *hstRig) {
 			// A job running when the retry key turns into a string fails: it must not vanish.
-			r.must("DEL", r.ks.retry())
+			r.must("DEL", r.ks.Retry())
 			j, err := r.enq.Enqueue(ok, Q{"fail": true, "gate": true})
 			if err != nil {
 				r.t.Fatal(err)
@@ -226,42 +227,42 @@ func TestHostileWrongTypes(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				r.t.Fatal("the gated job did not start")
 			}
-			r.must("SET", r.ks.retry(), "wrong type")
+			r.must("SET", r.ks.Retry(), "wrong type")
 			close(r.gate)
 			time.Sleep(500 * time.Millisecond) // its outcome is written
 			hstExpectSomewhere(r, j.ID, "a job that failed while the retry key held a string")
 		}},
-		{"dead a string", func(ks keyspace) string { return ks.dead() }, func(r *hstRig) {
+		{"dead a string", func(ks rdb.Keyspace) string { return ks.Dead() }, func(r *hstRig) {
 			j, err := r.enq.Enqueue(bad, Q{"fail": true})
 			if err != nil {
 				r.t.Fatal(err)
 			}
 			r.waitRan(j.ID, hstRunWithin)
-			r.must("LPUSH", r.ks.jobs(bad), "malformed payload")
+			r.must("LPUSH", r.ks.Jobs(bad), "malformed payload")
 			r.settle()
 			hstExpectSomewhere(r, j.ID, "a job that died while the dead key held a string")
 			hstExpectSomewhere(r, "malformed payload", "a malformed payload dead-lettered while the dead key held a string")
 		}},
-		{"known_jobs a string", func(ks keyspace) string { return ks.knownJobs() }, nil},
-		{"worker_pools a string", func(ks keyspace) string { return ks.workerPools() }, nil},
-		{"another pool's heartbeat a string", func(ks keyspace) string { return ks.heartbeat("wrong-type") }, func(r *hstRig) {
+		{"known_jobs a string", func(ks rdb.Keyspace) string { return ks.KnownJobs() }, nil},
+		{"worker_pools a string", func(ks rdb.Keyspace) string { return ks.WorkerPools() }, nil},
+		{"another pool's heartbeat a string", func(ks rdb.Keyspace) string { return ks.Heartbeat("wrong-type") }, func(r *hstRig) {
 			// A crashed pool next to it must still be reaped.
-			r.must("SADD", r.ks.workerPools(), "wrong-type", "crashed")
-			r.must("HSET", r.ks.heartbeat("crashed"), "heartbeat_at", time.Now().Unix()-60, "job_names", ok)
-			r.must("LPUSH", r.ks.inProgress(ok, "crashed"), `{"name":"ok","id":"held-by-crashed","t":1,"args":{}}`)
+			r.must("SADD", r.ks.WorkerPools(), "wrong-type", "crashed")
+			r.must("HSET", r.ks.Heartbeat("crashed"), "heartbeat_at", time.Now().Unix()-60, "job_names", ok)
+			r.must("LPUSH", r.ks.InProgress(ok, "crashed"), `{"name":"ok","id":"held-by-crashed","t":1,"args":{}}`)
 			if !r.waitRan("held-by-crashed", hstRunWithin) {
 				r.t.Errorf("a crashed pool's job was not put back while another pool's heartbeat key held a string")
 			}
 		}},
-		{"paused flag a list", func(ks keyspace) string { return ks.paused(bad) }, nil},
-		{"unique lock a hash", func(ks keyspace) string { k, _ := ks.unique(bad, nil); return k }, func(r *hstRig) {
+		{"paused flag a list", func(ks rdb.Keyspace) string { return ks.Paused(bad) }, nil},
+		{"unique lock a hash", func(ks rdb.Keyspace) string { k, _ := ks.Unique(bad, nil); return k }, func(r *hstRig) {
 			if j, err := r.enq.EnqueueUnique(bad, nil); err == nil && j != nil {
 				r.t.Logf("EnqueueUnique next to a hash at its lock key enqueued the job")
 			}
 		}},
-		{"stats a string", func(ks keyspace) string { return ks.stats(bad, time.Now().Unix()/86400) }, nil},
-		{"last_periodic_enqueue a list", func(ks keyspace) string { return ks.lastPeriodicEnqueue() }, nil},
-		{"wake channel name taken by a list", func(ks keyspace) string { return ks.wakeChannel() }, nil},
+		{"stats a string", func(ks rdb.Keyspace) string { return ks.Stats(bad, time.Now().Unix()/86400) }, nil},
+		{"last_periodic_enqueue a list", func(ks rdb.Keyspace) string { return ks.LastPeriodicEnqueue() }, nil},
+		{"wake channel name taken by a list", func(ks rdb.Keyspace) string { return ks.WakeChannel() }, nil},
 	}
 	for _, tc := range cases {
 		tc := tc
@@ -311,7 +312,7 @@ func TestHostileWrongTypes(t *testing.T) {
 func hstExpectSomewhere(r *hstRig, idOrPayload, what string) {
 	r.t.Helper()
 	var keys []string
-	lists, _ := redis.Strings(r.do("KEYS", r.ks.jobsPrefix()+"*"))
+	lists, _ := redis.Strings(r.do("KEYS", r.ks.JobsPrefix()+"*"))
 	for _, k := range lists {
 		if typ, _ := redis.String(r.do("TYPE", k)); typ == "list" {
 			keys = append(keys, k)
@@ -325,7 +326,7 @@ func hstExpectSomewhere(r *hstRig, idOrPayload, what string) {
 			}
 		}
 	}
-	for _, set := range []string{r.ks.scheduled(), r.ks.retry(), r.ks.dead()} {
+	for _, set := range []string{r.ks.Scheduled(), r.ks.Retry(), r.ks.Dead()} {
 		if typ, _ := redis.String(r.do("TYPE", set)); typ != "zset" {
 			continue
 		}
@@ -424,7 +425,7 @@ func TestHostileJobNamesCollidingWithLayoutKeys(t *testing.T) {
 
 // hstDeleteNamespace deletes the keys of a namespace a test used besides its own.
 func hstDeleteNamespace(r *hstRig, ns string) {
-	keys, _ := redis.Strings(r.do("KEYS", redisNamespacePrefix(ns)+"*"))
+	keys, _ := redis.Strings(r.do("KEYS", rdb.RedisNamespacePrefix(ns)+"*"))
 	for _, k := range keys {
 		r.do("DEL", k)
 	}

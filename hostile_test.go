@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 type hstCtx struct{}
@@ -51,7 +52,7 @@ type hstRig struct {
 	t      *testing.T
 	pool   *redis.Pool
 	ns     string
-	ks     keyspace
+	ks     rdb.Keyspace
 	log    *hstBuffer
 	enq    *Enqueuer
 	client *Client
@@ -73,7 +74,7 @@ func newHstRig(t *testing.T) *hstRig {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	return &hstRig{t: t, pool: pool, ns: ns, ks: newKeyspace(ns), log: &hstBuffer{},
+	return &hstRig{t: t, pool: pool, ns: ns, ks: rdb.NewKeyspace(ns), log: &hstBuffer{},
 		enq: NewEnqueuer(ns, pool), client: NewClient(ns, pool),
 		runs: map[string]int{}, seen: map[string]*Job{},
 		gate: make(chan struct{}), running: make(chan string, 16)}
@@ -238,7 +239,7 @@ func (r *hstRig) settle() {
 // deadRecords returns the members of the dead set, decoded leniently.
 func (r *hstRig) deadRecords() []*Job {
 	r.t.Helper()
-	members, err := redis.ByteSlices(r.do("ZRANGE", r.ks.dead(), 0, -1))
+	members, err := redis.ByteSlices(r.do("ZRANGE", r.ks.Dead(), 0, -1))
 	if err != nil {
 		r.t.Fatalf("ZRANGE dead: %v", err)
 	}
@@ -268,7 +269,7 @@ func (r *hstRig) deadWithRaw(raw []byte) *Job {
 func (r *hstRig) finalChecks(names ...string) {
 	r.t.Helper()
 	r.stop()
-	keys, err := redis.Strings(r.do("KEYS", r.ks.jobsPrefix()+"*:inprogress"))
+	keys, err := redis.Strings(r.do("KEYS", r.ks.JobsPrefix()+"*:inprogress"))
 	if err != nil {
 		r.t.Errorf("KEYS: %v", err)
 	}
@@ -277,13 +278,13 @@ func (r *hstRig) finalChecks(names ...string) {
 		r.t.Errorf("in-progress list %s left behind after Stop, holding %q", k, n)
 	}
 	for _, name := range append(append([]string{}, r.names...), names...) {
-		v, err := redis.String(r.do("GET", r.ks.lock(name)))
+		v, err := redis.String(r.do("GET", r.ks.Lock(name)))
 		if err == nil && v != "0" {
 			r.t.Errorf("lock of %q ends at %q, want 0", name, v)
 		} else if err != nil && err != redis.ErrNil {
 			r.t.Errorf("lock of %q: %v", name, err)
 		}
-		if h, err := redis.StringMap(r.do("HGETALL", r.ks.lockInfo(name))); err == nil {
+		if h, err := redis.StringMap(r.do("HGETALL", r.ks.LockInfo(name))); err == nil {
 			for f := range r.planted {
 				delete(h, f)
 			}
@@ -303,18 +304,18 @@ func (r *hstRig) clientSweep(mutate bool) {
 	ids := []string{"", "x"}
 	scores := []int64{0, -1, math.MaxInt64, math.MinInt64}
 	names := []string{"", "nobody"}
-	for _, set := range []string{r.ks.scheduled(), r.ks.retry(), r.ks.dead()} {
+	for _, set := range []string{r.ks.Scheduled(), r.ks.Retry(), r.ks.Dead()} {
 		vals, _ := redis.Values(r.do("ZRANGE", set, 0, 20, "WITHSCORES"))
 		for i := 0; i+1 < len(vals); i += 2 {
 			m, _ := redis.Bytes(vals[i], nil)
 			j, _ := decodeMember(m)
 			ids = append(ids, j.ID)
-			if sc, err := parseScore(vals[i+1]); err == nil {
+			if sc, err := rdb.ParseScore(vals[i+1]); err == nil {
 				scores = append(scores, sc)
 			}
 		}
 	}
-	known, _ := redis.Strings(r.do("SMEMBERS", r.ks.knownJobs()))
+	known, _ := redis.Strings(r.do("SMEMBERS", r.ks.KnownJobs()))
 	names = append(names, known...)
 	strs := append(append([]string{}, ids...), names...)
 	strs = append(strs, "queued", "scheduled", "retry", "dead", "in_progress", "*")
@@ -475,14 +476,14 @@ func TestHostileQueuePayloads(t *testing.T) {
 	r := newHstRig(t)
 	const name = "q"
 	payloads := hstPayloads(name)
-	r.must("SADD", r.ks.knownJobs(), name)
+	r.must("SADD", r.ks.KnownJobs(), name)
 	for _, p := range payloads {
-		r.must("LPUSH", r.ks.jobs(name), p.raw)
+		r.must("LPUSH", r.ks.Jobs(name), p.raw)
 	}
 	// A queue no pool serves, and one no one registered: left where they are.
-	r.must("SADD", r.ks.knownJobs(), "nobody-serves-this")
-	r.must("LPUSH", r.ks.jobs("nobody-serves-this"), `{"name":"nobody-serves-this","id":"orphan-queue","t":1,"args":{}}`)
-	r.must("LPUSH", r.ks.jobs("unregistered"), `{"name":"unregistered","id":"unregistered","t":1,"args":{}}`)
+	r.must("SADD", r.ks.KnownJobs(), "nobody-serves-this")
+	r.must("LPUSH", r.ks.Jobs("nobody-serves-this"), `{"name":"nobody-serves-this","id":"orphan-queue","t":1,"args":{}}`)
+	r.must("LPUSH", r.ks.Jobs("unregistered"), `{"name":"unregistered","id":"unregistered","t":1,"args":{}}`)
 
 	// The Client reads a queue whose oldest payloads are garbage.
 	qs, err := r.client.Queues()
@@ -508,7 +509,7 @@ func TestHostileQueuePayloads(t *testing.T) {
 	}
 	r.good("after bad payloads")
 	r.settle()
-	if n, _ := redis.Int(r.do("LLEN", r.ks.jobs(name))); n != 0 {
+	if n, _ := redis.Int(r.do("LLEN", r.ks.Jobs(name))); n != 0 {
 		t.Errorf("queue %q still holds %d payloads: a bad one blocks it", name, n)
 	}
 	deadByRaw := map[string]*Job{}
@@ -568,7 +569,7 @@ func TestHostileQueuePayloads(t *testing.T) {
 	}
 	r.mu.Unlock()
 	for _, q := range []string{"nobody-serves-this", "unregistered"} {
-		if n, _ := redis.Int(r.do("LLEN", r.ks.jobs(q))); n != 1 {
+		if n, _ := redis.Int(r.do("LLEN", r.ks.Jobs(q))); n != 1 {
 			t.Errorf("queue %q that no pool serves holds %d jobs, want its 1 left untouched", q, n)
 		}
 	}
@@ -595,9 +596,9 @@ func TestHostileScheduledAndRetryMembers(t *testing.T) {
 		t.Run(set, func(t *testing.T) {
 			r := newHstRig(t)
 			const name = "s"
-			key := r.ks.scheduled()
+			key := r.ks.Scheduled()
 			if set == "retry" {
-				key = r.ks.retry()
+				key = r.ks.Retry()
 			}
 			now := time.Now().Unix()
 			type member struct {
@@ -658,7 +659,7 @@ func TestHostileScheduledAndRetryMembers(t *testing.T) {
 					if inSet {
 						t.Errorf("%s: still in the %s set", m.label, set)
 					}
-					if n, _ := redis.Int(r.do("LLEN", r.ks.jobs("nobody-serves-this"))); n != 1 {
+					if n, _ := redis.Int(r.do("LLEN", r.ks.Jobs("nobody-serves-this"))); n != 1 {
 						t.Errorf("%s: its queue holds %d jobs, want 1", m.label, n)
 					}
 				case "run":
@@ -719,7 +720,7 @@ func TestHostileDeadMembers(t *testing.T) {
 				retried = append(retried, "dead-inf")
 			}
 			for m, sc := range members {
-				r.must("ZADD", r.ks.dead(), sc, m)
+				r.must("ZADD", r.ks.Dead(), sc, m)
 			}
 			jobs, total, err := r.client.DeadJobs(1)
 			if err != nil || total != int64(len(members)) || len(jobs) != len(members) {
@@ -751,7 +752,7 @@ func TestHostileDeadMembers(t *testing.T) {
 					t.Errorf("RetryAllDeadJobs did not retry the decodable dead job %q (score %s)", id, members[job(id)])
 				}
 			}
-			if n, _ := redis.Int(r.do("LLEN", r.ks.jobs("nobody-serves-this"))); n != 1 {
+			if n, _ := redis.Int(r.do("LLEN", r.ks.Jobs("nobody-serves-this"))); n != 1 {
 				t.Errorf("RetryAllDeadJobs did not move the dead job of a name no pool serves to its queue")
 			}
 			left, _, err := r.client.DeadJobs(1)
@@ -766,7 +767,7 @@ func TestHostileDeadMembers(t *testing.T) {
 			if err := r.client.DeleteAllDeadJobs(); err != nil {
 				t.Errorf("DeleteAllDeadJobs: %v", err)
 			}
-			if n, _ := redis.Int(r.do("ZCARD", r.ks.dead())); n != 0 {
+			if n, _ := redis.Int(r.do("ZCARD", r.ks.Dead())); n != 0 {
 				t.Errorf("DeleteAllDeadJobs left %d members", n)
 			}
 			r.finalChecks("nobody-serves-this")
@@ -779,31 +780,31 @@ func TestHostileUniqueLocks(t *testing.T) {
 	r := newHstRig(t)
 	const name = "u"
 	// A ByKey lock holding garbage for a job that is queued: the job runs with its own args.
-	key, _ := r.ks.unique(name, map[string]interface{}{"k": 1})
+	key, _ := r.ks.Unique(name, map[string]interface{}{"k": 1})
 	payload := hstJSON(`{"name":%q,"id":"bykey-garbage","t":1,"args":{"own":true},"unique":true,"unique_key":%q}`, name, key)
 	r.must("SET", key, "garbage that is not a job")
-	r.must("LPUSH", r.ks.jobs(name), payload)
+	r.must("LPUSH", r.ks.Jobs(name), payload)
 	// A lock holding another job's payload.
-	key2, _ := r.ks.unique(name, map[string]interface{}{"k": 2})
+	key2, _ := r.ks.Unique(name, map[string]interface{}{"k": 2})
 	r.must("SET", key2, `{"name":"other","id":"x","t":1,"args":{"stolen":true}}`)
-	r.must("LPUSH", r.ks.jobs(name), hstJSON(`{"name":%q,"id":"bykey-other","t":1,"args":{"own":true},"unique":true,"unique_key":%q}`, name, key2))
+	r.must("LPUSH", r.ks.Jobs(name), hstJSON(`{"name":%q,"id":"bykey-other","t":1,"args":{"own":true},"unique":true,"unique_key":%q}`, name, key2))
 	// A lock of the wrong type (a list where a string belongs).
-	key3, _ := r.ks.unique(name, map[string]interface{}{"k": 3})
+	key3, _ := r.ks.Unique(name, map[string]interface{}{"k": 3})
 	r.must("RPUSH", key3, "a", "b")
-	r.must("LPUSH", r.ks.jobs(name), hstJSON(`{"name":%q,"id":"bykey-list","t":1,"args":{"k":3},"unique":true,"unique_key":%q}`, name, key3))
+	r.must("LPUSH", r.ks.Jobs(name), hstJSON(`{"name":%q,"id":"bykey-list","t":1,"args":{"k":3},"unique":true,"unique_key":%q}`, name, key3))
 
 	// A payload whose unique_key names a key that is not a unique lock: a queue of other jobs (inside
 	// the namespace) and a key of another application (outside it). Starting the job must not delete
 	// either.
-	victimQueue := r.ks.jobs("victim")
+	victimQueue := r.ks.Jobs("victim")
 	for i := 0; i < 3; i++ {
 		r.must("LPUSH", victimQueue, fmt.Sprintf(`{"name":"victim","id":"victim-%d","t":1,"args":{}}`, i))
 	}
 	outside := r.ns + "-other-app-data"
 	r.must("SET", outside, "precious")
 	t.Cleanup(func() { r.do("DEL", outside) })
-	r.must("LPUSH", r.ks.jobs(name), hstJSON(`{"name":%q,"id":"uk-queue","t":1,"args":{},"unique":true,"unique_key":%q}`, name, victimQueue))
-	r.must("LPUSH", r.ks.jobs(name), hstJSON(`{"name":%q,"id":"uk-outside","t":1,"args":{},"unique":true,"unique_key":%q}`, name, outside))
+	r.must("LPUSH", r.ks.Jobs(name), hstJSON(`{"name":%q,"id":"uk-queue","t":1,"args":{},"unique":true,"unique_key":%q}`, name, victimQueue))
+	r.must("LPUSH", r.ks.Jobs(name), hstJSON(`{"name":%q,"id":"uk-outside","t":1,"args":{},"unique":true,"unique_key":%q}`, name, outside))
 
 	r.start(JobOptions{}, name)
 	for _, id := range []string{"bykey-garbage", "bykey-other", "bykey-list", "uk-queue", "uk-outside"} {
@@ -826,9 +827,9 @@ func TestHostileUniqueLocks(t *testing.T) {
 	}
 	// Deleting a scheduled job frees its unique lock: only a unique lock, never the key a crafted
 	// unique_key names.
-	victim2 := r.ks.jobs("victim2")
+	victim2 := r.ks.Jobs("victim2")
 	r.must("LPUSH", victim2, `{"name":"victim2","id":"victim2-0","t":1,"args":{}}`)
-	r.must("ZADD", r.ks.scheduled(), 4102444800, hstJSON(`{"name":%q,"id":"sched-uk-queue","t":1,"args":{},"unique":true,"unique_key":%q}`, name, victim2))
+	r.must("ZADD", r.ks.Scheduled(), 4102444800, hstJSON(`{"name":%q,"id":"sched-uk-queue","t":1,"args":{},"unique":true,"unique_key":%q}`, name, victim2))
 	if err := r.client.DeleteScheduledJob(4102444800, "sched-uk-queue"); err != nil {
 		t.Errorf("DeleteScheduledJob: %v", err)
 	}

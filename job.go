@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Q is a shortcut to easily specify arguments for jobs when enqueueing them.
@@ -81,11 +83,7 @@ func (j *Job) fetchedKey() []byte {
 	if j.q == nil || !j.q.keyed {
 		return nil
 	}
-	entry, _ := j.rawArg.([]byte)
-	if i := bytes.IndexByte(entry, '\n'); i > 0 {
-		return entry[:i]
-	}
-	return nil
+	return rdb.KeyedEntryKey(j.rawArg)
 }
 
 // setWire sets j's exported fields, those of the wire format, to w's, leaving the others (how the

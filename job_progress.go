@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Progress is how far a running job got, as its handler last reported it with Job.SetProgress.
@@ -104,9 +106,6 @@ func cleanProgressMessage(msg string) string {
 	return msg
 }
 
-// formatFraction is a fraction as it is stored: the shortest decimal that reads back as itself.
-func formatFraction(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
 // parseProgress reads a progress from the fields of a record or a worker observation, which another
 // program may have written: nil when there is none or its fraction is not a number; a fraction
 // outside 0..1 is clamped and the message made safe, as SetProgress does.
@@ -122,21 +121,11 @@ func parseProgress(fraction, msg, at string) *Progress {
 	return &Progress{Fraction: f, Message: cleanProgressMessage(msg), At: parseInt64(at)}
 }
 
-// runningRecord is what the observer writes to the record of a running job that has one (see
-// lua/running.lua): where the pool holds the job, so that the write applies only while the attempt
-// still runs, and the attempt.
-type runningRecord struct {
-	inProgress interface{} // the in-progress list holding the job (its queue's args)
-	entry      interface{} // the job's entry in it
-	attempt    int64       // 1 for the first attempt
-	keep       int64       // seconds; a record the write creates lives at least this long
-}
-
 // hasRecord reports whether a job of jt has a record that its running state and progress go to.
 func hasRecord(job *Job, jt *jobType) bool { return job.Tracked || (jt != nil && jt.KeepFinished > 0) }
 
 // newRunningRecord describes the record of a job a worker starts, or returns nil when it has none.
-func newRunningRecord(job *Job) *runningRecord {
+func newRunningRecord(job *Job) *rdb.RunningRecord {
 	if job.q == nil || job.q.args == nil || !hasRecord(job, job.q.jt) {
 		return nil
 	}
@@ -144,17 +133,17 @@ func newRunningRecord(job *Job) *runningRecord {
 	if jt := job.q.jt; jt != nil {
 		keep = int64((jt.KeepFinished + time.Second - 1) / time.Second)
 	}
-	return &runningRecord{inProgress: job.q.args.keys[1], entry: job.rawArg, attempt: job.Fails + 1, keep: keep}
+	return &rdb.RunningRecord{InProgress: job.q.args.Keys[1], Entry: job.rawArg, Attempt: job.Fails + 1, Keep: keep}
 }
 
 // abandonOp puts a job whose run a stop abandoned (its deadline passed) back at the front of its
 // queue; a job with a record is written queued again there, rather than left running.
-func abandonOp(j *Job) finishOp {
-	op := finishOp{kind: opRequeue, q: j.q.args, job: j}
+func abandonOp(j *Job) rdb.FinishOp {
+	op := rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j}
 	if hasRecord(j, j.q.jt) {
-		op.ext = &finishExt{id: j.ID, batch: j.Batch, tracked: j.Tracked, err: j.LastErr, attempts: j.Fails}
+		op.Ext = &rdb.FinishExt{Id: j.ID, Batch: j.Batch, Tracked: j.Tracked, Err: j.LastErr, Attempts: j.Fails}
 		if jt := j.q.jt; jt != nil {
-			op.ext.keep = int64((jt.KeepFinished + time.Second - 1) / time.Second)
+			op.Ext.Keep = int64((jt.KeepFinished + time.Second - 1) / time.Second)
 		}
 	}
 	return op

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // checkProgressMessage fails unless msg is safe to store and show: valid UTF-8, no control
@@ -50,7 +52,7 @@ func FuzzSetProgress(f *testing.F) {
 			t.Fatalf("safe message %q changed to %q", msg, p.Message)
 		}
 		// What is stored reads back as itself.
-		back := parseProgress(formatFraction(p.Fraction), p.Message, "1")
+		back := parseProgress(rdb.FormatFraction(p.Fraction), p.Message, "1")
 		if back == nil || back.Fraction != p.Fraction || back.Message != p.Message {
 			t.Fatalf("stored %+v, read back %+v", p, back)
 		}

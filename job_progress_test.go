@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // progressStep is a handler that reports progress when told to, and ends when told to.
@@ -188,37 +190,37 @@ func TestLateRunningWriteDoesNotUndoTheEnd(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	s := newStore(ns, PoolBackend(pool))
+	s := rdb.NewStore(ns, PoolBackend(pool))
 	ctx := context.Background()
-	inprogress := s.ks.inProgress("late", "p1")
-	rdo(t, pool, "HSET", s.ks.jobRecord("j1"), "name", "late", "state", "done", "attempts", 1)
-	rdo(t, pool, "HSET", s.ks.jobRecord("j2"), "name", "late", "state", "queued")
+	inprogress := s.Ks.InProgress("late", "p1")
+	rdo(t, pool, "HSET", s.Ks.JobRecord("j1"), "name", "late", "state", "done", "attempts", 1)
+	rdo(t, pool, "HSET", s.Ks.JobRecord("j2"), "name", "late", "state", "queued")
 	rdo(t, pool, "LPUSH", inprogress, "other")
-	obs := []observation{
-		{workerID: "w1", busy: true, jobName: "late", jobID: "j1", startedAt: 100, args: []byte("null"),
-			record: &runningRecord{inProgress: inprogress, entry: []byte("payload of j1"), attempt: 1}},
-		{workerID: "w2", busy: true, jobName: "late", jobID: "j2", startedAt: 100, args: []byte("null"),
-			progress: &Progress{Fraction: 0.5, At: 100},
-			record:   &runningRecord{inProgress: inprogress, entry: []byte("payload of j2"), attempt: 1}},
+	obs := []rdb.Observation{
+		{WorkerID: "w1", Busy: true, JobName: "late", JobID: "j1", StartedAt: 100, Args: []byte("null"),
+			Record: &rdb.RunningRecord{InProgress: inprogress, Entry: []byte("payload of j1"), Attempt: 1}},
+		{WorkerID: "w2", Busy: true, JobName: "late", JobID: "j2", StartedAt: 100, Args: []byte("null"),
+			Progress: &rdb.ProgressNote{Fraction: 0.5, At: 100},
+			Record:   &rdb.RunningRecord{InProgress: inprogress, Entry: []byte("payload of j2"), Attempt: 1}},
 	}
-	if err := s.writeObservations(ctx, "p1", obs); err != nil {
+	if err := s.WriteObservations(ctx, "p1", obs); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"j1", "j2"} {
-		if st := rStrings(t, pool, "HMGET", s.ks.jobRecord(id), "state", "progress"); st[0] == "running" || st[1] != "" {
+		if st := rStrings(t, pool, "HMGET", s.Ks.JobRecord(id), "state", "progress"); st[0] == "running" || st[1] != "" {
 			t.Errorf("record of %s after a write for an attempt not held: %q", id, st)
 		}
 	}
 	// Held: written.
 	rdo(t, pool, "LPUSH", inprogress, "payload of j2")
-	if err := s.writeObservations(ctx, "p1", obs); err != nil {
+	if err := s.WriteObservations(ctx, "p1", obs); err != nil {
 		t.Fatal(err)
 	}
-	if st := rStrings(t, pool, "HMGET", s.ks.jobRecord("j2"), "state", "progress", "pool", "attempt"); strings.Join(st, ",") != "running,0.5,p1,1" {
+	if st := rStrings(t, pool, "HMGET", s.Ks.JobRecord("j2"), "state", "progress", "pool", "attempt"); strings.Join(st, ",") != "running,0.5,p1,1" {
 		t.Errorf("record of a held job: %q", st)
 	}
 	// The worker's observation carries the progress too.
-	if st := rStrings(t, pool, "HMGET", s.ks.worker("w2"), "job_id", "progress", "progress_at"); strings.Join(st, ",") != "j2,0.5,100" {
+	if st := rStrings(t, pool, "HMGET", s.Ks.Worker("w2"), "job_id", "progress", "progress_at"); strings.Join(st, ",") != "j2,0.5,100" {
 		t.Errorf("observation: %q", st)
 	}
 }
@@ -228,19 +230,19 @@ func TestReapedJobRecordIsQueuedAgain(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	s := newStore(ns, PoolBackend(pool))
+	s := rdb.NewStore(ns, PoolBackend(pool))
 	payload := `{"name":"reaped","id":"j1","t":1,"args":{"id":"not this one"},"tracked":true}`
-	rdo(t, pool, "LPUSH", s.ks.inProgress("reaped", "dead1"), payload)
-	rdo(t, pool, "HSET", s.ks.jobRecord("j1"), "name", "reaped", "state", "running", "pool", "dead1", "attempt", 1)
-	rdo(t, pool, "HSET", s.ks.jobRecord("j2"), "name", "reaped", "state", "running", "pool", "alive", "attempt", 1)
-	n, err := s.reap(context.Background(), "dead1", []string{"reaped"}, -1)
+	rdo(t, pool, "LPUSH", s.Ks.InProgress("reaped", "dead1"), payload)
+	rdo(t, pool, "HSET", s.Ks.JobRecord("j1"), "name", "reaped", "state", "running", "pool", "dead1", "attempt", 1)
+	rdo(t, pool, "HSET", s.Ks.JobRecord("j2"), "name", "reaped", "state", "running", "pool", "alive", "attempt", 1)
+	n, err := s.Reap(context.Background(), "dead1", []string{"reaped"}, -1)
 	if err != nil || n != 1 {
 		t.Fatalf("reap: %d, %v", n, err)
 	}
-	if st := rStrings(t, pool, "HMGET", s.ks.jobRecord("j1"), "state", "attempt"); st[0] != "queued" || st[1] != "" {
+	if st := rStrings(t, pool, "HMGET", s.Ks.JobRecord("j1"), "state", "attempt"); st[0] != "queued" || st[1] != "" {
 		t.Errorf("record of the reaped job: %q", st)
 	}
-	if st := rStrings(t, pool, "HMGET", s.ks.jobRecord("j2"), "state"); st[0] != "running" {
+	if st := rStrings(t, pool, "HMGET", s.Ks.JobRecord("j2"), "state"); st[0] != "running" {
 		t.Errorf("record of a job of another pool: %q", st)
 	}
 }

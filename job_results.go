@@ -23,7 +23,7 @@ func (j *Job) DependencyResults(ctx context.Context) ([]*JobRecord, error) {
 	if w == nil || w.store == nil {
 		return nil, ErrNotInPool
 	}
-	ids, hashes, err := w.store.dependencyResults(ctx, j.ID)
+	ids, hashes, err := w.store.DependencyResults(ctx, j.ID)
 	if err != nil {
 		return nil, err
 	}

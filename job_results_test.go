@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 func TestDependencyResultsOfAfterAndOfAChain(t *testing.T) {
@@ -116,9 +118,9 @@ func TestDependencyResultsOfAnExpiredRecord(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	s := newStore(ns, PoolBackend(pool))
-	rdo(t, pool, "HSET", s.ks.jobRecord("late"), "name", "b", "state", "queued", "after", "gone,here")
-	rdo(t, pool, "HSET", s.ks.jobRecord("here"), "name", "a", "state", "done", "result", `{"x":1}`)
+	s := rdb.NewStore(ns, PoolBackend(pool))
+	rdo(t, pool, "HSET", s.Ks.JobRecord("late"), "name", "b", "state", "queued", "after", "gone,here")
+	rdo(t, pool, "HSET", s.Ks.JobRecord("here"), "name", "a", "state", "done", "result", `{"x":1}`)
 	j := &Job{ID: "late", observer: &workerState{store: s}}
 	recs, err := j.DependencyResults(context.Background())
 	if err != nil || len(recs) != 2 {

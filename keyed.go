@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Keyed jobs: one job name shared by many parties (tenants, accounts, domains). A job enqueued with
@@ -36,10 +38,6 @@ const MaxKeyLen = 200
 // the key in its Redis keys).
 var ErrMalformedKey = errors.New("work: malformed key")
 
-// ErrKeyFull is returned (wrapped, with the key and the limit) by an enqueue of a keyed job when its
-// key already has as many jobs waiting as KeyMaxWaiting allows; nothing is written.
-var ErrKeyFull = errors.New("work: too many jobs of the key waiting")
-
 // checkKey returns an error for a key that cannot be used.
 func checkKey(key string) error {
 	bad := ""
@@ -61,17 +59,9 @@ func checkKey(key string) error {
 		}
 	}
 	if bad != "" {
-		return fmt.Errorf("%w %q: %s", ErrMalformedKey, truncateKey(key), bad)
+		return fmt.Errorf("%w %q: %s", ErrMalformedKey, rdb.TruncateKey(key), bad)
 	}
 	return nil
-}
-
-// truncateKey shortens a key for an error message.
-func truncateKey(key string) string {
-	if len(key) <= 64 {
-		return key
-	}
-	return key[:64] + "..."
 }
 
 // KeyNoLimit in a field of KeyLimits lifts the job name's limit for the key.

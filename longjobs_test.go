@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Long jobs across several pools: no job waits for a worker of a busy pool while a worker of another
@@ -120,7 +122,7 @@ func TestKeyedLongJobsHoldNoSlotBeforeTheyStart(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	ks := newKeyspace(ns)
+	ks := rdb.NewKeyspace(ns)
 	l, gate := newLrRunning(), newBhvGate()
 	pools := lrPools(t, ns, 2, 2, "keyed", JobOptions{KeyConcurrency: 1}, l, gate)
 	var jobs []BatchJob
@@ -138,7 +140,7 @@ func TestKeyedLongJobsHoldNoSlotBeforeTheyStart(t *testing.T) {
 	})
 	held := int64(0)
 	for _, wp := range pools {
-		held += rInt(t, pool, "LLEN", ks.keyedInProgress("keyed", wp.workerPoolID))
+		held += rInt(t, pool, "LLEN", ks.KeyedInProgress("keyed", wp.workerPoolID))
 	}
 	if held != 4 {
 		t.Errorf("the pools hold %d keyed jobs while 4 run", held)
@@ -163,7 +165,7 @@ func TestFetchedAheadJobsAreHandedBack(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	ks := newKeyspace(ns)
+	ks := rdb.NewKeyspace(ns)
 	enq := NewEnqueuer(ns, pool)
 	l, gate := newLrRunning(), newBhvGate()
 	t.Cleanup(gate.Open)
@@ -201,9 +203,9 @@ func TestFetchedAheadJobsAreHandedBack(t *testing.T) {
 	}
 	eventually(t, 20*time.Second, "4 long jobs running in the first pool and 2 back in their queue", func() bool {
 		n, _ := l.running()
-		return n == 4 && rInt(t, pool, "LLEN", ks.jobs("long")) == 2
+		return n == 4 && rInt(t, pool, "LLEN", ks.Jobs("long")) == 2
 	})
-	if held := rInt(t, pool, "LLEN", ks.inProgress("long", first.workerPoolID)); held != 4 {
+	if held := rInt(t, pool, "LLEN", ks.InProgress("long", first.workerPoolID)); held != 4 {
 		t.Errorf("the first pool holds %d long jobs while it runs 4", held)
 	}
 	if !f.noAhead.Load() {

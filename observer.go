@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // workerState is what a worker is doing, as shown by Client.WorkerObservations. Workers update it in
 // memory on every job; the observer writes what changed to Redis at most once a second.
 type workerState struct {
 	workerID string
-	store    *store // for the running job's own reads (Job.DependencyResults)
+	store    *rdb.Store // for the running job's own reads (Job.DependencyResults)
 
 	mu         sync.Mutex
 	job        *Job
@@ -22,7 +24,7 @@ type workerState struct {
 	checkinMsg string
 	checkinAt  int64
 	progress   Progress // set by Job.SetProgress; At 0: none
-	record     *runningRecord
+	record     *rdb.RunningRecord
 	version    uint64
 }
 
@@ -87,20 +89,19 @@ func (s *workerState) currentJob() *Job {
 }
 
 // snapshot returns the state as an observation and its version.
-func (s *workerState) snapshot() (observation, uint64) {
+func (s *workerState) snapshot() (rdb.Observation, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := observation{workerID: s.workerID}
+	o := rdb.Observation{WorkerID: s.workerID}
 	if s.job != nil {
-		o.busy = true
-		o.jobName, o.jobID, o.startedAt = s.job.Name, s.job.ID, s.startedAt
-		o.checkin, o.checkinAt = s.checkinMsg, s.checkinAt
-		o.args = argsJSON(s.job.raw)
+		o.Busy = true
+		o.JobName, o.JobID, o.StartedAt = s.job.Name, s.job.ID, s.startedAt
+		o.Checkin, o.CheckinAt = s.checkinMsg, s.checkinAt
+		o.Args = argsJSON(s.job.raw)
 		if s.progress.At != 0 {
-			p := s.progress
-			o.progress = &p
+			o.Progress = &rdb.ProgressNote{Fraction: s.progress.Fraction, Message: s.progress.Message, At: s.progress.At}
 		}
-		o.record = s.record
+		o.Record = s.record
 	}
 	return o, s.version
 }
@@ -150,14 +151,14 @@ func (o *observer) start(wg *sync.WaitGroup) {
 }
 
 func (o *observer) flush() {
-	var obs []observation
+	var obs []rdb.Observation
 	var versions []uint64
 	for _, w := range o.r.workers {
 		ob, v := w.state.snapshot()
 		if last, ok := o.written[w.id]; ok && last == v {
 			continue
 		}
-		if _, ok := o.written[w.id]; !ok && !ob.busy {
+		if _, ok := o.written[w.id]; !ok && !ob.Busy {
 			o.written[w.id] = v // idle from the start: nothing to write
 			continue
 		}
@@ -167,24 +168,24 @@ func (o *observer) flush() {
 	if len(obs) == 0 {
 		return
 	}
-	if err := o.r.wp.store.writeObservations(o.r.ctx, o.r.poolID, obs); err != nil {
+	if err := o.r.wp.store.WriteObservations(o.r.ctx, o.r.poolID, obs); err != nil {
 		if o.r.ctx.Err() == nil { // a write cut short by the pool's stop is no failure: clear follows
 			o.r.wp.logger.Warn("work: writing worker observations", "err", err)
 		}
 		return
 	}
 	for i, ob := range obs {
-		o.written[ob.workerID] = versions[i]
+		o.written[ob.WorkerID] = versions[i]
 	}
 }
 
 // clear deletes the observations of a stopping pool.
 func (o *observer) clear() {
-	obs := make([]observation, 0, len(o.r.workers))
+	obs := make([]rdb.Observation, 0, len(o.r.workers))
 	for _, w := range o.r.workers {
-		obs = append(obs, observation{workerID: w.id})
+		obs = append(obs, rdb.Observation{WorkerID: w.id})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = o.r.wp.store.writeObservations(ctx, o.r.poolID, obs)
+	_ = o.r.wp.store.WriteObservations(ctx, o.r.poolID, obs)
 }

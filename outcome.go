@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // This file owns the last step of a job's run: what its result means (done, retry, dead, snooze,
@@ -97,15 +99,15 @@ type JobOutcome struct {
 }
 
 // resultOf tells where a finishOp sends its job.
-func resultOf(op finishOp) Result {
-	switch op.kind {
-	case opAck:
+func resultOf(op rdb.FinishOp) Result {
+	switch op.Kind {
+	case rdb.OpAck:
 		return ResultDone
-	case opDrop:
+	case rdb.OpDrop:
 		return ResultDropped
-	case opDead:
+	case rdb.OpDead:
 		return ResultDead
-	case opSnooze:
+	case rdb.OpSnooze:
 		return ResultSnoozed
 	}
 	return ResultRetry
@@ -121,31 +123,31 @@ type runResult struct {
 // outcomeOp decides where a finished job goes and returns the finishOp that records it, with the
 // workflow state the job's end changes (the worker adds the unique lock to release, see
 // worker.uniqueKey).
-func outcomeOp(jt *jobType, policy PanicPolicy, job *Job, res runResult) finishOp {
+func outcomeOp(jt *jobType, policy PanicPolicy, job *Job, res runResult) rdb.FinishOp {
 	op := decideOutcome(jt, policy, job, res)
 	if job.Batch != "" || job.Tracked || jt.KeepFinished > 0 || (jt.UniqueUntilDone && job.Unique) {
-		op.ext = &finishExt{id: job.ID, batch: job.Batch, tracked: job.Tracked, err: job.LastErr,
-			attempts: job.Fails, keep: int64((jt.KeepFinished + time.Second - 1) / time.Second)}
-		if op.kind == opAck {
-			op.ext.result = job.result
-			op.ext.attempts++ // the successful one
-			op.ext.err = ""
+		op.Ext = &rdb.FinishExt{Id: job.ID, Batch: job.Batch, Tracked: job.Tracked, Err: job.LastErr,
+			Attempts: job.Fails, Keep: int64((jt.KeepFinished + time.Second - 1) / time.Second)}
+		if op.Kind == rdb.OpAck {
+			op.Ext.Result = job.result
+			op.Ext.Attempts++ // the successful one
+			op.Ext.Err = ""
 		}
 	}
 	return op
 }
 
 // decideOutcome decides where a finished job goes.
-func decideOutcome(jt *jobType, policy PanicPolicy, job *Job, res runResult) finishOp {
+func decideOutcome(jt *jobType, policy PanicPolicy, job *Job, res runResult) rdb.FinishOp {
 	if res.err == nil {
-		return finishOp{kind: opAck, q: job.q.args, job: job}
+		return rdb.FinishOp{Kind: rdb.OpAck, Q: job.q.args, Entry: job.rawArg, Ref: job}
 	}
 	now := nowEpochSeconds()
 	var snooze *SnoozeError
 	if !res.panicked && errors.As(res.err, &snooze) {
 		// Scores are whole seconds: round up, so the job never runs before its delay is over.
 		at := time.Now().Add(max(snooze.Delay, 0)).UnixNano()
-		return zaddOp(job, opSnooze, (at+int64(time.Second)-1)/int64(time.Second))
+		return zaddOp(job, rdb.OpSnooze, (at+int64(time.Second)-1)/int64(time.Second))
 	}
 	final := false
 	var failNow *FailNowError
@@ -160,16 +162,16 @@ func decideOutcome(jt *jobType, policy PanicPolicy, job *Job, res runResult) fin
 	job.LastErr = errorText(res.err)
 	job.FailedAt = now
 	if res.panicked && policy == PanicRetries {
-		return zaddOp(job, opRetry, now+backoffOf(jt)(job))
+		return zaddOp(job, rdb.OpRetry, now+backoffOf(jt)(job))
 	}
 	job.Fails++
 	if final || job.Fails >= int64(jt.MaxFails) {
 		if jt.SkipDead {
-			return finishOp{kind: opDrop, q: job.q.args, job: job}
+			return rdb.FinishOp{Kind: rdb.OpDrop, Q: job.q.args, Entry: job.rawArg, Ref: job}
 		}
-		return zaddOp(job, opDead, now)
+		return zaddOp(job, rdb.OpDead, now)
 	}
-	return zaddOp(job, opRetry, now+backoffOf(jt)(job))
+	return zaddOp(job, rdb.OpRetry, now+backoffOf(jt)(job))
 }
 
 func backoffOf(jt *jobType) BackoffCalculator {
@@ -180,24 +182,24 @@ func backoffOf(jt *jobType) BackoffCalculator {
 }
 
 // zaddOp moves a fetched job to the retry, dead or scheduled set under its re-encoded payload.
-func zaddOp(job *Job, kind opKind, score int64) finishOp {
+func zaddOp(job *Job, kind rdb.OpKind, score int64) rdb.FinishOp {
 	// A keyed job of a name that keeps its keys in order holds its key's slot while it waits for
 	// its retry (the exchange leaves the slot taken; see JobOptions.KeyRetryInOrder).
-	job.KeyHold = kind == opRetry && job.q != nil && job.q.keyed && job.q.jt.KeyRetryInOrder
+	job.KeyHold = kind == rdb.OpRetry && job.q != nil && job.q.keyed && job.q.jt.KeyRetryInOrder
 	payload, err := job.serialize()
 	if err != nil {
 		// Args that cannot be encoded came from a decoded payload, so this cannot happen; keep the
 		// original bytes rather than lose the job.
 		payload = job.raw
 	}
-	return finishOp{kind: kind, q: job.q.args, job: job, score: score, payload: payload}
+	return rdb.FinishOp{Kind: kind, Q: job.q.args, Entry: job.rawArg, Ref: job, Score: score, Payload: payload}
 }
 
 // deadLetterOp sends a fetched payload that cannot be run to the dead set, with the reason and the
 // original bytes (in Raw), under the name of the queue it came from.
-func deadLetterOp(job *Job, reason error) finishOp {
+func deadLetterOp(job *Job, reason error) rdb.FinishOp {
 	now := nowEpochSeconds()
-	return finishOp{kind: opDead, q: job.q.args, job: job, score: now, payload: deadLetterRecord(job.q.name, job.raw, reason, now)}
+	return rdb.FinishOp{Kind: rdb.OpDead, Q: job.q.args, Entry: job.rawArg, Ref: job, Score: now, Payload: deadLetterRecord(job.q.name, job.raw, reason, now)}
 }
 
 // deadLetterRecord is the dead-set member that stands for a payload that cannot be run: a job record

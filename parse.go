@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Errors for input the library refuses. Each is returned wrapped, with what was wrong and what is
@@ -175,7 +177,7 @@ func CheckScheduleID(id string) error {
 		}
 	}
 	if bad != "" {
-		return fmt.Errorf("%w: ID %q: %s", ErrMalformedSchedule, truncateKey(id), bad)
+		return fmt.Errorf("%w: ID %q: %s", ErrMalformedSchedule, rdb.TruncateKey(id), bad)
 	}
 	return nil
 }

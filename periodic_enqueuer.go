@@ -78,7 +78,7 @@ func (p *periodicEnqueuer) enqueue(now time.Time) {
 	if len(scores) == 0 {
 		return
 	}
-	if _, err := p.r.wp.store.schedulePeriodic(p.r.ctx, scores, payloads); err != nil {
+	if _, err := p.r.wp.store.SchedulePeriodic(p.r.ctx, scores, payloads); err != nil {
 		if p.r.ctx.Err() == nil {
 			p.r.wp.logger.Error("work: scheduling periodic jobs", "err", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // readiness is the pool's view of which of its queues may hold runnable jobs ("ready"), so that a
@@ -78,7 +80,7 @@ func (q *readiness) notify(name string, keyed bool) {
 	}
 	id := name
 	if keyed {
-		id = keyedQueueID(name)
+		id = rdb.KeyedQueueID(name)
 	}
 	q.ready[id] = true
 	q.gen[id]++
@@ -125,14 +127,14 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 		st, _ := status[i].(int64)
 		if st == -5 && time.Since(q.warned[name]) > time.Minute {
 			q.warned[name] = time.Now()
-			ks, qu := q.r.wp.store.ks, q.r.jobs().queues[name]
-			keys := []string{ks.jobs(qu.name), ks.inProgress(qu.name, q.r.poolID)}
+			ks, qu := q.r.wp.store.Ks, q.r.jobs().queues[name]
+			keys := []string{ks.Jobs(qu.name), ks.InProgress(qu.name, q.r.poolID)}
 			if qu.keyed {
-				keys = []string{ks.keyed(qu.name) + "*", ks.keyedInProgress(qu.name, q.r.poolID)}
+				keys = []string{ks.Keyed(qu.name) + "*", ks.KeyedInProgress(qu.name, q.r.poolID)}
 			}
 			q.r.wp.logger.Warn("work: WRONGTYPE: a key of this queue holds the wrong type; skipping the queue until it is repaired",
-				"job_name", qu.name, "keyed", qu.keyed, "keys", append(keys, ks.lock(qu.name), ks.lockInfo(qu.name),
-					ks.maxConcurrency(qu.name), ks.rate(qu.name)))
+				"job_name", qu.name, "keyed", qu.keyed, "keys", append(keys, ks.Lock(qu.name), ks.LockInfo(qu.name),
+					ks.MaxConcurrency(qu.name), ks.Rate(qu.name)))
 		}
 		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 {
 			if q.gen[name] == gens[i] {
@@ -198,27 +200,27 @@ func (q *readiness) scanDue() bool {
 
 // looked takes in what a look found: the queues holding jobs become ready, and the requeuer learns
 // when the next scheduled or retry job is due.
-func (q *readiness) looked(res scanResult) {
-	if res.dueIn >= 0 {
-		q.r.requeuer.in(time.Duration(res.dueIn) * time.Second)
+func (q *readiness) looked(res rdb.ScanResult) {
+	if res.DueIn >= 0 {
+		q.r.requeuer.in(time.Duration(res.DueIn) * time.Second)
 	}
 	// A heartbeat also looks at the queues of names it announces for the first time: those are
 	// left alone until the pool serves them.
 	served := q.r.jobs().queues
 	q.mu.Lock()
-	for _, id := range res.nonEmpty {
+	for _, id := range res.NonEmpty {
 		if served[id] != nil {
 			q.ready[id] = true
 		}
 	}
-	if len(res.nonEmpty) > 0 {
+	if len(res.NonEmpty) > 0 {
 		q.idle = 0
 	} else {
 		q.idle++
 	}
 	q.lastLook = time.Now()
 	q.mu.Unlock()
-	if len(res.nonEmpty) > 0 {
+	if len(res.NonEmpty) > 0 {
 		q.poke()
 	}
 }
@@ -229,7 +231,7 @@ func (q *readiness) scan() error {
 	q.scans++
 	seq := q.scans
 	q.mu.Unlock()
-	res, err := q.r.wp.store.poll(q.r.ctx, q.r.jobs().names)
+	res, err := q.r.wp.store.Poll(q.r.ctx, q.r.jobs().names)
 	if err != nil {
 		return err
 	}
@@ -314,7 +316,7 @@ func (q *readiness) subscribe(stopped <-chan struct{}) {
 			return
 		default:
 		}
-		if errors.Is(err, errSubscriptionTimedOut) {
+		if errors.Is(err, rdb.ErrSubscriptionTimedOut) {
 			logger.Info(err.Error())
 		} else if err != nil {
 			logger.Warn("work: wake-up subscription lost; falling back to polling until it is back", "err", err)
@@ -344,13 +346,13 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 		}
 		cancel()
 	}()
-	ks := q.r.wp.store.ks
-	cancelCh, dueCh, keyedCh := ks.cancelChannel(), ks.dueChannel(), ks.keyedWakeChannel()
+	ks := q.r.wp.store.Ks
+	cancelCh, dueCh, keyedCh := ks.CancelChannel(), ks.DueChannel(), ks.KeyedWakeChannel()
 	defer func() {
 		q.subscribed.Store(false)
 		q.poke() // the loop may be waiting longer than it should without wake-ups
 	}()
-	err := q.r.wp.store.backend.Subscribe(ctx, []string{ks.wakeChannel(), cancelCh, dueCh, keyedCh},
+	err := q.r.wp.store.Backend.Subscribe(ctx, []string{ks.WakeChannel(), cancelCh, dueCh, keyedCh},
 		func() {
 			subscribed.Store(true)
 			q.subscribed.Store(true)

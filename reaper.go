@@ -3,6 +3,8 @@ package work
 import (
 	"context"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // reaper puts the in-progress jobs of dead pools back at the front of their queues, without counting
@@ -25,7 +27,7 @@ func newReaper(r *poolRun) *reaper { return &reaper{r: r} }
 func (p *reaper) unhealthy() { p.lastBeat = 0 }
 
 // observe takes the result of a heartbeat: the server's clock and the stale pools.
-func (p *reaper) observe(ctx context.Context, now int64, stale []stalePool) {
+func (p *reaper) observe(ctx context.Context, now int64, stale []rdb.StalePool) {
 	interval := int64(p.r.wp.opts.HeartbeatInterval / time.Second)
 	if interval < 1 {
 		interval = 1
@@ -39,23 +41,23 @@ func (p *reaper) observe(ctx context.Context, now int64, stale []stalePool) {
 	}
 	deadAfter := int64(p.r.wp.opts.DeadPoolTimeout / time.Second)
 	for _, sp := range stale {
-		names := sp.jobNames
+		names := sp.JobNames
 		if names == nil {
 			// Its heartbeat is gone: look at every job name the namespace knows.
-			known, err := p.r.wp.store.knownJobNames(ctx)
+			known, err := p.r.wp.store.KnownJobNames(ctx)
 			if err != nil {
 				p.r.wp.logger.Error("work: reaping: listing job names", "err", err)
 				continue
 			}
 			names = union(known, p.r.jobs().names)
 		}
-		n, err := p.r.wp.store.reap(ctx, sp.id, names, deadAfter)
+		n, err := p.r.wp.store.Reap(ctx, sp.Id, names, deadAfter)
 		if err != nil {
-			p.r.wp.logger.Error("work: reaping dead pool", "dead_pool_id", sp.id, "err", err)
+			p.r.wp.logger.Error("work: reaping dead pool", "dead_pool_id", sp.Id, "err", err)
 			continue
 		}
 		if n >= 0 {
-			p.r.wp.logger.Warn("work: reaped dead pool", "dead_pool_id", sp.id, "jobs_requeued", n)
+			p.r.wp.logger.Warn("work: reaped dead pool", "dead_pool_id", sp.Id, "jobs_requeued", n)
 		}
 	}
 }

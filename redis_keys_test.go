@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 func TestKeyNamespacePrefix(t *testing.T) {
@@ -19,10 +21,10 @@ func TestKeyNamespacePrefix(t *testing.T) {
 		"a:b":       "a:b:",
 		"my-app.v2": "my-app.v2:",
 	} {
-		if got := redisNamespacePrefix(ns); got != want {
+		if got := rdb.RedisNamespacePrefix(ns); got != want {
 			t.Errorf("redisNamespacePrefix(%q) = %q, want %q", ns, got, want)
 		}
-		if got := newKeyspace(ns).p; got != want {
+		if got := rdb.NewKeyspace(ns).P; got != want {
 			t.Errorf("newKeyspace(%q).p = %q, want %q", ns, got, want)
 		}
 	}
@@ -35,26 +37,26 @@ func TestKeyLayoutMatchesCompatTable(t *testing.T) {
 		{"", ""},           // no prefix at all
 		{"{app}", "{app}:"},
 	} {
-		k := newKeyspace(tc.ns)
+		k := rdb.NewKeyspace(tc.ns)
 		p := tc.p
 		for _, key := range []struct{ got, want string }{
-			{k.jobsPrefix(), p + "jobs:"},
-			{k.jobs("send_email"), p + "jobs:send_email"},
-			{k.inProgress("send_email", "a1b2c3"), p + "jobs:send_email:a1b2c3:inprogress"},
-			{k.paused("send_email"), p + "jobs:send_email:paused"},
-			{k.lock("send_email"), p + "jobs:send_email:lock"},
-			{k.lockInfo("send_email"), p + "jobs:send_email:lock_info"},
-			{k.maxConcurrency("send_email"), p + "jobs:send_email:max_concurrency"},
-			{k.scheduled(), p + "scheduled"},
-			{k.retry(), p + "retry"},
-			{k.dead(), p + "dead"},
-			{k.knownJobs(), p + "known_jobs"},
-			{k.uniquePrefix("send_email"), p + "unique:send_email:"},
-			{k.workerPools(), p + "worker_pools"},
-			{k.heartbeat("a1b2c3"), p + "worker_pools:a1b2c3"},
-			{k.worker("d4e5f6"), p + "worker:d4e5f6"},
-			{k.lastPeriodicEnqueue(), p + "last_periodic_enqueue"},
-			{k.wakeChannel(), p + "wake"},
+			{k.JobsPrefix(), p + "jobs:"},
+			{k.Jobs("send_email"), p + "jobs:send_email"},
+			{k.InProgress("send_email", "a1b2c3"), p + "jobs:send_email:a1b2c3:inprogress"},
+			{k.Paused("send_email"), p + "jobs:send_email:paused"},
+			{k.Lock("send_email"), p + "jobs:send_email:lock"},
+			{k.LockInfo("send_email"), p + "jobs:send_email:lock_info"},
+			{k.MaxConcurrency("send_email"), p + "jobs:send_email:max_concurrency"},
+			{k.Scheduled(), p + "scheduled"},
+			{k.Retry(), p + "retry"},
+			{k.Dead(), p + "dead"},
+			{k.KnownJobs(), p + "known_jobs"},
+			{k.UniquePrefix("send_email"), p + "unique:send_email:"},
+			{k.WorkerPools(), p + "worker_pools"},
+			{k.Heartbeat("a1b2c3"), p + "worker_pools:a1b2c3"},
+			{k.Worker("d4e5f6"), p + "worker:d4e5f6"},
+			{k.LastPeriodicEnqueue(), p + "last_periodic_enqueue"},
+			{k.WakeChannel(), p + "wake"},
 		} {
 			if key.got != key.want {
 				t.Errorf("namespace %q: got key %q, want %q", tc.ns, key.got, key.want)
@@ -64,12 +66,12 @@ func TestKeyLayoutMatchesCompatTable(t *testing.T) {
 }
 
 func TestKeyLayoutKeepsOddJobNamesVerbatim(t *testing.T) {
-	k := newKeyspace("work")
+	k := rdb.NewKeyspace("work")
 	for _, name := range []string{"a:b", "with space", "ünïcødé", "{tag}", "*?[", "x\x00y"} {
-		if got, want := k.jobs(name), "work:jobs:"+name; got != want {
+		if got, want := k.Jobs(name), "work:jobs:"+name; got != want {
 			t.Errorf("jobs(%q) = %q, want %q", name, got, want)
 		}
-		if got, want := k.lock(name), "work:jobs:"+name+":lock"; got != want {
+		if got, want := k.Lock(name), "work:jobs:"+name+":lock"; got != want {
 			t.Errorf("lock(%q) = %q, want %q", name, got, want)
 		}
 	}
@@ -78,13 +80,13 @@ func TestKeyLayoutKeepsOddJobNamesVerbatim(t *testing.T) {
 // A namespace with a hash tag puts every key on the slot of the tag, so multi-key scripts work on a
 // Redis Cluster.
 func TestKeyLayoutHashTagNamespaceSharesOneSlot(t *testing.T) {
-	k := newKeyspace("{app}")
+	k := rdb.NewKeyspace("{app}")
 	keys := []string{
-		k.jobs("a"), k.inProgress("a", "p"), k.paused("a"), k.lock("a"), k.lockInfo("a"), k.maxConcurrency("a"),
-		k.scheduled(), k.retry(), k.dead(), k.knownJobs(), k.workerPools(), k.heartbeat("p"), k.worker("w"),
-		k.lastPeriodicEnqueue(),
+		k.Jobs("a"), k.InProgress("a", "p"), k.Paused("a"), k.Lock("a"), k.LockInfo("a"), k.MaxConcurrency("a"),
+		k.Scheduled(), k.Retry(), k.Dead(), k.KnownJobs(), k.WorkerPools(), k.Heartbeat("p"), k.Worker("w"),
+		k.LastPeriodicEnqueue(),
 	}
-	u, err := k.unique("a", map[string]interface{}{"{x}": "}"})
+	u, err := k.Unique("a", map[string]interface{}{"{x}": "}"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestUniqueKeyLayout(t *testing.T) {
 			"work:unique:a:b c:{\"m\":null}\n",
 		},
 	} {
-		got, err := newKeyspace(tc.ns).unique(tc.name, tc.args)
+		got, err := rdb.NewKeyspace(tc.ns).Unique(tc.name, tc.args)
 		if err != nil {
 			t.Errorf("unique(%q, %q, %v): %v", tc.ns, tc.name, tc.args, err)
 			continue
@@ -158,8 +160,8 @@ func TestUniqueKeyLayout(t *testing.T) {
 }
 
 func TestUniqueKeyIsIndependentOfMapInsertionOrder(t *testing.T) {
-	k := newKeyspace("work")
-	want, err := k.unique("x", map[string]interface{}{"a": 1, "b": 2, "c": map[string]interface{}{"d": 3, "e": 4}})
+	k := rdb.NewKeyspace("work")
+	want, err := k.Unique("x", map[string]interface{}{"a": 1, "b": 2, "c": map[string]interface{}{"d": 3, "e": 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestUniqueKeyIsIndependentOfMapInsertionOrder(t *testing.T) {
 		args["c"] = map[string]interface{}{"e": 4, "d": 3}
 		args["b"] = 2
 		args["a"] = 1
-		got, err := k.unique("x", args)
+		got, err := k.Unique("x", args)
 		if err != nil || got != want {
 			t.Fatalf("unique = %q, %v; want %q", got, err, want)
 		}
@@ -178,14 +180,14 @@ func TestUniqueKeyIsIndependentOfMapInsertionOrder(t *testing.T) {
 func TestUniqueKeyOfArgsSurvivesTheWire(t *testing.T) {
 	// The key an enqueuer computes from the caller's args equals the key computed from the same args
 	// after they went through Redis and were decoded by a worker.
-	k := newKeyspace("work")
+	k := rdb.NewKeyspace("work")
 	args := map[string]interface{}{"i": 42, "f": 0.5, "big": uint64(12345678901234567890), "s": "<x>", "l": []string{"a"}}
-	before, err := k.unique("x", args)
+	before, err := k.Unique("x", args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw := mustSerialize(t, &Job{Name: "x", ID: "i", Args: args})
-	after, err := k.unique("x", mustDecodeJob(t, string(raw)).Args)
+	after, err := k.Unique("x", mustDecodeJob(t, string(raw)).Args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,7 @@ func TestUniqueKeyOfArgsSurvivesTheWire(t *testing.T) {
 }
 
 func TestUniqueKeyRejectsUnencodableArgs(t *testing.T) {
-	k := newKeyspace("work")
+	k := rdb.NewKeyspace("work")
 	for name, args := range map[string]map[string]interface{}{
 		"channel":        {"c": make(chan int)},
 		"function":       {"f": func() {}},
@@ -204,7 +206,7 @@ func TestUniqueKeyRejectsUnencodableArgs(t *testing.T) {
 		"invalid number": {"n": json.Number("abc")},
 		"complex":        {"c": complex(1, 2)},
 	} {
-		got, err := k.unique("x", args)
+		got, err := k.Unique("x", args)
 		if err == nil {
 			t.Errorf("%s: unique = %q, want an error", name, got)
 		}

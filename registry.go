@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // What a started pool serves: its job names with their queues and options, the middleware chain
@@ -54,7 +56,7 @@ type queue struct {
 	name  string
 	keyed bool
 	jt    *jobType
-	args  *queueArgs
+	args  *rdb.QueueArgs
 }
 
 // contextual reports whether a job of jt gets a context of its own: some function of its chain
@@ -84,24 +86,24 @@ func (reg *poolRegistry) newJobSet(r *poolRun, serve []string, prev *jobSet) *jo
 		s.jobTypes[name] = jt
 		var old, oldKeyed *queue
 		if prev != nil && prev.jobTypes[name] == jt {
-			old, oldKeyed = prev.queues[name], prev.queues[keyedQueueID(name)]
+			old, oldKeyed = prev.queues[name], prev.queues[rdb.KeyedQueueID(name)]
 		}
 		if old == nil {
 			rl, krl := newRateLimit(jt.RateLimit), newRateLimit(jt.KeyRateLimit)
 			st := r.wp.store
 			old = &queue{id: name, name: name, jt: jt,
-				args: st.newQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl)}
-			id := keyedQueueID(name)
+				args: st.NewQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl)}
+			id := rdb.KeyedQueueID(name)
 			oldKeyed = &queue{id: id, name: name, keyed: true, jt: jt,
-				args: st.newKeyedQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl,
-					keyDefaults{limit: jt.KeyConcurrency, rate: krl, holdOnRetry: jt.KeyRetryInOrder})}
+				args: st.NewKeyedQueueArgs(name, r.poolID, jt.MaxConcurrency > 0, rl,
+					rdb.KeyDefaults{Limit: jt.KeyConcurrency, Rate: krl, HoldOnRetry: jt.KeyRetryInOrder})}
 		}
 		s.queues[old.id], s.queues[oldKeyed.id] = old, oldKeyed
 		s.priority[old.id], s.priority[oldKeyed.id] = jt.Priority, jt.Priority
 	}
 	sort.Strings(s.names)
 	for _, name := range s.names {
-		s.queueIDs = append(s.queueIDs, name, keyedQueueID(name))
+		s.queueIDs = append(s.queueIDs, name, rdb.KeyedQueueID(name))
 	}
 	return s
 }
@@ -109,10 +111,10 @@ func (reg *poolRegistry) newJobSet(r *poolRun, serve []string, prev *jobSet) *jo
 // checkKeyedSuffix panics when a job name and that name with the keyed queues' suffix would both be
 // served by one pool: their queue ids would collide.
 func (reg *poolRegistry) checkKeyedSuffix(name string) {
-	base, isSuffixed := strings.CutSuffix(name, keyedQueueSuffix)
-	if isSuffixed && reg.jobTypes[base] != nil || reg.jobTypes[keyedQueueID(name)] != nil {
+	base, isSuffixed := strings.CutSuffix(name, rdb.KeyedQueueSuffix)
+	if isSuffixed && reg.jobTypes[base] != nil || reg.jobTypes[rdb.KeyedQueueID(name)] != nil {
 		if !isSuffixed {
-			base, name = name, keyedQueueID(name)
+			base, name = name, rdb.KeyedQueueID(name)
 		}
 		panic(fmt.Sprintf("work: job names %q and %q cannot be served by one pool", base, name))
 	}
@@ -196,7 +198,7 @@ func (r *poolRun) registerNames(ctx context.Context, s *jobSet, written map[stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
-	if err := r.wp.store.registerPool(ctx, names, maxc, keyMax); err != nil {
+	if err := r.wp.store.RegisterPool(ctx, names, maxc, keyMax); err != nil {
 		return err
 	}
 	for i, name := range names {

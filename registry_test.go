@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // regCtx is the context of the registration tests' pools.
@@ -22,7 +23,7 @@ func TestRegisterOnStartedPool(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	ks := newKeyspace(ns)
+	ks := rdb.NewKeyspace(ns)
 	enq := NewEnqueuer(ns, pool)
 	wp := NewWorkerPoolWithOptions(regCtx{}, 6, ns, pool, WorkerPoolOptions{HeartbeatInterval: time.Hour})
 
@@ -45,7 +46,7 @@ func TestRegisterOnStartedPool(t *testing.T) {
 	handler := func(c *regCtx, job *Job) error {
 		// The pool's heartbeat names the job before the pool holds any job of it.
 		conn := pool.Get()
-		names, err := redis.String(conn.Do("HGET", ks.heartbeat(wp.workerPoolID), "job_names"))
+		names, err := redis.String(conn.Do("HGET", ks.Heartbeat(wp.workerPoolID), "job_names"))
 		conn.Close()
 		if err != nil || !strings.Contains(","+names+",", ","+job.Name+",") {
 			mu.Lock()
@@ -146,8 +147,8 @@ func TestRegisterOnStartedPool(t *testing.T) {
 			}
 		}
 	}
-	if got := rInt(t, pool, "GET", ks.maxConcurrency("limited")); got != 1 {
-		t.Errorf("%s = %d, want 1", ks.maxConcurrency("limited"), got)
+	if got := rInt(t, pool, "GET", ks.MaxConcurrency("limited")); got != 1 {
+		t.Errorf("%s = %d, want 1", ks.MaxConcurrency("limited"), got)
 	}
 	if prio := wp.reg.run.jobs().priority["limited"]; prio != 7 {
 		t.Errorf("the pool samples the name registered after Start with priority %d, want 7", prio)
@@ -167,18 +168,18 @@ func TestRegisterPeriodicOnStartedPool(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	ks := newKeyspace(ns)
+	ks := rdb.NewKeyspace(ns)
 	wp := NewWorkerPoolWithOptions(regCtx{}, 1, ns, pool, WorkerPoolOptions{HeartbeatInterval: time.Hour})
 	wp.Job("tick", func(*Job) error { return nil })
 	wp.Start()
 	defer wp.Stop()
 	wp.PeriodicallyEnqueue("*/30 * * * * *", "tick") // the next runs are scheduled
 	eventually(t, 10*time.Second, "the periodic job's next run in the scheduled set", func() bool {
-		return rInt(t, pool, "ZCARD", ks.scheduled()) >= 1
+		return rInt(t, pool, "ZCARD", ks.Scheduled()) >= 1
 	})
 	wp.Job("other", func(*Job) error { return nil }) // a heartbeat follows, naming the periodic job too
 	eventually(t, 10*time.Second, "the heartbeat lists the periodic job", func() bool {
-		pj, _ := redis.String(rdo(t, pool, "HGET", ks.heartbeat(wp.workerPoolID), "periodic_jobs"), nil)
+		pj, _ := redis.String(rdo(t, pool, "HGET", ks.Heartbeat(wp.workerPoolID), "periodic_jobs"), nil)
 		return strings.Contains(pj, `"spec":"*/30 * * * * *"`)
 	})
 }
@@ -190,7 +191,7 @@ func TestRegisterOnStartedPoolWaitsForTheHeartbeat(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	ks := newKeyspace(ns)
+	ks := rdb.NewKeyspace(ns)
 	enq := NewEnqueuer(ns, pool)
 	wp := NewWorkerPoolWithOptions(regCtx{}, 2, ns, pool, WorkerPoolOptions{HeartbeatInterval: time.Hour})
 	ran := make(chan string, 10)
@@ -198,7 +199,7 @@ func TestRegisterOnStartedPoolWaitsForTheHeartbeat(t *testing.T) {
 	wp.Start()
 	defer wp.Stop()
 	// The heartbeat hash holds a string: the heartbeat script fails until it is deleted.
-	hbKey := ks.heartbeat(wp.workerPoolID)
+	hbKey := ks.Heartbeat(wp.workerPoolID)
 	rdo(t, pool, "DEL", hbKey)
 	rdo(t, pool, "SET", hbKey, "not a hash")
 	wp.Job("new", func(j *Job) error { ran <- j.Name; return nil })
@@ -212,7 +213,7 @@ func TestRegisterOnStartedPoolWaitsForTheHeartbeat(t *testing.T) {
 	if got := <-ran; got != "old" {
 		t.Fatalf("the pool ran a job of %q before any heartbeat named it", got)
 	}
-	if n := rInt(t, pool, "LLEN", ks.jobs("new")); n != 1 {
+	if n := rInt(t, pool, "LLEN", ks.Jobs("new")); n != 1 {
 		t.Fatalf("the new name's queue holds %d jobs, want 1 (not taken before its heartbeat)", n)
 	}
 	rdo(t, pool, "DEL", hbKey)

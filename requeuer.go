@@ -102,8 +102,8 @@ func (q *requeuer) pass() {
 // milliseconds until the next job is due (-1: none, or not known after an error).
 func (q *requeuer) once() (bool, int64) {
 	st := q.r.wp.store
-	sets := []string{st.ks.scheduled(), st.ks.retry(), st.ks.batchesExpiry(), st.ks.schedulesDue()}
-	now, due, nextIn, err := st.due(q.r.ctx, sets, requeueBatch)
+	sets := []string{st.Ks.Scheduled(), st.Ks.Retry(), st.Ks.BatchesExpiry(), st.Ks.SchedulesDue()}
+	now, due, nextIn, err := st.Due(q.r.ctx, sets, requeueBatch)
 	if err != nil {
 		if q.r.ctx.Err() == nil {
 			q.r.wp.logger.Error("work: looking for due jobs", "err", err)
@@ -116,7 +116,7 @@ func (q *requeuer) once() (bool, int64) {
 		if len(members) == 0 {
 			continue
 		}
-		if sets[i] == st.ks.schedulesDue() {
+		if sets[i] == st.Ks.SchedulesDue() {
 			// Buckets of schedules are due: the scheduler fires them, and says when the next is.
 			q.r.scheduler.poke()
 			continue
@@ -124,9 +124,9 @@ func (q *requeuer) once() (bool, int64) {
 		if len(members) == requeueBatch {
 			more = true
 		}
-		if sets[i] == st.ks.batchesExpiry() {
+		if sets[i] == st.Ks.BatchesExpiry() {
 			// Batches whose status expired leave the batch index.
-			if _, _, err := st.trimBatches(q.r.ctx, requeueBatch, 0, 0); err != nil && q.r.ctx.Err() == nil {
+			if _, _, err := st.TrimBatches(q.r.ctx, requeueBatch, 0, 0); err != nil && q.r.ctx.Err() == nil {
 				q.r.wp.logger.Error("work: dropping expired batches from the batch index", "err", err)
 			}
 			continue
@@ -139,7 +139,7 @@ func (q *requeuer) once() (bool, int64) {
 			job, err := decodeJob(m)
 			if err != nil {
 				rec := deadLetterRecord("", m, err, now)
-				if _, merr := st.zsetMove(q.r.ctx, sets[i], st.ks.dead(), m, now, rec); merr != nil {
+				if _, merr := st.ZsetMove(q.r.ctx, sets[i], st.Ks.Dead(), m, now, rec); merr != nil {
 					q.r.wp.logger.Error("work: moving an undecodable job to the dead set", "err", merr)
 				} else {
 					q.r.wp.logger.Error("work: undecodable job sent to the dead set", "set", sets[i], "err", err)
@@ -149,7 +149,7 @@ func (q *requeuer) once() (bool, int64) {
 			if job.Key != "" && checkKey(job.Key) != nil {
 				// A key no enqueue accepts (written by hand): its job would have no queue to wait in.
 				rec := deadLetterRecord(job.Name, m, fmt.Errorf("job key: %w", checkKey(job.Key)), now)
-				if _, merr := st.zsetMove(q.r.ctx, sets[i], st.ks.dead(), m, now, rec); merr != nil {
+				if _, merr := st.ZsetMove(q.r.ctx, sets[i], st.Ks.Dead(), m, now, rec); merr != nil {
 					q.r.wp.logger.Error("work: moving a job with a malformed key to the dead set", "err", merr)
 				}
 				continue
@@ -162,7 +162,7 @@ func (q *requeuer) once() (bool, int64) {
 		if len(good) == 0 {
 			continue
 		}
-		if _, err := st.enqueueDue(q.r.ctx, sets[i], good, names, keys, holds); err != nil {
+		if _, err := st.EnqueueDue(q.r.ctx, sets[i], good, names, keys, holds); err != nil {
 			if q.r.ctx.Err() == nil {
 				q.r.wp.logger.Error("work: moving due jobs to their queues", "err", err)
 				q.in(time.Second)

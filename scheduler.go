@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // scheduler fires the namespace's due schedules (schedules.go) from this pool. Like the requeuer, it
@@ -89,12 +91,12 @@ func (s *scheduler) pass() {
 // fireSchedules claims a batch of due schedules at now (0: the server's clock), plans each (planClaim)
 // and commits them. It returns how many it claimed and the earliest score left in the due index (-1:
 // none).
-func fireSchedules(ctx context.Context, st *store, now int64, logger *slog.Logger) (int, int64, error) {
-	at, next, claims, err := st.claimSchedules(ctx, now, scheduleLease, scheduleClaimMost, scheduleClaimBudget)
+func fireSchedules(ctx context.Context, st *rdb.Store, now int64, logger *slog.Logger) (int, int64, error) {
+	at, next, claims, err := st.ClaimSchedules(ctx, now, scheduleLease, scheduleClaimMost, scheduleClaimBudget)
 	if err != nil || len(claims) == 0 {
 		return 0, next, err
 	}
-	commits := make([]scheduleCommit, 0, len(claims))
+	commits := make([]rdb.ScheduleCommit, 0, len(claims))
 	for i := range claims {
 		if c, ok := planClaim(&claims[i], at, logger); ok {
 			commits = append(commits, c)
@@ -103,13 +105,13 @@ func fireSchedules(ctx context.Context, st *store, now int64, logger *slog.Logge
 	if len(commits) == 0 {
 		return len(claims), next, nil
 	}
-	res, err := st.commitSchedules(ctx, at, commits)
+	res, err := st.CommitSchedules(ctx, at, commits)
 	if err != nil {
 		return 0, -1, err
 	}
-	if res.refused > 0 {
+	if res.Refused > 0 {
 		logger.Error("work: schedules' jobs not enqueued: their queue key holds another Redis type; tried again in a minute",
-			"schedules", res.refused)
+			"schedules", res.Refused)
 	}
-	return len(claims), res.next, nil
+	return len(claims), res.Next, nil
 }

@@ -32,6 +32,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Schedule is a job enqueued on a cron spec: see Client.SetSchedule.
@@ -134,7 +136,7 @@ var (
 	ErrScheduleNotFound = errors.New("work: schedule not found")
 	// ErrDamagedSchedule: the schedule's record in Redis cannot be read (another program wrote it);
 	// setting the schedule again repairs it.
-	ErrDamagedSchedule = errors.New("work: damaged schedule record")
+	ErrDamagedSchedule = rdb.ErrDamagedSchedule
 )
 
 // Bounds of a schedule.
@@ -434,18 +436,18 @@ func firstTick(id string, c *Cron, jitter int64, t time.Time) (int64, int64) {
 // tick due (when it is not a missed tick the policy skips), its next tick and due score, or, for a
 // record that cannot fire, its removal from the due index. It logs what it cannot fire and why.
 // It reports false when there is nothing to commit (a bucket whose key holds another type).
-func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommit, bool) {
-	c := scheduleCommit{claim: cl, due: -1}
-	if cl.id == "" {
+func planClaim(cl *rdb.ScheduleClaim, now int64, logger *slog.Logger) (rdb.ScheduleCommit, bool) {
+	c := rdb.ScheduleCommit{Claim: cl, Due: -1}
+	if cl.Id == "" {
 		logger.Error("work: a bucket of the schedules' due index holds another Redis type; its schedules cannot fire",
-			"bucket", cl.bucket)
+			"bucket", cl.Bucket)
 		return c, false
 	}
-	if cl.rec == nil {
-		logger.Warn("work: the schedules' due index names a schedule without a record; dropped from the index", "schedule_id", cl.id)
+	if cl.Rec == nil {
+		logger.Warn("work: the schedules' due index names a schedule without a record; dropped from the index", "schedule_id", cl.Id)
 		return c, true
 	}
-	r, err := decodeScheduleRecord(cl.rec)
+	r, err := decodeScheduleRecord(cl.Rec)
 	if err == nil && r.paused {
 		return c, true // paused meanwhile by hand: out of the index
 	}
@@ -454,8 +456,8 @@ func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommi
 		if cr, err = r.cron(); errors.Is(err, ErrUnknownLocation) {
 			// This machine's zone database may lack the zone that another's has: try again later,
 			// perhaps in another pool.
-			logger.Error("work: a schedule's time zone is unknown here; it is tried again in a minute", "schedule_id", cl.id, "err", err)
-			c.due = now + 60
+			logger.Error("work: a schedule's time zone is unknown here; it is tried again in a minute", "schedule_id", cl.Id, "err", err)
+			c.Due = now + 60
 			return c, true
 		}
 	}
@@ -466,15 +468,15 @@ func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommi
 	if err != nil || r.next == 0 {
 		if err != nil {
 			logger.Error("work: a schedule's record cannot be read; it does not fire until it is set again",
-				"schedule_id", cl.id, "err", err)
+				"schedule_id", cl.Id, "err", err)
 		}
 		return c, true
 	}
 	// The latest tick due: the next tick unless a later one is due too.
-	id, jit := cl.id, r.def.jitter
+	id, jit := cl.Id, r.def.jitter
 	due := func(t int64) int64 { return t + jitterOf(id, t, jit) }
 	if due(r.next) > now {
-		c.due = due(r.next) // not due yet: the index said otherwise
+		c.Due = due(r.next) // not due yet: the index said otherwise
 		return c, true
 	}
 	latest := r.next
@@ -494,9 +496,9 @@ func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommi
 	if latest < 0 {
 		if n := cr.Next(time.Unix(now, 0)); !n.IsZero() {
 			next.next = n.Unix()
-			c.due = due(next.next)
+			c.Due = due(next.next)
 		}
-		c.rec = next.encode()
+		c.Rec = next.encode()
 		return c, true
 	}
 	if now-due(latest) <= int64(MissedTickAfter/time.Second) || r.def.missed == MissedRunLatest {
@@ -504,17 +506,17 @@ func planClaim(cl *scheduleClaim, now int64, logger *slog.Logger) (scheduleCommi
 		payload, err := serializeWithArgs(job, r.def.args)
 		if err != nil {
 			logger.Error("work: a schedule's job cannot be encoded; it does not fire until it is set again",
-				"schedule_id", cl.id, "err", err)
+				"schedule_id", cl.Id, "err", err)
 			return c, true
 		}
-		c.name, c.key, c.payload = job.Name, job.Key, payload
+		c.Name, c.Key, c.Payload = job.Name, job.Key, payload
 		next.last = latest
 	}
 	if n := cr.Next(time.Unix(latest, 0)); !n.IsZero() {
 		next.next = n.Unix()
-		c.due = due(next.next)
+		c.Due = due(next.next)
 	}
-	c.rec = next.encode()
+	c.Rec = next.encode()
 	return c, true
 }
 

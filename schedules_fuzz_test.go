@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // luaScheduleHead mirrors the pattern of scheduleHead in lua/lib/schedules.lua.
@@ -48,14 +50,14 @@ func FuzzScheduleRecord(f *testing.F) {
 			now = 1
 		}
 		// Planning its tick (the claim of any record) never panics, and what it writes decodes.
-		cl := scheduleClaim{bucket: "1", id: "id", due: now, rec: rec}
-		if c, ok := planClaim(&cl, now, logger); ok && c.rec != nil {
-			if _, err := decodeScheduleRecord(c.rec); err != nil {
-				t.Fatalf("planned record %q does not decode: %v", c.rec, err)
+		cl := rdb.ScheduleClaim{Bucket: "1", Id: "id", Due: now, Rec: rec}
+		if c, ok := planClaim(&cl, now, logger); ok && c.Rec != nil {
+			if _, err := decodeScheduleRecord(c.Rec); err != nil {
+				t.Fatalf("planned record %q does not decode: %v", c.Rec, err)
 			}
-			if c.due >= 0 && c.due < now && c.payload == nil && c.due != now+60 {
+			if c.Due >= 0 && c.Due < now && c.Payload == nil && c.Due != now+60 {
 				// A schedule put back in the index is due now at the earliest.
-				t.Fatalf("planned due %d before now %d", c.due, now)
+				t.Fatalf("planned due %d before now %d", c.Due, now)
 			}
 		}
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // schedFixture is a namespace with a Client, and the firing code run by hand at chosen times (the
@@ -23,7 +24,7 @@ type schedFixture struct {
 	pool *redis.Pool
 	ns   string
 	c    *Client
-	st   *store
+	st   *rdb.Store
 	logs *bytes.Buffer
 	log  *slog.Logger
 	mu   sync.Mutex
@@ -33,7 +34,7 @@ func newSchedFixture(t *testing.T) *schedFixture {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	f := &schedFixture{t: t, pool: pool, ns: ns, c: NewClient(ns, pool), st: newStore(ns, PoolBackend(pool)), logs: &bytes.Buffer{}}
+	f := &schedFixture{t: t, pool: pool, ns: ns, c: NewClient(ns, pool), st: rdb.NewStore(ns, PoolBackend(pool)), logs: &bytes.Buffer{}}
 	f.log = slog.New(slog.NewTextHandler(lockedWriter{&f.mu, f.logs}, nil))
 	return f
 }
@@ -84,7 +85,7 @@ func (f *schedFixture) jobs(name, key string) []*Job {
 	f.t.Helper()
 	q := f.ns + ":jobs:" + name
 	if key != "" {
-		q = f.st.ks.keyedQueue(name, key)
+		q = f.st.Ks.KeyedQueue(name, key)
 	}
 	raw, err := redis.ByteSlices(rdo(f.t, f.pool, "LRANGE", q, 0, -1), nil)
 	if err != nil {
@@ -136,8 +137,8 @@ func TestScheduleSetReadAndRefusals(t *testing.T) {
 		t.Errorf("definition: %+v", in.Schedule)
 	}
 	// What the Client reads back sets the same definition: nothing changes.
-	out, err := f.st.setSchedules(context.Background(), []scheduleSet{mustDef(t, in.Schedule, now)})
-	if err != nil || out[0] != scheduleUnchanged {
+	out, err := f.st.SetSchedules(context.Background(), []rdb.ScheduleSet{mustDef(t, in.Schedule, now)})
+	if err != nil || out[0] != rdb.ScheduleUnchanged {
 		t.Errorf("setting what was read: %v, %v", out, err)
 	}
 
@@ -191,13 +192,13 @@ func json64(n uint64) interface{} {
 }
 
 // mustDef encodes a schedule as setSchedules takes it.
-func mustDef(t *testing.T, s Schedule, now time.Time) scheduleSet {
+func mustDef(t *testing.T, s Schedule, now time.Time) rdb.ScheduleSet {
 	def, cr, err := s.check()
 	if err != nil {
 		t.Fatal(err)
 	}
 	next, due := firstTick(s.ID, cr, def.jitter, now)
-	return scheduleSet{id: s.ID, rec: (&scheduleRecord{next: next, def: *def}).encode(), next: next, due: due}
+	return rdb.ScheduleSet{Id: s.ID, Rec: (&scheduleRecord{next: next, def: *def}).encode(), Next: next, Due: due}
 }
 
 func TestScheduleFiresEachTickOnceAtItsTime(t *testing.T) {
@@ -242,7 +243,7 @@ func TestScheduleFiresEachTickOnceAtItsTime(t *testing.T) {
 	}
 	// A claim whose commit never comes (its pool died) holds the schedule until its lease ends;
 	// then another claim fires it, once.
-	_, _, claims, err := f.st.claimSchedules(context.Background(), t0.Add(150*time.Second).Unix(), scheduleLease, 10, 10)
+	_, _, claims, err := f.st.ClaimSchedules(context.Background(), t0.Add(150*time.Second).Unix(), scheduleLease, 10, 10)
 	if err != nil || len(claims) != 1 {
 		t.Fatalf("claim: %v, %v", claims, err)
 	}
@@ -252,7 +253,7 @@ func TestScheduleFiresEachTickOnceAtItsTime(t *testing.T) {
 	f.fire(t0.Add(150*time.Second + scheduleLease*time.Second))
 	// The dead claim's commit, arriving late, finds the record changed and does nothing.
 	late, _ := planClaim(&claims[0], t0.Add(150*time.Second).Unix(), f.log)
-	if res, err := f.st.commitSchedules(context.Background(), t0.Add(150*time.Second).Unix(), []scheduleCommit{late}); err != nil || res.stale != 1 || res.committed != 0 {
+	if res, err := f.st.CommitSchedules(context.Background(), t0.Add(150*time.Second).Unix(), []rdb.ScheduleCommit{late}); err != nil || res.Stale != 1 || res.Committed != 0 {
 		t.Errorf("a late commit: %+v, %v", res, err)
 	}
 	if got := f.ticks("tick"); len(got) != 3 || got[2] != "2024-01-01 00:03:00" {
@@ -341,7 +342,7 @@ func TestSchedulePauseResumeDeleteRunNow(t *testing.T) {
 		t.Errorf("ticks: %q", got)
 	}
 	// The deleted schedule left nothing in the due index.
-	if n := rInt(t, f.pool, "ZCARD", f.st.ks.scheduleBucket(scheduleBucket("d"))); n != 0 && rInt(t, f.pool, "ZSCORE", f.st.ks.scheduleBucket(scheduleBucket("d")), "d") != 0 {
+	if n := rInt(t, f.pool, "ZCARD", f.st.Ks.ScheduleBucket(rdb.ScheduleBucket("d"))); n != 0 && rInt(t, f.pool, "ZSCORE", f.st.Ks.ScheduleBucket(rdb.ScheduleBucket("d")), "d") != 0 {
 		t.Errorf("deleted schedule still indexed")
 	}
 }
@@ -368,7 +369,7 @@ func TestScheduleKeyedJobsAndJitter(t *testing.T) {
 		t.Fatalf("keyed job: %+v", got)
 	}
 	// The key has a turn: a pool serving it would take the job.
-	if n := rInt(t, f.pool, "ZCARD", f.st.ks.keyedReady("sync")); n != 1 {
+	if n := rInt(t, f.pool, "ZCARD", f.st.Ks.KeyedReady("sync")); n != 1 {
 		t.Errorf("the key has no turn: %d", n)
 	}
 }
@@ -464,7 +465,7 @@ func TestScheduleDamagedRecordsAreSkipped(t *testing.T) {
 		list = append(list, Schedule{ID: fmt.Sprint("s", i), Spec: "0 0 * * * *", JobName: "j"})
 	}
 	f.set(t0, list...)
-	h, top := f.st.ks.schedules(), f.st.ks.schedulesDue()
+	h, top := f.st.Ks.Schedules(), f.st.Ks.SchedulesDue()
 	due := utc(t, "2024-01-01 01:00:00").Unix()
 	damage := map[string]string{
 		"s3": "not json",
@@ -479,9 +480,9 @@ func TestScheduleDamagedRecordsAreSkipped(t *testing.T) {
 		rdo(t, f.pool, "HSET", h, id, rec)
 	}
 	// An index entry without a record, and a bucket key of another type.
-	rdo(t, f.pool, "ZADD", f.st.ks.scheduleBucket(scheduleBucket("ghost")), due, "ghost")
-	rdo(t, f.pool, "ZADD", top, due, scheduleBucket("ghost"))
-	rdo(t, f.pool, "SET", f.st.ks.scheduleBucket(16383), "x")
+	rdo(t, f.pool, "ZADD", f.st.Ks.ScheduleBucket(rdb.ScheduleBucket("ghost")), due, "ghost")
+	rdo(t, f.pool, "ZADD", top, due, rdb.ScheduleBucket("ghost"))
+	rdo(t, f.pool, "SET", f.st.Ks.ScheduleBucket(16383), "x")
 	rdo(t, f.pool, "ZADD", top, due, 16383)
 
 	f.fire(utc(t, "2024-01-01 01:00:00"))
@@ -508,7 +509,7 @@ func TestScheduleDamagedRecordsAreSkipped(t *testing.T) {
 		if (in.Damaged == "") != (id == "s4" || id == "s5" || id == "s9") {
 			t.Errorf("%s: Damaged %q", id, in.Damaged)
 		}
-		score, _ := redis.Int64(rdo(t, f.pool, "ZSCORE", f.st.ks.scheduleBucket(scheduleBucket(id)), id), nil)
+		score, _ := redis.Int64(rdo(t, f.pool, "ZSCORE", f.st.Ks.ScheduleBucket(rdb.ScheduleBucket(id)), id), nil)
 		if (score != 0) != (id == "s9") {
 			t.Errorf("%s: index score %d", id, score)
 		}
@@ -682,7 +683,7 @@ func TestScheduleLayoutAsDocumented(t *testing.T) {
 	if string(r.encode()) != rec {
 		t.Errorf("encoded back as %s", r.encode())
 	}
-	if b := scheduleBucket("customer-1234"); b != 14203 { // zlib.crc32(b"customer-1234") % 16384
+	if b := rdb.ScheduleBucket("customer-1234"); b != 14203 { // zlib.crc32(b"customer-1234") % 16384
 		t.Errorf("bucket %d", b)
 	}
 	h := uint64(14695981039346656037)
@@ -707,9 +708,9 @@ func TestScheduleTickRefusedByAKeyOfAnotherType(t *testing.T) {
 		Schedule{ID: "key-good", Spec: "0 0 9 * * *", JobName: "keyed", Key: "good"},
 		Schedule{ID: "plain-good", Spec: "0 0 9 * * *", JobName: "plaingood"},
 	)
-	rdo(t, f.pool, "SET", f.st.ks.jobs("plainbad"), "x")
-	rdo(t, f.pool, "SET", f.st.ks.keyedQueue("keyed", "bad"), "x")
-	rdo(t, f.pool, "SET", f.st.ks.keyedReady("namebad"), "x")
+	rdo(t, f.pool, "SET", f.st.Ks.Jobs("plainbad"), "x")
+	rdo(t, f.pool, "SET", f.st.Ks.KeyedQueue("keyed", "bad"), "x")
+	rdo(t, f.pool, "SET", f.st.Ks.KeyedReady("namebad"), "x")
 	due := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	f.fire(due)
 	if n := len(f.jobs("keyed", "good")); n != 1 {
@@ -726,7 +727,7 @@ func TestScheduleTickRefusedByAKeyOfAnotherType(t *testing.T) {
 	if !strings.Contains(f.logged(), "holds another Redis type") {
 		t.Errorf("no error logged for the refused ticks: %s", f.logged())
 	}
-	for _, k := range []string{f.st.ks.jobs("plainbad"), f.st.ks.keyedQueue("keyed", "bad"), f.st.ks.keyedReady("namebad")} {
+	for _, k := range []string{f.st.Ks.Jobs("plainbad"), f.st.Ks.KeyedQueue("keyed", "bad"), f.st.Ks.KeyedReady("namebad")} {
 		rdo(t, f.pool, "DEL", k)
 	}
 	// Due again a minute after the refusal: still within MissedTickAfter of the tick.

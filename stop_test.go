@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 type stopCtx struct{}
@@ -191,7 +193,7 @@ func TestLivePoolPutsBackInProgressEntriesItDoesNotHold(t *testing.T) {
 	orphan := `{"name":"x","id":"000000000000000000000002","t":1,"args":null}`
 	rdo(t, pool, "EVAL", `redis.call('lpush', KEYS[1], ARGV[1]) redis.call('hincrby', KEYS[2], ARGV[2], 1) redis.call('incr', KEYS[3])`,
 		3, ns+":jobs:x:"+wp.workerPoolID+":inprogress", ns+":jobs:x:lock_info", ns+":jobs:x:lock", orphan, wp.workerPoolID)
-	wp.store.errs.Add(1) // the pool saw that call fail
+	wp.store.Errs.Add(1) // the pool saw that call fail
 	eventually(t, 15*time.Second, "the orphaned entry to be put back and run", func() bool { return ran.Load() == 1 })
 	wp.Drain()
 	if n := rInt(t, pool, "LLEN", ns+":jobs:x:"+wp.workerPoolID+":inprogress"); n != 0 {
@@ -209,23 +211,23 @@ func TestLateSweepPutsNothingBack(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	st := newStore(ns, PoolBackend(pool))
-	inprogress := st.ks.inProgress("x", "p1")
+	st := rdb.NewStore(ns, PoolBackend(pool))
+	inprogress := st.Ks.InProgress("x", "p1")
 	entry := `{"name":"x","id":"000000000000000000000003","t":1,"args":null}`
 	rdo(t, pool, "LPUSH", inprogress, entry)
 	// A fence already passed stands for a script that runs later than the fence allows.
-	st.sweepFence = -time.Minute
-	if n, err := st.sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 0 {
+	st.SweepFence = -time.Minute
+	if n, err := st.Sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 0 {
 		t.Fatalf("a sweep past its fence put back %d: %v", n, err)
 	}
 	if n := rInt(t, pool, "LLEN", inprogress); n != 1 {
 		t.Fatalf("a sweep past its fence changed the in-progress list: %d entries", n)
 	}
-	st.sweepFence = time.Minute
-	if n, err := st.sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 1 {
+	st.SweepFence = time.Minute
+	if n, err := st.Sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 1 {
 		t.Fatalf("a sweep in time put back %d, want 1: %v", n, err)
 	}
-	if n := rInt(t, pool, "LLEN", st.ks.jobs("x")); n != 1 {
+	if n := rInt(t, pool, "LLEN", st.Ks.Jobs("x")); n != 1 {
 		t.Fatalf("the queue holds %d jobs, want the one put back", n)
 	}
 }

@@ -3,6 +3,8 @@ package work
 import (
 	"sync"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // sweeper knows every job the pool fetched whose outcome is not yet written ("held"), and now and
@@ -32,10 +34,10 @@ func (s *sweeper) hold(j *Job) {
 }
 
 // unholdAll forgets the jobs of outcomes just written.
-func (s *sweeper) unholdAll(ops []finishOp) {
+func (s *sweeper) unholdAll(ops []rdb.FinishOp) {
 	s.mu.Lock()
 	for i := range ops {
-		delete(s.held, ops[i].job)
+		delete(s.held, ops[i].Ref.(*Job))
 	}
 	s.mu.Unlock()
 }
@@ -55,7 +57,7 @@ func (s *sweeper) due() bool {
 	s.mu.Lock()
 	active := s.active
 	s.mu.Unlock()
-	return active || s.r.wp.store.errs.Load() != s.sweptErrs || since >= slowSweepEvery
+	return active || s.r.wp.store.Errs.Load() != s.sweptErrs || since >= slowSweepEvery
 }
 
 // sweep puts back the in-progress entries the pool does not hold. It runs on the loop, between
@@ -63,7 +65,7 @@ func (s *sweeper) due() bool {
 // acknowledgement is not mistaken for a lost one.
 func (s *sweeper) sweep() {
 	s.lastSweep = time.Now()
-	s.sweptErrs = s.r.wp.store.errs.Load()
+	s.sweptErrs = s.r.wp.store.Errs.Load()
 	set := s.r.jobs()
 	held := make(map[string][][]byte, len(set.queueIDs))
 	s.mu.Lock()
@@ -74,7 +76,7 @@ func (s *sweeper) sweep() {
 		held[j.q.id] = append(held[j.q.id], entry)
 	}
 	s.mu.Unlock()
-	n, err := s.r.wp.store.sweep(s.r.ctx, s.r.poolID, set.names, held)
+	n, err := s.r.wp.store.Sweep(s.r.ctx, s.r.poolID, set.names, held)
 	if err != nil {
 		if s.r.ctx.Err() == nil {
 			s.r.wp.logger.Error("work: looking for in-progress jobs the pool does not hold", "err", err)

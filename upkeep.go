@@ -63,7 +63,7 @@ func (u *upkeep) trimDead() int64 {
 	}
 	var total int64
 	for u.r.ctx.Err() == nil {
-		n, err := u.r.wp.store.trimDead(u.r.ctx, int64(max(opts.DeadMaxJobs, 0)), minDiedAt, upkeepBudget)
+		n, err := u.r.wp.store.TrimDead(u.r.ctx, int64(max(opts.DeadMaxJobs, 0)), minDiedAt, upkeepBudget)
 		if err != nil {
 			if u.r.ctx.Err() == nil {
 				u.r.wp.logger.Error("work: trimming the dead set", "err", err)
@@ -86,7 +86,7 @@ func (u *upkeep) trimDead() int64 {
 func (u *upkeep) trimBatches() int64 {
 	var total int64
 	for u.r.ctx.Err() == nil {
-		n, next, err := u.r.wp.store.trimBatches(u.r.ctx, batchBudget, batchBudget, u.batchWalk)
+		n, next, err := u.r.wp.store.TrimBatches(u.r.ctx, batchBudget, batchBudget, u.batchWalk)
 		if err != nil {
 			if u.r.ctx.Err() == nil {
 				u.r.wp.logger.Error("work: trimming the batch index", "err", err)

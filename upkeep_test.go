@@ -57,7 +57,7 @@ func TestUpkeepWalksTheBatchIndexForEntriesWithoutABatch(t *testing.T) {
 	u := newUpkeep(wp.reg.run)
 	// Each call checks at most batchBudget entries; the walk goes on from where it stopped.
 	for i := 0; i < 5 && rInt(t, pool, "ZCARD", index) > 1; i++ {
-		n, next, err := wp.store.trimBatches(wp.reg.run.ctx, batchBudget, batchBudget, u.batchWalk)
+		n, next, err := wp.store.TrimBatches(wp.reg.run.ctx, batchBudget, batchBudget, u.batchWalk)
 		if err != nil {
 			t.Fatal(err)
 		}

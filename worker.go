@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // worker runs jobs handed to it by the fetcher, one at a time, and hands each outcome to the acker.
@@ -68,8 +70,8 @@ func (w *worker) process(job *Job) {
 			"duration", time.Since(start), "err", errorText(res.err))
 	}
 	op := w.safeOutcome(jt, job, res)
-	if op.ext != nil && jt.UniqueUntilDone && job.Unique {
-		op.ext.uniqueKey = w.uniqueKey(job) // held since the start: released as the job ends
+	if op.Ext != nil && jt.UniqueUntilDone && job.Unique {
+		op.Ext.UniqueKey = w.uniqueKey(job) // held since the start: released as the job ends
 	}
 	if r.abandoned.Load() {
 		r.fetcher.finished()
@@ -96,7 +98,7 @@ func (w *worker) report(hook func(JobOutcome), o JobOutcome) {
 // safeOutcome decides the job's outcome, which runs user code too (an error's Error method, a
 // Backoff): if that panics, the job is retried with the default backoff rather than the process
 // crashing.
-func (w *worker) safeOutcome(jt *jobType, job *Job, res runResult) (op finishOp) {
+func (w *worker) safeOutcome(jt *jobType, job *Job, res runResult) (op rdb.FinishOp) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.r.wp.logger.Error("work: deciding a job's outcome panicked", "job_name", job.Name, "job_id", job.ID,
@@ -114,7 +116,7 @@ func (w *worker) safeOutcome(jt *jobType, job *Job, res runResult) (op finishOp)
 // runs; a ByKey job takes the latest args stored in the lock by duplicate enqueues.
 func (w *worker) claimUnique(job *Job) {
 	key := w.uniqueKey(job)
-	vals, err := w.r.wp.store.claimUnique(w.r.ctx, []string{key}, job.q.jt.UniqueUntilDone)
+	vals, err := w.r.wp.store.ClaimUnique(w.r.ctx, []string{key}, job.q.jt.UniqueUntilDone)
 	if err != nil {
 		// The lock expires on its own; the job still runs.
 		w.r.wp.logger.Error("work: releasing a unique lock", "job_name", job.Name, "job_id", job.ID, "err", err)
@@ -131,11 +133,11 @@ func (w *worker) claimUnique(job *Job) {
 // uniqueKey returns the unique lock of a job. The payload names its lock; only a unique-lock key of
 // this job name is trusted, so a crafted payload cannot make the worker delete another key.
 func (w *worker) uniqueKey(job *Job) string {
-	ks := w.r.wp.store.ks
-	if strings.HasPrefix(job.UniqueKey, ks.uniquePrefix(job.Name)) {
+	ks := w.r.wp.store.Ks
+	if strings.HasPrefix(job.UniqueKey, ks.UniquePrefix(job.Name)) {
 		return job.UniqueKey
 	}
-	key, _ := ks.unique(job.Name, job.Args)
+	key, _ := ks.Unique(job.Name, job.Args)
 	return keyedUniqueLock(key, job.Key)
 }
 

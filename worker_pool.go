@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // WorkerPool runs jobs: its workers fetch jobs from Redis, run them through the middleware and the
@@ -21,7 +22,7 @@ type WorkerPool struct {
 	concurrency  uint
 	namespace    string
 	pool         *redis.Pool
-	store        *store
+	store        *rdb.Store
 	contextType  reflect.Type
 	opts         WorkerPoolOptions
 	logger       *slog.Logger
@@ -210,7 +211,7 @@ func NewWorkerPoolWithBackend(ctx interface{}, concurrency uint, namespace strin
 		workerPoolID: id,
 		concurrency:  concurrency,
 		namespace:    namespace,
-		store:        newStore(namespace, b),
+		store:        rdb.NewStore(namespace, b),
 		contextType:  ctxType,
 		opts:         opts,
 		logger:       opts.Logger.With("pool_id", id),
@@ -376,18 +377,12 @@ type poolRun struct {
 	startedAt   int64
 }
 
-// keyedQueueSuffix makes the id of a name's keyed jobs among a pool's queues (keyedQueueID); no pool
-// serves both a name and that name followed by it.
-const keyedQueueSuffix = "\x00keyed"
-
-func keyedQueueID(name string) string { return name + keyedQueueSuffix }
-
 // newRateLimit returns l in milliseconds, or the zero rateLimit for none.
-func newRateLimit(l RateLimit) rateLimit {
+func newRateLimit(l RateLimit) rdb.RateLimit {
 	if l.Jobs > 0 && l.Period > 0 {
-		return rateLimit{jobs: l.Jobs, periodMs: max(l.Period.Milliseconds(), 1)}
+		return rdb.RateLimit{Jobs: l.Jobs, PeriodMs: max(l.Period.Milliseconds(), 1)}
 	}
-	return rateLimit{}
+	return rdb.RateLimit{}
 }
 
 func newPoolRun(wp *WorkerPool) *poolRun {

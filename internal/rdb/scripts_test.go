@@ -1,4 +1,4 @@
-package work
+package rdb
 
 import (
 	"io/fs"
@@ -139,11 +139,11 @@ func TestLuaUsesNameHelpersThatExistAndEveryHelperIsUsed(t *testing.T) {
 	}
 }
 
-// Every script is loaded once, by a file of the Redis layer: redis_scripts.go, or the redis_*.go
-// file that owns its family of state (redis_keyed.go for keyed jobs, say).
+// Every script is loaded once, by a file of the store: scripts.go, or the file that owns its family
+// of state (keyed.go for keyed jobs, say).
 func TestEveryLuaScriptIsLoadedByAGoVar(t *testing.T) {
 	loaded := map[string]int{}
-	files, err := filepath.Glob("redis*.go")
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestLuaConstantsComeFromGo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "local WK = " + strconv.Itoa(batchCounterUnit) + "\n"; !strings.Contains(src, want) {
+		if want := "local WK = " + strconv.Itoa(BatchCounterUnit) + "\n"; !strings.Contains(src, want) {
 			t.Errorf("lua/%s.lua with its helpers has no line %q", name, strings.TrimSpace(want))
 		}
 	}

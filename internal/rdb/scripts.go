@@ -1,4 +1,4 @@
-package work
+package rdb
 
 // The Lua scripts live in lua/, one file per script, and the helpers several of them share in
 // lua/lib/. This file carries them into the binary and builds each redis.Script: the helpers a
@@ -28,7 +28,7 @@ var luaFiles embed.FS
 
 // luaConstants are the Go values the scripts use, by the name a script writes as ${name}.
 var luaConstants = map[string]string{
-	"batchCounterUnit": strconv.Itoa(batchCounterUnit),
+	"batchCounterUnit": strconv.Itoa(BatchCounterUnit),
 }
 
 // The scripts, in the order of a job's life. Each file's header documents its KEYS, ARGV and reply.

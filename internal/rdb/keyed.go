@@ -1,4 +1,4 @@
-package work
+package rdb
 
 // The Redis side of keyed jobs (keyed.go): their keys, and the store methods that move them. The
 // scripts are lua/enqueue_keyed.lua and lua/keyed_*.lua, on the helpers of lua/lib/keyed.lua, whose
@@ -19,19 +19,19 @@ import (
 
 // Keys of keyed jobs: every one of a job name's starts with <ns>:keyed:<name>:, and a key's own ones
 // hold it between braces (which keys may not contain), so that no two names or keys share one.
-func (k keyspace) keyedWakeChannel() string        { return k.p + "wake:keyed" }
-func (k keyspace) keyed(name string) string        { return k.p + "keyed:" + name + ":" }
-func (k keyspace) keyedReady(name string) string   { return k.keyed(name) + "ready" }
-func (k keyspace) keyedWaiting(name string) string { return k.keyed(name) + "waiting" }
-func (k keyspace) keyedRunning(name string) string { return k.keyed(name) + "running" }
-func (k keyspace) keyedDelayed(name string) string { return k.keyed(name) + "delayed" }
-func (k keyspace) keyedConf(name string) string    { return k.keyed(name) + "conf" }
-func (k keyspace) keyedMeta(name string) string    { return k.keyed(name) + "meta" }
-func (k keyspace) keyedQueue(name, key string) string {
-	return k.keyed(name) + "{" + key + "}"
+func (k Keyspace) KeyedWakeChannel() string        { return k.P + "wake:keyed" }
+func (k Keyspace) Keyed(name string) string        { return k.P + "keyed:" + name + ":" }
+func (k Keyspace) KeyedReady(name string) string   { return k.Keyed(name) + "ready" }
+func (k Keyspace) KeyedWaiting(name string) string { return k.Keyed(name) + "waiting" }
+func (k Keyspace) keyedRunning(name string) string { return k.Keyed(name) + "running" }
+func (k Keyspace) keyedDelayed(name string) string { return k.Keyed(name) + "delayed" }
+func (k Keyspace) keyedConf(name string) string    { return k.Keyed(name) + "conf" }
+func (k Keyspace) keyedMeta(name string) string    { return k.Keyed(name) + "meta" }
+func (k Keyspace) KeyedQueue(name, key string) string {
+	return k.Keyed(name) + "{" + key + "}"
 }
-func (k keyspace) keyedInProgress(name, poolID string) string {
-	return k.keyed(name) + poolID + ":inprogress"
+func (k Keyspace) KeyedInProgress(name, poolID string) string {
+	return k.Keyed(name) + poolID + ":inprogress"
 }
 
 // Scripts of keyed jobs; each file's header documents its KEYS, ARGV and reply.
@@ -43,25 +43,25 @@ var (
 )
 
 // keyedGroup is the jobs of one job name and key in an enqueue.
-type keyedGroup struct {
-	name, key string
-	payloads  []interface{}
+type KeyedGroup struct {
+	Name, Key string
+	Payloads  []interface{}
 }
 
 // keyedEnqueueArgs appends enqueueKeyedScript's arguments (after its key count) for groups.
-func (s *store) keyedEnqueueArgs(args []interface{}, groups []keyedGroup) []interface{} {
-	args = append(args, s.ks.knownJobs(), s.ks.wakeChannel(), s.ks.p, len(groups))
+func (s *Store) keyedEnqueueArgs(args []interface{}, groups []KeyedGroup) []interface{} {
+	args = append(args, s.Ks.KnownJobs(), s.Ks.WakeChannel(), s.Ks.P, len(groups))
 	for _, g := range groups {
-		args = append(args, g.name, g.key, len(g.payloads))
+		args = append(args, g.Name, g.Key, len(g.Payloads))
 	}
 	for _, g := range groups {
-		args = append(args, g.payloads...)
+		args = append(args, g.Payloads...)
 	}
 	return args
 }
 
 // enqueueKeyed queues the jobs of groups at once, all or none (see enqueueKeyedScript).
-func (s *store) enqueueKeyed(ctx context.Context, w replicaWait, groups []keyedGroup) error {
+func (s *Store) EnqueueKeyed(ctx context.Context, w ReplicaWait, groups []KeyedGroup) error {
 	args := s.keyedEnqueueArgs(nil, groups)
 	return s.doWrite(ctx, w, func(c redis.Conn) error {
 		_, err := enqueueKeyedScript.Do(c, args...)
@@ -70,7 +70,7 @@ func (s *store) enqueueKeyed(ctx context.Context, w replicaWait, groups []keyedG
 }
 
 // keyedError turns the script's refusal of a key past its cap into an error wrapping ErrKeyFull.
-func keyedError(err error, groups []keyedGroup) error {
+func keyedError(err error, groups []KeyedGroup) error {
 	var re redis.Error
 	if !errors.As(err, &re) || !strings.HasPrefix(string(re), "WORKKEY full ") {
 		return err
@@ -86,26 +86,26 @@ func keyedError(err error, groups []keyedGroup) error {
 	}
 	grp := groups[g-1]
 	return fmt.Errorf("%w: key %q of job %q may have %d waiting; nothing was enqueued", ErrKeyFull,
-		truncateKey(grp.key), grp.name, limit)
+		TruncateKey(grp.Key), grp.Name, limit)
 }
 
 // keyedPushArgs are enqueueKeyedScript's arguments for the one job of p.
-func (s *store) keyedPushArgs(p *push) []interface{} {
-	return []interface{}{s.ks.knownJobs(), s.ks.wakeChannel(), s.ks.p, 1, p.name, p.key, 1, p.payload}
+func (s *Store) keyedPushArgs(p *Push) []interface{} {
+	return []interface{}{s.Ks.KnownJobs(), s.Ks.WakeChannel(), s.Ks.P, 1, p.Name, p.Key, 1, p.Payload}
 }
 
 // keyedPushError is keyedError for the one job of p.
-func keyedPushError(err error, p *push) error {
+func keyedPushError(err error, p *Push) error {
 	if err == nil {
 		return nil
 	}
-	return keyedError(err, []keyedGroup{{name: p.name, key: p.key}})
+	return keyedError(err, []KeyedGroup{{Name: p.Name, Key: p.Key}})
 }
 
 // keyControl runs keyedControlScript for one key: op is pause, unpause, set (with the four override
 // values, "" for none) or clear.
-func (s *store) keyControl(ctx context.Context, name, key, op string, vals [4]string) error {
-	args := []interface{}{s.ks.keyedConf(name), s.ks.keyed(name), key, name, s.ks.wakeChannel(), op}
+func (s *Store) KeyControl(ctx context.Context, name, key, op string, vals [4]string) error {
+	args := []interface{}{s.Ks.keyedConf(name), s.Ks.Keyed(name), key, name, s.Ks.WakeChannel(), op}
 	if op == "set" {
 		for _, v := range vals {
 			args = append(args, v)
@@ -118,10 +118,10 @@ func (s *store) keyControl(ctx context.Context, name, key, op string, vals [4]st
 }
 
 // keyState is what Redis holds of one key: its counts and its conf fields.
-type keyState struct {
-	key              string
-	waiting, running int64
-	conf             [5]string // p, c, r, w, m
+type KeyState struct {
+	Key              string
+	Waiting, Running int64
+	Conf             [5]string // p, c, r, w, m
 }
 
 // keyConfFields are the conf hash fields of a key, in keyState.conf's order.
@@ -130,13 +130,13 @@ func keyConfFields(key string) []interface{} {
 }
 
 // keyStates reads the state of the given keys of a name in one round trip.
-func (s *store) keyStates(ctx context.Context, name string, keys []string) ([]keyState, error) {
-	out := make([]keyState, len(keys))
+func (s *Store) KeyStates(ctx context.Context, name string, keys []string) ([]KeyState, error) {
+	out := make([]KeyState, len(keys))
 	err := s.do(ctx, func(c redis.Conn) error {
 		for _, key := range keys {
-			c.Send("LLEN", s.ks.keyedQueue(name, key))
-			c.Send("HGET", s.ks.keyedRunning(name), key)
-			c.Send("HMGET", append([]interface{}{s.ks.keyedConf(name)}, keyConfFields(key)...)...)
+			c.Send("LLEN", s.Ks.KeyedQueue(name, key))
+			c.Send("HGET", s.Ks.keyedRunning(name), key)
+			c.Send("HMGET", append([]interface{}{s.Ks.keyedConf(name)}, keyConfFields(key)...)...)
 		}
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
@@ -147,12 +147,12 @@ func (s *store) keyStates(ctx context.Context, name string, keys []string) ([]ke
 		}
 		for i, key := range keys {
 			st := &out[i]
-			st.key = key
+			st.Key = key
 			// A key of another type reads as empty: the listing goes on.
-			st.waiting, _ = redis.Int64(r[3*i], nil)
-			st.running, _ = redis.Int64(r[3*i+1], nil)
+			st.Waiting, _ = redis.Int64(r[3*i], nil)
+			st.Running, _ = redis.Int64(r[3*i+1], nil)
 			conf, _ := redis.Strings(r[3*i+2], nil)
-			copy(st.conf[:], conf)
+			copy(st.Conf[:], conf)
 		}
 		return nil
 	})
@@ -162,11 +162,11 @@ func (s *store) keyStates(ctx context.Context, name string, keys []string) ([]ke
 // keysByBacklog returns keys start..stop (0-based, inclusive) of a name's keys with jobs waiting,
 // busiest first, how many keys have jobs waiting, and the keys with jobs running but none waiting
 // (a small set: at most the jobs in flight), sorted.
-func (s *store) keysByBacklog(ctx context.Context, name string, start, stop int64) (keys []string, waitingKeys int64, runningOnly []string, err error) {
+func (s *Store) KeysByBacklog(ctx context.Context, name string, start, stop int64) (keys []string, waitingKeys int64, runningOnly []string, err error) {
 	err = s.do(ctx, func(c redis.Conn) error {
-		c.Send("ZREVRANGE", s.ks.keyedWaiting(name), start, stop)
-		c.Send("ZCARD", s.ks.keyedWaiting(name))
-		c.Send("HKEYS", s.ks.keyedRunning(name))
+		c.Send("ZREVRANGE", s.Ks.KeyedWaiting(name), start, stop)
+		c.Send("ZCARD", s.Ks.KeyedWaiting(name))
+		c.Send("HKEYS", s.Ks.keyedRunning(name))
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
@@ -182,7 +182,7 @@ func (s *store) keysByBacklog(ctx context.Context, name string, start, stop int6
 			return err
 		}
 		for _, k := range running {
-			c.Send("ZSCORE", s.ks.keyedWaiting(name), k)
+			c.Send("ZSCORE", s.Ks.KeyedWaiting(name), k)
 		}
 		scores, err := redis.Values(c.Do(""))
 		if err != nil {
@@ -201,23 +201,23 @@ func (s *store) keysByBacklog(ctx context.Context, name string, start, stop int6
 
 // keyedSummary is what Redis holds of a name's keyed jobs as a whole.
 type keyedSummary struct {
-	waiting, waitingKeys       int64
-	running, runningKeys       int64
-	largest                    int64
-	largestKey                 string
-	pausedKeys, overriddenKeys int64
+	Waiting, WaitingKeys       int64
+	Running, RunningKeys       int64
+	Largest                    int64
+	LargestKey                 string
+	PausedKeys, OverriddenKeys int64
 }
 
 // keyedSummaries reads the keyed state of the given job names, two round trips in all.
-func (s *store) keyedSummaries(ctx context.Context, names []string) ([]keyedSummary, error) {
+func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSummary, error) {
 	out := make([]keyedSummary, len(names))
 	err := s.do(ctx, func(c redis.Conn) error {
 		for _, name := range names {
-			c.Send("HGET", s.ks.keyedMeta(name), "waiting")
-			c.Send("ZCARD", s.ks.keyedWaiting(name))
-			c.Send("HVALS", s.ks.keyedRunning(name))
-			c.Send("ZREVRANGE", s.ks.keyedWaiting(name), 0, 0, "WITHSCORES")
-			c.Send("HKEYS", s.ks.keyedConf(name))
+			c.Send("HGET", s.Ks.keyedMeta(name), "waiting")
+			c.Send("ZCARD", s.Ks.KeyedWaiting(name))
+			c.Send("HVALS", s.Ks.keyedRunning(name))
+			c.Send("ZREVRANGE", s.Ks.KeyedWaiting(name), 0, 0, "WITHSCORES")
+			c.Send("HKEYS", s.Ks.keyedConf(name))
 		}
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
@@ -229,27 +229,27 @@ func (s *store) keyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 		for i := range names {
 			o := &out[i]
 			// Keys of another type read as empty.
-			o.waiting, _ = redis.Int64(r[5*i], nil)
-			o.waitingKeys, _ = redis.Int64(r[5*i+1], nil)
+			o.Waiting, _ = redis.Int64(r[5*i], nil)
+			o.WaitingKeys, _ = redis.Int64(r[5*i+1], nil)
 			vals, _ := redis.Int64s(r[5*i+2], nil)
-			o.runningKeys = int64(len(vals))
+			o.RunningKeys = int64(len(vals))
 			for _, v := range vals {
-				o.running += v
+				o.Running += v
 			}
 			if top, _ := redis.Strings(r[5*i+3], nil); len(top) == 2 {
-				o.largestKey = top[0]
-				o.largest = parseInt64(top[1])
+				o.LargestKey = top[0]
+				o.Largest, _ = strconv.ParseInt(top[1], 10, 64)
 			}
 			fields, _ := redis.Strings(r[5*i+4], nil)
 			overridden := map[string]bool{}
 			for _, f := range fields {
 				if strings.HasPrefix(f, "p:") {
-					o.pausedKeys++
+					o.PausedKeys++
 				} else if len(f) > 2 && f[1] == ':' {
 					overridden[f[2:]] = true
 				}
 			}
-			o.overriddenKeys = int64(len(overridden))
+			o.OverriddenKeys = int64(len(overridden))
 		}
 		return nil
 	})
@@ -258,15 +258,15 @@ func (s *store) keyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 
 // keyedNames returns the known job names that have keyed state (a meta hash): those with keyed jobs
 // now or before.
-func (s *store) keyedNames(ctx context.Context) ([]string, error) {
-	names, err := s.knownJobNames(ctx)
+func (s *Store) KeyedNames(ctx context.Context) ([]string, error) {
+	names, err := s.KnownJobNames(ctx)
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
 	var out []string
 	err = s.do(ctx, func(c redis.Conn) error {
 		for _, name := range names {
-			c.Send("EXISTS", s.ks.keyedMeta(name))
+			c.Send("EXISTS", s.Ks.keyedMeta(name))
 		}
 		r, err := redis.Int64s(c.Do(""))
 		if err != nil {
@@ -284,51 +284,79 @@ func (s *store) keyedNames(ctx context.Context) ([]string, error) {
 }
 
 // keyDefaults are a job name's per-key settings, as the pool's JobOptions give them.
-type keyDefaults struct {
-	limit       uint      // KeyConcurrency; 0: none
-	rate        rateLimit // KeyRateLimit
-	holdOnRetry bool      // KeyRetryInOrder
+type KeyDefaults struct {
+	Limit       uint      // KeyConcurrency; 0: none
+	Rate        RateLimit // KeyRateLimit
+	HoldOnRetry bool      // KeyRetryInOrder
 }
 
 // newKeyedQueueArgs encodes the keyed jobs of a name of poolID for exchanges: a group of kind 'k',
 // whose keys are the name's ready keys and the pool's keyed in-progress list in
 // place of a queue's jobs list and in-progress list, then the name's own paused flag and limits
 // (which hold over its keyed jobs too), and whose fields add the keyed prefix and key defaults.
-func (s *store) newKeyedQueueArgs(name, poolID string, limited bool, rl rateLimit, d keyDefaults) *queueArgs {
-	q := s.newQueueArgs(name, poolID, limited, rl)
+func (s *Store) NewKeyedQueueArgs(name, poolID string, limited bool, rl RateLimit, d KeyDefaults) *QueueArgs {
+	q := s.NewQueueArgs(name, poolID, limited, rl)
 	q.keyed = true
-	q.keys[0], q.keys[1] = s.ks.keyedReady(name), s.ks.keyedInProgress(name, poolID)
+	q.Keys[0], q.Keys[1] = s.Ks.KeyedReady(name), s.Ks.KeyedInProgress(name, poolID)
 	hold := "0"
-	if d.holdOnRetry {
+	if d.HoldOnRetry {
 		hold = "1"
 	}
-	q.extra = []interface{}{s.ks.keyed(name), d.limit, d.rate.jobs, d.rate.periodMs, hold}
+	q.extra = []interface{}{s.Ks.Keyed(name), d.Limit, d.Rate.Jobs, d.Rate.PeriodMs, hold}
 	return q
 }
 
 // keyedAcks appends exchangeScript's K op for the acknowledgements of keyed group g (acks: their
 // indexes in x.ops), key by key, so that the script counts each key's freed slots once; it sorts
 // acks into that order, which is the order of their outcomes in the reply.
-func (x *exchange) keyedAcks(args []interface{}, g int, acks []int) []interface{} {
-	slices.SortStableFunc(acks, func(a, b int) int { return bytes.Compare(x.ops[a].job.fetchedKey(), x.ops[b].job.fetchedKey()) })
+func (x *Exchange) keyedAcks(args []interface{}, g int, acks []int) []interface{} {
+	slices.SortStableFunc(acks, func(a, b int) int { return bytes.Compare(KeyedEntryKey(x.Ops[a].Entry), KeyedEntryKey(x.Ops[b].Entry)) })
 	keys := 0
 	for i, a := range acks {
-		if i == 0 || !bytes.Equal(x.ops[a].job.fetchedKey(), x.ops[acks[i-1]].job.fetchedKey()) {
+		if i == 0 || !bytes.Equal(KeyedEntryKey(x.Ops[a].Entry), KeyedEntryKey(x.Ops[acks[i-1]].Entry)) {
 			keys++
 		}
 	}
 	args = append(args, "K", g+1, keys)
 	for i := 0; i < len(acks); {
-		key := x.ops[acks[i]].job.fetchedKey()
+		key := KeyedEntryKey(x.Ops[acks[i]].Entry)
 		j := i
-		for j < len(acks) && bytes.Equal(x.ops[acks[j]].job.fetchedKey(), key) {
+		for j < len(acks) && bytes.Equal(KeyedEntryKey(x.Ops[acks[j]].Entry), key) {
 			j++
 		}
 		args = append(args, key, j-i)
 		for _, a := range acks[i:j] {
-			args = append(args, x.ops[a].job.rawArg)
+			args = append(args, x.Ops[a].Entry)
 		}
 		i = j
 	}
 	return args
+}
+
+// keyedQueueSuffix makes the id of a name's keyed jobs among a pool's queues (keyedQueueID); no pool
+// serves both a name and that name followed by it.
+const KeyedQueueSuffix = "\x00keyed"
+
+func KeyedQueueID(name string) string { return name + KeyedQueueSuffix }
+
+// truncateKey shortens a key for an error message.
+func TruncateKey(key string) string {
+	if len(key) <= 64 {
+		return key
+	}
+	return key[:64] + "..."
+}
+
+// ErrKeyFull is returned (wrapped, with the key and the limit) by an enqueue of a keyed job when its
+// key already has as many jobs waiting as KeyMaxWaiting allows; nothing is written.
+var ErrKeyFull = errors.New("work: too many jobs of the key waiting")
+
+// keyedEntryKey returns the key of a keyed job's in-progress entry, which is the key whose queue the
+// job was fetched from, a line feed, then the job's payload: nil when entry holds no line feed.
+func KeyedEntryKey(entry interface{}) []byte {
+	b, _ := entry.([]byte)
+	if i := bytes.IndexByte(b, '\n'); i > 0 {
+		return b[:i]
+	}
+	return nil
 }

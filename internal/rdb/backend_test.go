@@ -1,4 +1,4 @@
-package work
+package rdb
 
 import (
 	"context"
@@ -24,11 +24,11 @@ func TestPoolBackendDialsWithDialContext(t *testing.T) {
 	}}
 	defer withContext.Close()
 	defer withDial.Close()
-	if poolDialContext(withDial) != nil {
+	if PoolDialContext(withDial) != nil {
 		t.Errorf("poolDialContext of a pool with Dial only: not nil")
 	}
 	for _, p := range []*redis.Pool{withContext, withDial} {
-		c, err := PoolBackend(p).(*poolBackend).dial(context.Background())
+		c, err := PoolBackend(p).(*poolBackend).Dial(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package work
+package rdb
 
 // The connection to Redis: the Backend interface the store talks through (redis.go), and the Backend
 // of a redigo pool. Which keys and scripts go over it is the store's business.
@@ -46,8 +46,8 @@ func (b *poolBackend) Conn(ctx context.Context) (redis.Conn, error) { return b.p
 
 // dial opens a connection of the pool's own outside the pool, for a subscription: closing it from
 // another goroutine ends a blocked receive at once, so no goroutine has to wait on each message.
-func (b *poolBackend) dial(ctx context.Context) (redis.Conn, error) {
-	if dialContext := poolDialContext(b.pool); dialContext != nil {
+func (b *poolBackend) Dial(ctx context.Context) (redis.Conn, error) {
+	if dialContext := PoolDialContext(b.pool); dialContext != nil {
 		return dialContext(ctx)
 	}
 	if b.pool.Dial != nil {
@@ -60,7 +60,7 @@ func (b *poolBackend) dial(ctx context.Context) (redis.Conn, error) {
 // redigo v1.8.0; programs that moved from gocraft/work often hold v2.0.0+incompatible, an older
 // tag that minimal version selection ranks above every v1 release, so the field is looked up at
 // run time: naming it would not compile against that tag.
-func poolDialContext(p *redis.Pool) func(context.Context) (redis.Conn, error) {
+func PoolDialContext(p *redis.Pool) func(context.Context) (redis.Conn, error) {
 	f := reflect.ValueOf(p).Elem().FieldByName("DialContext")
 	if !f.IsValid() || f.IsNil() {
 		return nil
@@ -72,7 +72,7 @@ func poolDialContext(p *redis.Pool) func(context.Context) (redis.Conn, error) {
 func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscribed func(), message func(string, []byte)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, err := b.dial(ctx)
+	c, err := b.Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscrib
 				if cur := b.pingEvery.Load(); cur == 0 || every < cur {
 					b.pingEvery.Store(every)
 				}
-				return errSubscriptionTimedOut
+				return ErrSubscriptionTimedOut
 			}
 			return v
 		}
@@ -146,4 +146,4 @@ func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscrib
 
 // errSubscriptionTimedOut reports that an idle subscription hit the connection's read timeout; the
 // next one pings often enough to stay alive.
-var errSubscriptionTimedOut = errors.New("work: the idle wake-up subscription hit the connection's read timeout; subscribing again, pinging more often")
+var ErrSubscriptionTimedOut = errors.New("work: the idle wake-up subscription hit the connection's read timeout; subscribing again, pinging more often")

@@ -1,4 +1,4 @@
-package work
+package rdb
 
 // The store's methods for workflow state (batch.go, chain.go): opening, filling and closing
 // batches, enqueueing jobs that wait for others, and reading batches, job records and the records of
@@ -15,23 +15,23 @@ import (
 
 // batch runs batchScript for batch id: steps as it takes them, open what opening writes, and the
 // payloads of the members to add, in groups by job name and key.
-func (s *store) batch(ctx context.Context, w replicaWait, id, steps string, open batchOpen, groups []keyedGroup) error {
+func (s *Store) Batch(ctx context.Context, w ReplicaWait, id, steps string, open BatchOpen, groups []KeyedGroup) error {
 	args := make([]interface{}, 0, 3+len(groups)+12+3*len(groups))
-	args = append(args, 3+len(groups), s.ks.batch(id), s.ks.batches(), s.ks.knownJobs())
+	args = append(args, 3+len(groups), s.Ks.Batch(id), s.Ks.batches(), s.Ks.KnownJobs())
 	for _, g := range groups {
-		if g.key != "" {
-			args = append(args, s.ks.keyedQueue(g.name, g.key))
+		if g.Key != "" {
+			args = append(args, s.Ks.KeyedQueue(g.Name, g.Key))
 		} else {
-			args = append(args, s.ks.jobs(g.name))
+			args = append(args, s.Ks.Jobs(g.Name))
 		}
 	}
-	args = append(args, steps, s.ks.p, s.ks.wakeChannel(), id, open.description, open.keep,
-		open.onComplete, open.onCompleteName, open.onSuccess, open.onSuccessName)
+	args = append(args, steps, s.Ks.P, s.Ks.WakeChannel(), id, open.Description, open.Keep,
+		open.OnComplete, open.OnCompleteName, open.OnSuccess, open.OnSuccessName)
 	for _, g := range groups {
-		args = append(args, g.name, g.key, len(g.payloads))
+		args = append(args, g.Name, g.Key, len(g.Payloads))
 	}
 	for _, g := range groups {
-		args = append(args, g.payloads...)
+		args = append(args, g.Payloads...)
 	}
 	return s.doWrite(ctx, w, func(c redis.Conn) error {
 		_, err := batchScript.Do(c, args...)
@@ -41,21 +41,21 @@ func (s *store) batch(ctx context.Context, w replicaWait, id, steps string, open
 
 // afterJob is a job for enqueueAfter: its ID, name and payload, what becomes of it when a dependency
 // dies, how long its record is kept, and what it waits for ("j:<job ID>" or "b:<batch ID>").
-type afterJob struct {
-	id, name string
-	payload  []byte
-	policy   string // "dead" or "run"
-	keep     int64
-	key      string // a keyed job's key
-	deps     []string
+type AfterJob struct {
+	Id, Name string
+	Payload  []byte
+	Policy   string // "dead" or "run"
+	Keep     int64
+	Key      string // a keyed job's key
+	Deps     []string
 }
 
 // enqueueAfter runs enqueueAfterScript; it returns each job's state (queued, waiting or dead).
-func (s *store) enqueueAfter(ctx context.Context, w replicaWait, jobs []afterJob) ([]string, error) {
-	args := []interface{}{1, s.ks.knownJobs(), s.ks.p, s.ks.wakeChannel(), len(jobs)}
+func (s *Store) EnqueueAfter(ctx context.Context, w ReplicaWait, jobs []AfterJob) ([]string, error) {
+	args := []interface{}{1, s.Ks.KnownJobs(), s.Ks.P, s.Ks.WakeChannel(), len(jobs)}
 	for _, j := range jobs {
-		args = append(args, j.id, j.name, j.payload, j.keep, j.policy, j.key, len(j.deps))
-		for _, d := range j.deps {
+		args = append(args, j.Id, j.Name, j.Payload, j.Keep, j.Policy, j.Key, len(j.Deps))
+		for _, d := range j.Deps {
 			args = append(args, d)
 		}
 	}
@@ -69,11 +69,11 @@ func (s *store) enqueueAfter(ctx context.Context, w replicaWait, jobs []afterJob
 }
 
 // batchStatus reads a batch's hash; nil when there is none.
-func (s *store) batchStatus(ctx context.Context, id string) (map[string]string, error) {
+func (s *Store) BatchStatus(ctx context.Context, id string) (map[string]string, error) {
 	var h map[string]string
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		h, err = redis.StringMap(c.Do("HGETALL", s.ks.batch(id)))
+		h, err = redis.StringMap(c.Do("HGETALL", s.Ks.Batch(id)))
 		return err
 	})
 	if len(h) == 0 {
@@ -84,12 +84,12 @@ func (s *store) batchStatus(ctx context.Context, id string) (map[string]string, 
 
 // batchIDs lists batch IDs from the index, newest first: start..stop (0-based, inclusive), and the
 // index's size.
-func (s *store) batchIDs(ctx context.Context, start, stop int64) ([]string, int64, error) {
+func (s *Store) BatchIDs(ctx context.Context, start, stop int64) ([]string, int64, error) {
 	var ids []string
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
-		c.Send("ZREVRANGE", s.ks.batches(), start, stop)
-		c.Send("ZCARD", s.ks.batches())
+		c.Send("ZREVRANGE", s.Ks.batches(), start, stop)
+		c.Send("ZCARD", s.Ks.batches())
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
@@ -104,9 +104,9 @@ func (s *store) batchIDs(ctx context.Context, start, stop int64) ([]string, int6
 }
 
 // forgetBatches removes batch IDs (whose status expired) from the index.
-func (s *store) forgetBatches(ctx context.Context, ids []string) error {
+func (s *Store) ForgetBatches(ctx context.Context, ids []string) error {
 	return s.do(ctx, func(c redis.Conn) error {
-		for _, key := range []string{s.ks.batches(), s.ks.batchesExpiry()} {
+		for _, key := range []string{s.Ks.batches(), s.Ks.BatchesExpiry()} {
 			args := []interface{}{key}
 			for _, id := range ids {
 				args = append(args, id)
@@ -121,9 +121,9 @@ func (s *store) forgetBatches(ctx context.Context, ids []string) error {
 // trimBatches drops up to budget due batches from the index (see trimBatchesScript), then checks up
 // to walk entries from rank walkFrom for batches gone another way; it returns how many it removed
 // and the rank to walk from next.
-func (s *store) trimBatches(ctx context.Context, budget, walk int, walkFrom int64) (removed, next int64, err error) {
+func (s *Store) TrimBatches(ctx context.Context, budget, walk int, walkFrom int64) (removed, next int64, err error) {
 	err = s.do(ctx, func(c redis.Conn) error {
-		r, err := redis.Int64s(trimBatchesScript.Do(c, s.ks.batches(), s.ks.batchesExpiry(), budget, walk, walkFrom, s.ks.batch("")))
+		r, err := redis.Int64s(trimBatchesScript.Do(c, s.Ks.batches(), s.Ks.BatchesExpiry(), budget, walk, walkFrom, s.Ks.Batch("")))
 		if err != nil {
 			return err
 		}
@@ -137,11 +137,11 @@ func (s *store) trimBatches(ctx context.Context, budget, walk int, walkFrom int6
 }
 
 // jobRecord reads a job's record; nil when there is none.
-func (s *store) jobRecord(ctx context.Context, id string) (map[string]string, error) {
+func (s *Store) JobRecord(ctx context.Context, id string) (map[string]string, error) {
 	var h map[string]string
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		h, err = redis.StringMap(c.Do("HGETALL", s.ks.jobRecord(id)))
+		h, err = redis.StringMap(c.Do("HGETALL", s.Ks.JobRecord(id)))
 		return err
 	})
 	if len(h) == 0 {
@@ -152,11 +152,11 @@ func (s *store) jobRecord(ctx context.Context, id string) (map[string]string, er
 
 // dependencyResults reads the records of the jobs that job id waited for (lua/dependency_results.lua):
 // their IDs, in the order given at enqueue, each with its record's fields (none when it expired).
-func (s *store) dependencyResults(ctx context.Context, id string) ([]string, []map[string]string, error) {
+func (s *Store) DependencyResults(ctx context.Context, id string) ([]string, []map[string]string, error) {
 	var ids []string
 	var recs []map[string]string
 	err := s.do(ctx, func(c redis.Conn) error {
-		r, err := redis.Values(dependencyResultsScript.Do(c, s.ks.jobRecord(id), s.ks.p))
+		r, err := redis.Values(dependencyResultsScript.Do(c, s.Ks.JobRecord(id), s.Ks.P))
 		if err != nil {
 			return err
 		}
@@ -182,3 +182,14 @@ func (s *store) dependencyResults(ctx context.Context, id string) ([]string, []m
 
 // dependencyResultsScript reads the records of a job's dependencies: lua/dependency_results.lua.
 var dependencyResultsScript = loadScript("dependency_results")
+
+// batchOpen is what opening a batch writes.
+type BatchOpen struct {
+	Description                   string
+	Keep                          int64
+	OnComplete, OnSuccess         []byte // callback payload heads
+	OnCompleteName, OnSuccessName string
+}
+
+// batchCounterUnit is 2^26: a batch's counter c holds pending + batchCounterUnit*dead (WK in the scripts).
+const BatchCounterUnit = 1 << 26

@@ -1,4 +1,4 @@
-package work
+package rdb
 
 // The store's methods for schedules (schedules.go): their keys, and the scripts that set, claim,
 // commit, pause and delete them (lua/schedule_*.lua, lua/lib/schedules.lua). docs/redis-layout.md
@@ -22,24 +22,24 @@ import (
 const scheduleBuckets = 16384
 
 // scheduleBucket returns the bucket of a schedule ID: its CRC-32 (IEEE) modulo scheduleBuckets.
-func scheduleBucket(id string) int {
+func ScheduleBucket(id string) int {
 	return int(crc32.ChecksumIEEE([]byte(id)) % scheduleBuckets)
 }
 
 // Schedules: the hash of their records by ID, the due index's buckets, and the sorted set of the
 // buckets by when their earliest schedule is due.
-func (k keyspace) schedules() string            { return k.p + "schedules" }
-func (k keyspace) schedulesDue() string         { return k.p + "schedules:due" }
-func (k keyspace) scheduleBucketPrefix() string { return k.p + "schedules:due:" }
-func (k keyspace) scheduleBucket(b int) string  { return k.p + "schedules:due:" + strconv.Itoa(b) }
+func (k Keyspace) Schedules() string            { return k.P + "schedules" }
+func (k Keyspace) SchedulesDue() string         { return k.P + "schedules:due" }
+func (k Keyspace) scheduleBucketPrefix() string { return k.P + "schedules:due:" }
+func (k Keyspace) ScheduleBucket(b int) string  { return k.P + "schedules:due:" + strconv.Itoa(b) }
 
 // scheduleSet is one schedule of a setSchedules call: its ID, its record as a new schedule's, and
 // when its next tick is due (jitter included; ignored without a next tick).
-type scheduleSet struct {
-	id   string
-	rec  []byte
-	next int64
-	due  int64
+type ScheduleSet struct {
+	Id   string
+	Rec  []byte
+	Next int64
+	Due  int64
 }
 
 // Outcomes of setSchedules, by schedule; a positive value is the schedule's last tick instead: not
@@ -47,23 +47,23 @@ type scheduleSet struct {
 const (
 	scheduleCreated   int64 = -1
 	scheduleReplaced  int64 = -2
-	scheduleUnchanged int64 = -3
+	ScheduleUnchanged int64 = -3
 )
 
 // setSchedules runs scheduleSetScript on sets, in calls of scheduleSetChunk schedules: the first one
 // alone (which loads the script if the server lacks it), the others pipelined, their replies read at
 // the end. It returns each schedule's outcome.
-func (s *store) setSchedules(ctx context.Context, sets []scheduleSet) ([]int64, error) {
+func (s *Store) SetSchedules(ctx context.Context, sets []ScheduleSet) ([]int64, error) {
 	out := make([]int64, 0, len(sets))
-	argsOf := func(chunk []scheduleSet) []interface{} {
+	argsOf := func(chunk []ScheduleSet) []interface{} {
 		args := make([]interface{}, 0, 4+4*len(chunk))
-		args = append(args, s.ks.schedules(), s.ks.schedulesDue(), s.ks.scheduleBucketPrefix(), s.ks.dueChannel())
+		args = append(args, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.scheduleBucketPrefix(), s.Ks.DueChannel())
 		for _, st := range chunk {
 			due := ""
-			if st.next > 0 {
-				due = strconv.FormatInt(st.due, 10)
+			if st.Next > 0 {
+				due = strconv.FormatInt(st.Due, 10)
 			}
-			args = append(args, st.id, scheduleBucket(st.id), st.rec, due)
+			args = append(args, st.Id, ScheduleBucket(st.Id), st.Rec, due)
 		}
 		return args
 	}
@@ -79,7 +79,7 @@ func (s *store) setSchedules(ctx context.Context, sets []scheduleSet) ([]int64, 
 			case "r":
 				out = append(out, scheduleReplaced)
 			case "u":
-				out = append(out, scheduleUnchanged)
+				out = append(out, ScheduleUnchanged)
 			default:
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n <= 0 {
@@ -126,16 +126,16 @@ const scheduleSetChunk = 1000
 
 // scheduleClaim is one schedule claimed by claimSchedules: its bucket, ID, due score and record (nil
 // when the ID has no record). A bucket whose key holds another type comes with an empty ID.
-type scheduleClaim struct {
-	bucket string
-	id     string
-	due    int64
-	rec    []byte
+type ScheduleClaim struct {
+	Bucket string
+	Id     string
+	Due    int64
+	Rec    []byte
 }
 
 // claimSchedules runs scheduleClaimScript at now (0: the server's clock). It returns the time of
 // the claim, the earliest score left in the index (-1: none) and the schedules claimed.
-func (s *store) claimSchedules(ctx context.Context, now int64, lease, most, budget int) (int64, int64, []scheduleClaim, error) {
+func (s *Store) ClaimSchedules(ctx context.Context, now int64, lease, most, budget int) (int64, int64, []ScheduleClaim, error) {
 	at := ""
 	if now > 0 {
 		at = strconv.FormatInt(now, 10)
@@ -143,7 +143,7 @@ func (s *store) claimSchedules(ctx context.Context, now int64, lease, most, budg
 	var r []interface{}
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		r, err = redis.Values(scheduleClaimScript.Do(c, s.ks.schedules(), s.ks.schedulesDue(), s.ks.scheduleBucketPrefix(),
+		r, err = redis.Values(scheduleClaimScript.Do(c, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.scheduleBucketPrefix(),
 			at, lease, most, budget))
 		return err
 	})
@@ -158,13 +158,13 @@ func (s *store) claimSchedules(ctx context.Context, now int64, lease, most, budg
 	if err := errors.Join(err1, err2); err != nil {
 		return 0, 0, nil, err
 	}
-	claims := make([]scheduleClaim, 0, (len(r)-2)/4)
+	claims := make([]ScheduleClaim, 0, (len(r)-2)/4)
 	for i := 2; i < len(r); i += 4 {
 		b, _ := redis.String(r[i], nil)
 		id, _ := redis.String(r[i+1], nil)
 		due, _ := redis.Int64(r[i+2], nil)
 		rec, _ := r[i+3].([]byte)
-		claims = append(claims, scheduleClaim{bucket: b, id: id, due: due, rec: rec})
+		claims = append(claims, ScheduleClaim{Bucket: b, Id: id, Due: due, Rec: rec})
 	}
 	return claimedAt, next, claims, nil
 }
@@ -172,32 +172,32 @@ func (s *store) claimSchedules(ctx context.Context, now int64, lease, most, budg
 // scheduleCommit is what a commit writes for one claimed schedule: the record claimed (nil: none),
 // its new record (nil: left as it is) and due score (-1: out of the due index), and the job to
 // enqueue (none without a payload).
-type scheduleCommit struct {
-	claim   *scheduleClaim
-	rec     []byte
-	due     int64
-	name    string
-	key     string
-	payload []byte
+type ScheduleCommit struct {
+	Claim   *ScheduleClaim
+	Rec     []byte
+	Due     int64
+	Name    string
+	Key     string
+	Payload []byte
 }
 
 // commitResult is what commitSchedules did.
 type commitResult struct {
-	committed, stale, refused int64
-	next                      int64 // the earliest score left in the index; -1: none
+	Committed, Stale, Refused int64
+	Next                      int64 // the earliest score left in the index; -1: none
 }
 
 // commitSchedules runs scheduleCommitScript for the commits of a claim made at now.
-func (s *store) commitSchedules(ctx context.Context, now int64, commits []scheduleCommit) (commitResult, error) {
+func (s *Store) CommitSchedules(ctx context.Context, now int64, commits []ScheduleCommit) (commitResult, error) {
 	args := make([]interface{}, 0, 8+8*len(commits))
-	args = append(args, s.ks.schedules(), s.ks.schedulesDue(), s.ks.knownJobs(), s.ks.scheduleBucketPrefix(), s.ks.p,
-		s.ks.wakeChannel(), now)
+	args = append(args, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.KnownJobs(), s.Ks.scheduleBucketPrefix(), s.Ks.P,
+		s.Ks.WakeChannel(), now)
 	for _, c := range commits {
 		due := ""
-		if c.due >= 0 {
-			due = strconv.FormatInt(c.due, 10)
+		if c.Due >= 0 {
+			due = strconv.FormatInt(c.Due, 10)
 		}
-		args = append(args, c.claim.id, c.claim.bucket, c.claim.rec, c.rec, due, c.name, c.key, c.payload)
+		args = append(args, c.Claim.Id, c.Claim.Bucket, c.Claim.Rec, c.Rec, due, c.Name, c.Key, c.Payload)
 	}
 	var res commitResult
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -208,7 +208,7 @@ func (s *store) commitSchedules(ctx context.Context, now int64, commits []schedu
 		if len(r) != 4 {
 			return fmt.Errorf("work: commit schedules: unexpected reply of %d elements", len(r))
 		}
-		res = commitResult{committed: r[0], stale: r[1], refused: r[2], next: r[3]}
+		res = commitResult{Committed: r[0], Stale: r[1], Refused: r[2], Next: r[3]}
 		return nil
 	})
 	return res, err
@@ -216,11 +216,11 @@ func (s *store) commitSchedules(ctx context.Context, now int64, commits []schedu
 
 // scheduleControl deletes or pauses the schedule id (op "delete" or "pause"); it reports whether the
 // schedule existed.
-func (s *store) scheduleControl(ctx context.Context, id, op string) (bool, error) {
+func (s *Store) ScheduleControl(ctx context.Context, id, op string) (bool, error) {
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		n, err = redis.Int64(scheduleControlScript.Do(c, s.ks.schedules(), s.ks.scheduleBucket(scheduleBucket(id)), id, op))
+		n, err = redis.Int64(scheduleControlScript.Do(c, s.Ks.Schedules(), s.Ks.ScheduleBucket(ScheduleBucket(id)), id, op))
 		return err
 	})
 	var re redis.Error
@@ -231,11 +231,11 @@ func (s *store) scheduleControl(ctx context.Context, id, op string) (bool, error
 }
 
 // scheduleRecord reads the record of schedule id; nil when there is none.
-func (s *store) scheduleRecord(ctx context.Context, id string) ([]byte, error) {
+func (s *Store) ScheduleRecord(ctx context.Context, id string) ([]byte, error) {
 	var rec []byte
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		rec, err = redis.Bytes(c.Do("HGET", s.ks.schedules(), id))
+		rec, err = redis.Bytes(c.Do("HGET", s.Ks.Schedules(), id))
 		if err == redis.ErrNil {
 			rec, err = nil, nil
 		}
@@ -246,18 +246,18 @@ func (s *store) scheduleRecord(ctx context.Context, id string) ([]byte, error) {
 
 // scanSchedules reads a page of the schedules hash (HSCAN from cursor, about count records, IDs
 // matching the glob pattern match unless it is ""), with the number of schedules stored.
-func (s *store) scanSchedules(ctx context.Context, cursor string, match string, count int) (string, [][]byte, int64, error) {
+func (s *Store) ScanSchedules(ctx context.Context, cursor string, match string, count int) (string, [][]byte, int64, error) {
 	var next string
 	var kv [][]byte
 	var total int64
 	err := s.do(ctx, func(c redis.Conn) error {
-		args := []interface{}{s.ks.schedules(), cursor}
+		args := []interface{}{s.Ks.Schedules(), cursor}
 		if match != "" {
 			args = append(args, "MATCH", match)
 		}
 		args = append(args, "COUNT", count)
 		c.Send("HSCAN", args...)
-		c.Send("HLEN", s.ks.schedules())
+		c.Send("HLEN", s.Ks.Schedules())
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
@@ -282,9 +282,12 @@ func (s *store) scanSchedules(ctx context.Context, cursor string, match string, 
 }
 
 // publishDue tells idle pools that a schedule is due at the epoch second at (see readiness).
-func (s *store) publishDue(ctx context.Context, at int64) error {
+func (s *Store) PublishDue(ctx context.Context, at int64) error {
 	return s.do(ctx, func(c redis.Conn) error {
-		_, err := c.Do("PUBLISH", s.ks.dueChannel(), at)
+		_, err := c.Do("PUBLISH", s.Ks.DueChannel(), at)
 		return err
 	})
 }
+
+// errDamagedSchedule is ErrDamagedSchedule: a schedule's record that no version of the library wrote.
+var ErrDamagedSchedule = errors.New("work: damaged schedule record")

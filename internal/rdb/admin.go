@@ -1,4 +1,4 @@
-package work
+package rdb
 
 // The Redis side of Client: reads for monitoring and the admin writes on the scheduled, retry and
 // dead sets. As in redis.go, scripts copy payloads as opaque strings; any new payload is built in Go.
@@ -15,15 +15,15 @@ import (
 )
 
 // zmember is one member of a sorted set with its score (epoch seconds in every set of the layout).
-type zmember struct {
-	member []byte
-	score  int64
+type Zmember struct {
+	Member []byte
+	Score  int64
 }
 
 // parseScore reads a sorted-set score as whole seconds; scores written by other programs may carry a
 // fraction, which is dropped, and scores beyond the int64 range (+inf and -inf included) read as its
 // ends. See scoreBounds for finding such members again.
-func parseScore(v interface{}) (int64, error) {
+func ParseScore(v interface{}) (int64, error) {
 	s, err := redis.String(v, nil)
 	if err != nil {
 		return 0, err
@@ -50,7 +50,7 @@ func parseScore(v interface{}) (int64, error) {
 // score: [score, score+1) for positive scores, (score-1, score] for negative ones, (-1, 1) for 0,
 // exactly score where a float64 has no fractions, and up to +inf (down to -inf) at the int64 range's
 // ends.
-func scoreBounds(score int64) (min, max string) {
+func ScoreBounds(score int64) (min, max string) {
 	n := strconv.FormatInt(score, 10)
 	const exact = 1 << 53
 	switch {
@@ -70,7 +70,7 @@ func scoreBounds(score int64) (min, max string) {
 
 // zsetMaxBound returns the highest score of a sorted set as Redis writes it ("inf" included), to
 // use as a ZRANGEBYSCORE bound; ok is false when the set is empty.
-func (s *store) zsetMaxBound(ctx context.Context, key string) (bound string, ok bool, err error) {
+func (s *Store) ZsetMaxBound(ctx context.Context, key string) (bound string, ok bool, err error) {
 	err = s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Strings(c.Do("ZRANGE", key, -1, -1, "WITHSCORES"))
 		if err != nil || len(r) != 2 {
@@ -83,7 +83,7 @@ func (s *store) zsetMaxBound(ctx context.Context, key string) (bound string, ok 
 }
 
 // parseWithScores turns a WITHSCORES reply into members.
-func parseWithScores(reply interface{}) ([]zmember, error) {
+func parseWithScores(reply interface{}) ([]Zmember, error) {
 	vals, err := redis.Values(reply, nil)
 	if err != nil {
 		return nil, err
@@ -91,25 +91,25 @@ func parseWithScores(reply interface{}) ([]zmember, error) {
 	if len(vals)%2 != 0 {
 		return nil, fmt.Errorf("work: WITHSCORES reply of odd length %d", len(vals))
 	}
-	out := make([]zmember, 0, len(vals)/2)
+	out := make([]Zmember, 0, len(vals)/2)
 	for i := 0; i < len(vals); i += 2 {
 		m, err := redis.Bytes(vals[i], nil)
 		if err != nil {
 			return nil, err
 		}
-		sc, err := parseScore(vals[i+1])
+		sc, err := ParseScore(vals[i+1])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, zmember{member: m, score: sc})
+		out = append(out, Zmember{Member: m, Score: sc})
 	}
 	return out, nil
 }
 
 // zsetPage returns members start..stop (by rank, inclusive) of a sorted set in score order, and the
 // set's size, in one round trip.
-func (s *store) zsetPage(ctx context.Context, key string, start, stop int64) ([]zmember, int64, error) {
-	var page []zmember
+func (s *Store) ZsetPage(ctx context.Context, key string, start, stop int64) ([]Zmember, int64, error) {
+	var page []Zmember
 	var total int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		c.Send("ZRANGE", key, start, stop, "WITHSCORES")
@@ -132,8 +132,8 @@ func (s *store) zsetPage(ctx context.Context, key string, start, stop int64) ([]
 
 // zsetByScore returns up to count members of a sorted set with min <= score <= max (Redis score
 // bounds such as "-inf" or "(5" are accepted), skipping the first offset, in score order.
-func (s *store) zsetByScore(ctx context.Context, key string, min, max interface{}, offset, count int) ([]zmember, error) {
-	var out []zmember
+func (s *Store) ZsetByScore(ctx context.Context, key string, min, max interface{}, offset, count int) ([]Zmember, error) {
+	var out []Zmember
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := c.Do("ZRANGEBYSCORE", key, min, max, "WITHSCORES", "LIMIT", offset, count)
 		if err != nil {
@@ -154,12 +154,20 @@ func memberArgs(key string, member []byte, lockKey string) []interface{} {
 	return []interface{}{1, key, member}
 }
 
+// removedJob is what removing a job by hand changes besides its set or queue: its batch, its record
+// and, for a job that holds its key's slot (key set), that slot.
+type RemovedJob struct {
+	Id, Name, Batch string
+	Key             string // the key whose slot the job holds, "" when it holds none
+	Tracked         bool
+}
+
 // withWorkflow appends to memberArgs what removedByHand (lua/lib/removedbyhand.lua) needs for a job
-// removed by hand: j is the decoded job (nil when it could not be decoded), pending whether it had not
+// removed by hand: j describes the job (nil when it could not be decoded), pending whether it had not
 // ended yet.
-func (s *store) withWorkflow(args []interface{}, j *Job, pending bool) []interface{} {
-	hold := j != nil && j.KeyHold && pending && j.Key != "" && checkKey(j.Key) == nil
-	if j == nil || (j.Batch == "" && !j.Tracked && !hold) || checkBatchID(j.ID) != nil || (j.Batch != "" && checkBatchID(j.Batch) != nil) {
+func (s *Store) withWorkflow(args []interface{}, j *RemovedJob, pending bool) []interface{} {
+	hold := j != nil && pending && j.Key != ""
+	if j == nil || (j.Batch == "" && !j.Tracked && !hold) {
 		return args
 	}
 	tracked, p := "0", "0"
@@ -169,18 +177,18 @@ func (s *store) withWorkflow(args []interface{}, j *Job, pending bool) []interfa
 	if pending {
 		p = "1"
 	}
-	args = append(args, s.ks.p, s.ks.wakeChannel(), j.ID, j.Batch, tracked, p)
+	args = append(args, s.Ks.P, s.Ks.WakeChannel(), j.Id, j.Batch, tracked, p)
 	if hold {
 		// The job holds its key's slot: the slot is freed with it.
-		args = append(args, s.ks.keyed(j.Name), j.Key)
+		args = append(args, s.Ks.Keyed(j.Name), j.Key)
 	}
 	return args
 }
 
 // deleteMember removes one member of a sorted set, and with it the unique lock lockKey unless that is
 // "" (see deleteMemberScript). It reports whether the member was removed.
-func (s *store) deleteMember(ctx context.Context, key string, member []byte, lockKey string, j *Job) (bool, error) {
-	args := s.withWorkflow(memberArgs(key, member, lockKey), j, key != s.ks.dead())
+func (s *Store) DeleteMember(ctx context.Context, key string, member []byte, lockKey string, j *RemovedJob) (bool, error) {
+	args := s.withWorkflow(memberArgs(key, member, lockKey), j, key != s.Ks.Dead())
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
@@ -191,36 +199,36 @@ func (s *store) deleteMember(ctx context.Context, key string, member []byte, loc
 }
 
 // requeueOp is one member to move from a sorted set onto its job's queue under a new payload.
-type requeueOp struct {
-	member  []byte // exact bytes in the set
-	payload []byte // what to push
-	name    string // the job name: its queue, and the wake-up message
-	key     string // a keyed job's key: its key's queue is the one
-	hold    bool   // the job holds its key's slot (a retry of KeyRetryInOrder): to the front, freeing it
+type RequeueOp struct {
+	Member  []byte // exact bytes in the set
+	Payload []byte // what to push
+	Name    string // the job name: its queue, and the wake-up message
+	Key     string // a keyed job's key: its key's queue is the one
+	Hold    bool   // the job holds its key's slot (a retry of KeyRetryInOrder): to the front, freeing it
 }
 
 // requeueMembers moves members of a sorted set onto their queues (see requeueMembersScript), in one
 // round trip, and returns how many were still there to move.
-func (s *store) requeueMembers(ctx context.Context, set string, ops []requeueOp) (int64, error) {
+func (s *Store) RequeueMembers(ctx context.Context, set string, ops []RequeueOp) (int64, error) {
 	if len(ops) == 0 {
 		return 0, nil
 	}
 	args := make([]interface{}, 0, 4+6*len(ops))
 	args = append(args, 1+len(ops), set)
 	for i := range ops {
-		if ops[i].key != "" {
-			args = append(args, s.ks.keyedQueue(ops[i].name, ops[i].key))
+		if ops[i].Key != "" {
+			args = append(args, s.Ks.KeyedQueue(ops[i].Name, ops[i].Key))
 		} else {
-			args = append(args, s.ks.jobs(ops[i].name))
+			args = append(args, s.Ks.Jobs(ops[i].Name))
 		}
 	}
-	args = append(args, s.ks.wakeChannel(), s.ks.p)
+	args = append(args, s.Ks.WakeChannel(), s.Ks.P)
 	for i := range ops {
 		hold := "0"
-		if ops[i].hold && ops[i].key != "" {
+		if ops[i].Hold && ops[i].Key != "" {
 			hold = "1"
 		}
-		args = append(args, ops[i].member, ops[i].payload, ops[i].name, ops[i].key, hold)
+		args = append(args, ops[i].Member, ops[i].Payload, ops[i].Name, ops[i].Key, hold)
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -232,7 +240,7 @@ func (s *store) requeueMembers(ctx context.Context, set string, ops []requeueOp)
 }
 
 // unlink deletes a key without blocking the server while a large value is freed.
-func (s *store) unlink(ctx context.Context, key string) error {
+func (s *Store) Unlink(ctx context.Context, key string) error {
 	return s.do(ctx, func(c redis.Conn) error {
 		_, err := c.Do("UNLINK", key)
 		return err
@@ -240,15 +248,15 @@ func (s *store) unlink(ctx context.Context, key string) error {
 }
 
 // setPaused pauses or unpauses a queue; unpausing wakes idle pools so they fetch at once.
-func (s *store) setPaused(ctx context.Context, name string, paused bool) error {
+func (s *Store) SetPaused(ctx context.Context, name string, paused bool) error {
 	return s.do(ctx, func(c redis.Conn) error {
 		if paused {
-			_, err := c.Do("SET", s.ks.paused(name), "1")
+			_, err := c.Do("SET", s.Ks.Paused(name), "1")
 			return err
 		}
-		c.Send("DEL", s.ks.paused(name))
-		c.Send("PUBLISH", s.ks.wakeChannel(), name)
-		c.Send("PUBLISH", s.ks.keyedWakeChannel(), name) // the pause held its keyed jobs too
+		c.Send("DEL", s.Ks.Paused(name))
+		c.Send("PUBLISH", s.Ks.WakeChannel(), name)
+		c.Send("PUBLISH", s.Ks.KeyedWakeChannel(), name) // the pause held its keyed jobs too
 		_, err := c.Do("")
 		return err
 	})
@@ -256,23 +264,23 @@ func (s *store) setPaused(ctx context.Context, name string, paused bool) error {
 
 // queueStat is one known job name with its queue length and its oldest payload (nil when empty).
 type queueStat struct {
-	name   string
-	count  int64
-	oldest []byte
+	Name   string
+	Count  int64
+	Oldest []byte
 }
 
 // queueStats lists every known job name with its queue's length and oldest job: two round trips
 // whatever the number of queues.
-func (s *store) queueStats(ctx context.Context) ([]queueStat, error) {
+func (s *Store) QueueStats(ctx context.Context) ([]queueStat, error) {
 	var out []queueStat
 	err := s.do(ctx, func(c redis.Conn) error {
-		names, err := redis.Strings(c.Do("SMEMBERS", s.ks.knownJobs()))
+		names, err := redis.Strings(c.Do("SMEMBERS", s.Ks.KnownJobs()))
 		if err != nil || len(names) == 0 {
 			return err
 		}
 		for _, name := range names {
-			c.Send("LLEN", s.ks.jobs(name))
-			c.Send("LINDEX", s.ks.jobs(name), -1)
+			c.Send("LLEN", s.Ks.Jobs(name))
+			c.Send("LINDEX", s.Ks.Jobs(name), -1)
 		}
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
@@ -284,9 +292,9 @@ func (s *store) queueStats(ctx context.Context) ([]queueStat, error) {
 		out = make([]queueStat, len(names))
 		for i, name := range names {
 			// A queue key of the wrong type reads as empty rather than failing every other queue.
-			out[i].name = name
-			out[i].count, _ = redis.Int64(r[2*i], nil)
-			out[i].oldest, _ = redis.Bytes(r[2*i+1], nil)
+			out[i].Name = name
+			out[i].Count, _ = redis.Int64(r[2*i], nil)
+			out[i].Oldest, _ = redis.Bytes(r[2*i+1], nil)
 		}
 		return nil
 	})
@@ -295,15 +303,15 @@ func (s *store) queueStats(ctx context.Context) ([]queueStat, error) {
 
 // poolHashes returns the IDs in the worker_pools set and each one's heartbeat hash (empty when the
 // hash is missing): two round trips whatever the number of pools.
-func (s *store) poolHashes(ctx context.Context) ([]string, []map[string]string, error) {
+func (s *Store) PoolHashes(ctx context.Context) ([]string, []map[string]string, error) {
 	var ids []string
 	var hashes []map[string]string
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		if ids, err = redis.Strings(c.Do("SMEMBERS", s.ks.workerPools())); err != nil || len(ids) == 0 {
+		if ids, err = redis.Strings(c.Do("SMEMBERS", s.Ks.WorkerPools())); err != nil || len(ids) == 0 {
 			return err
 		}
-		hashes, err = s.hashes(c, ids, s.ks.heartbeat)
+		hashes, err = s.hashes(c, ids, s.Ks.Heartbeat)
 		return err
 	})
 	return ids, hashes, err
@@ -311,21 +319,21 @@ func (s *store) poolHashes(ctx context.Context) ([]string, []map[string]string, 
 
 // workerHashes returns the observation hash of each worker (empty when the worker is idle), in one
 // round trip.
-func (s *store) workerHashes(ctx context.Context, workerIDs []string) ([]map[string]string, error) {
+func (s *Store) WorkerHashes(ctx context.Context, workerIDs []string) ([]map[string]string, error) {
 	if len(workerIDs) == 0 {
 		return nil, nil
 	}
 	var hashes []map[string]string
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		hashes, err = s.hashes(c, workerIDs, s.ks.worker)
+		hashes, err = s.hashes(c, workerIDs, s.Ks.Worker)
 		return err
 	})
 	return hashes, err
 }
 
 // hashes pipelines HGETALL of key(id) for each id.
-func (s *store) hashes(c redis.Conn, ids []string, key func(string) string) ([]map[string]string, error) {
+func (s *Store) hashes(c redis.Conn, ids []string, key func(string) string) ([]map[string]string, error) {
 	for _, id := range ids {
 		c.Send("HGETALL", key(id))
 	}
@@ -345,7 +353,7 @@ func (s *store) hashes(c redis.Conn, ids []string, key func(string) string) ([]m
 }
 
 // listRange returns the members start..stop (inclusive, by index) of a list.
-func (s *store) listRange(ctx context.Context, key string, start, stop int64) ([][]byte, error) {
+func (s *Store) ListRange(ctx context.Context, key string, start, stop int64) ([][]byte, error) {
 	var out [][]byte
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
@@ -356,7 +364,7 @@ func (s *store) listRange(ctx context.Context, key string, start, stop int64) ([
 }
 
 // listLengths returns the length of each list, in one round trip; a key of another type reads as 0.
-func (s *store) listLengths(ctx context.Context, keys []string) ([]int64, error) {
+func (s *Store) ListLengths(ctx context.Context, keys []string) ([]int64, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -382,9 +390,9 @@ func (s *store) listLengths(ctx context.Context, keys []string) ([]int64, error)
 
 // zscan runs one ZSCAN step: the next cursor ("0" when done) and the members it returned (possibly
 // some already returned by an earlier step).
-func (s *store) zscan(ctx context.Context, key, cursor, match string, count int) (string, []zmember, error) {
+func (s *Store) Zscan(ctx context.Context, key, cursor, match string, count int) (string, []Zmember, error) {
 	var next string
-	var members []zmember
+	var members []Zmember
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Values(c.Do("ZSCAN", key, cursor, "MATCH", match, "COUNT", count))
 		if err != nil {
@@ -403,11 +411,11 @@ func (s *store) zscan(ctx context.Context, key, cursor, match string, count int)
 }
 
 // poolIDs returns the members of the worker_pools set.
-func (s *store) poolIDs(ctx context.Context) ([]string, error) {
+func (s *Store) PoolIDs(ctx context.Context) ([]string, error) {
 	var ids []string
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		ids, err = redis.Strings(c.Do("SMEMBERS", s.ks.workerPools()))
+		ids, err = redis.Strings(c.Do("SMEMBERS", s.Ks.WorkerPools()))
 		return err
 	})
 	return ids, err
@@ -415,7 +423,7 @@ func (s *store) poolIDs(ctx context.Context) ([]string, error) {
 
 // deleteListMember removes every copy of member from a list, and with it the unique lock lockKey
 // unless that is "" (see deleteListMemberScript). It returns the number of copies removed.
-func (s *store) deleteListMember(ctx context.Context, key string, member []byte, lockKey string, j *Job) (int64, error) {
+func (s *Store) DeleteListMember(ctx context.Context, key string, member []byte, lockKey string, j *RemovedJob) (int64, error) {
 	args := s.withWorkflow(memberArgs(key, member, lockKey), j, true)
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -428,7 +436,7 @@ func (s *store) deleteListMember(ctx context.Context, key string, member []byte,
 
 // zremMembers removes the given exact members from a sorted set (members already gone are skipped by
 // ZREM itself) and returns how many it removed.
-func (s *store) zremMembers(ctx context.Context, key string, members [][]byte) (int64, error) {
+func (s *Store) ZremMembers(ctx context.Context, key string, members [][]byte) (int64, error) {
 	if len(members) == 0 {
 		return 0, nil
 	}
@@ -447,11 +455,11 @@ func (s *store) zremMembers(ctx context.Context, key string, members [][]byte) (
 }
 
 // setSizes returns the sizes of the scheduled, retry and dead sets, in one round trip.
-func (s *store) setSizes(ctx context.Context) (scheduled, retry, dead int64, err error) {
+func (s *Store) SetSizes(ctx context.Context) (scheduled, retry, dead int64, err error) {
 	err = s.do(ctx, func(c redis.Conn) error {
-		c.Send("ZCARD", s.ks.scheduled())
-		c.Send("ZCARD", s.ks.retry())
-		c.Send("ZCARD", s.ks.dead())
+		c.Send("ZCARD", s.Ks.Scheduled())
+		c.Send("ZCARD", s.Ks.Retry())
+		c.Send("ZCARD", s.Ks.Dead())
 		r, err := redis.Int64s(c.Do(""))
 		if err != nil {
 			return err
@@ -469,21 +477,21 @@ func (s *store) setSizes(ctx context.Context) (scheduled, retry, dead int64, err
 // flag, jobs in flight and MaxConcurrency.
 type queueDetail struct {
 	queueStat
-	paused         bool
-	inFlight       int64
-	maxConcurrency int64
-	keyed          int64 // keyed jobs waiting
+	Paused         bool
+	InFlight       int64
+	MaxConcurrency int64
+	Keyed          int64 // keyed jobs waiting
 }
 
 // queueDetails lists every known job name with the state of its queue, in three round trips
 // whatever the number of queues. Jobs in flight are the lock counter of a limited queue (the number
 // its MaxConcurrency gates), and otherwise the length of the in-progress lists of the pools that
 // serve it (pools count only the jobs of limited queues).
-func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
+func (s *Store) QueueDetails(ctx context.Context) ([]queueDetail, error) {
 	var out []queueDetail
 	err := s.do(ctx, func(c redis.Conn) error {
-		c.Send("SMEMBERS", s.ks.knownJobs())
-		c.Send("SMEMBERS", s.ks.workerPools())
+		c.Send("SMEMBERS", s.Ks.KnownJobs())
+		c.Send("SMEMBERS", s.Ks.WorkerPools())
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
@@ -494,7 +502,7 @@ func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
 		}
 		pools, _ := redis.Strings(r[1], nil)
 		for _, id := range pools {
-			c.Send("HGET", s.ks.heartbeat(id), "job_names")
+			c.Send("HGET", s.Ks.Heartbeat(id), "job_names")
 		}
 		serving := make(map[string][]string) // job name -> pools that serve it
 		if len(pools) > 0 {
@@ -512,15 +520,15 @@ func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
 		}
 		const perName = 6
 		for _, name := range names {
-			c.Send("LLEN", s.ks.jobs(name))
-			c.Send("LINDEX", s.ks.jobs(name), -1)
-			c.Send("EXISTS", s.ks.paused(name))
-			c.Send("GET", s.ks.lock(name))
-			c.Send("GET", s.ks.maxConcurrency(name))
-			c.Send("HGET", s.ks.keyedMeta(name), "waiting")
+			c.Send("LLEN", s.Ks.Jobs(name))
+			c.Send("LINDEX", s.Ks.Jobs(name), -1)
+			c.Send("EXISTS", s.Ks.Paused(name))
+			c.Send("GET", s.Ks.Lock(name))
+			c.Send("GET", s.Ks.MaxConcurrency(name))
+			c.Send("HGET", s.Ks.keyedMeta(name), "waiting")
 			for _, id := range serving[name] {
-				c.Send("LLEN", s.ks.inProgress(name, id))
-				c.Send("LLEN", s.ks.keyedInProgress(name, id))
+				c.Send("LLEN", s.Ks.InProgress(name, id))
+				c.Send("LLEN", s.Ks.KeyedInProgress(name, id))
 			}
 		}
 		r, err = redis.Values(c.Do(""))
@@ -538,19 +546,19 @@ func (s *store) queueDetails(ctx context.Context) ([]queueDetail, error) {
 			// other queue.
 			v := r[at : at+perName]
 			d := &out[i]
-			d.name = name
-			d.count, _ = redis.Int64(v[0], nil)
-			d.oldest, _ = redis.Bytes(v[1], nil)
+			d.Name = name
+			d.Count, _ = redis.Int64(v[0], nil)
+			d.Oldest, _ = redis.Bytes(v[1], nil)
 			n, _ := redis.Int64(v[2], nil)
-			d.paused = n > 0
-			d.maxConcurrency = parseInt64Reply(v[4])
-			d.keyed = max(parseInt64Reply(v[5]), 0)
-			if d.maxConcurrency > 0 {
-				d.inFlight = parseInt64Reply(v[3])
+			d.Paused = n > 0
+			d.MaxConcurrency = parseInt64Reply(v[4])
+			d.Keyed = max(parseInt64Reply(v[5]), 0)
+			if d.MaxConcurrency > 0 {
+				d.InFlight = parseInt64Reply(v[3])
 			} else {
 				for _, l := range r[at+perName : at+perName+inProgress] {
 					n, _ := redis.Int64(l, nil)
-					d.inFlight += n
+					d.InFlight += n
 				}
 			}
 			at += perName + inProgress
@@ -581,7 +589,7 @@ func parseInt64Reply(v interface{}) int64 {
 // statsCounts reads the per-minute processed and failed counts of each job name for the epoch
 // minutes from..to (inclusive) from the stats hashes, in one round trip. processed[i][m-from] is the
 // count of names[i] in minute m.
-func (s *store) statsCounts(ctx context.Context, names []string, from, to int64) (processed, failed [][]int64, err error) {
+func (s *Store) StatsCounts(ctx context.Context, names []string, from, to int64) (processed, failed [][]int64, err error) {
 	n := to - from + 1
 	if len(names) == 0 || n <= 0 {
 		return nil, nil, nil
@@ -603,7 +611,7 @@ func (s *store) statsCounts(ctx context.Context, names []string, from, to int64)
 		for _, name := range names {
 			for _, sp := range spans {
 				args := make([]interface{}, 0, 1+2*(sp.last-sp.first+1))
-				args = append(args, s.ks.stats(name, sp.first*60/86400))
+				args = append(args, s.Ks.Stats(name, sp.first*60/86400))
 				for m := sp.first; m <= sp.last; m++ {
 					ms := strconv.FormatInt(m, 10)
 					args = append(args, "p:"+ms, "f:"+ms)

@@ -1,0 +1,962 @@
+package rdb
+
+// This file and its companions are the one place that knows Redis: the key names of the documented
+// layout, the Lua scripts that move a job from one state to the next (lua/, one file per script,
+// loaded by redis_scripts.go), and the store type whose methods the rest of the package calls
+// (redis_workflow.go holds those of batches, dependencies and job records, redis_admin.go those of
+// Client; backend.go the connection they all go through). No other file builds a key or sends a
+// command.
+//
+// Every script touches only keys of one namespace, so a namespace written with a hash tag ("{app}")
+// keeps every script on one Redis Cluster slot. Scripts never re-encode job JSON: payload bytes are
+// copied as opaque strings, and any new payload (a retry, a dead-letter record) is encoded in Go.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// redisNamespacePrefix returns the key prefix of a namespace: the namespace plus ":" unless it already
+// ends in ":"; the empty namespace has no prefix.
+func RedisNamespacePrefix(namespace string) string {
+	if namespace != "" && !strings.HasSuffix(namespace, ":") {
+		return namespace + ":"
+	}
+	return namespace
+}
+
+// keyspace builds the key names of one namespace (compat layout, byte for byte).
+type Keyspace struct{ P string }
+
+func NewKeyspace(namespace string) Keyspace { return Keyspace{P: RedisNamespacePrefix(namespace)} }
+
+func (k Keyspace) JobsPrefix() string        { return k.P + "jobs:" }
+func (k Keyspace) Jobs(name string) string   { return k.P + "jobs:" + name }
+func (k Keyspace) Paused(name string) string { return k.Jobs(name) + ":paused" }
+func (k Keyspace) Lock(name string) string   { return k.Jobs(name) + ":lock" }
+func (k Keyspace) LockInfo(name string) string {
+	return k.Jobs(name) + ":lock_info"
+}
+func (k Keyspace) MaxConcurrency(name string) string { return k.Jobs(name) + ":max_concurrency" }
+func (k Keyspace) Rate(name string) string           { return k.Jobs(name) + ":rate" }
+func (k Keyspace) deadTrimmed() string               { return k.P + "dead_trimmed" }
+func (k Keyspace) InProgress(name, poolID string) string {
+	return k.Jobs(name) + ":" + poolID + ":inprogress"
+}
+func (k Keyspace) Scheduled() string               { return k.P + "scheduled" }
+func (k Keyspace) Retry() string                   { return k.P + "retry" }
+func (k Keyspace) Dead() string                    { return k.P + "dead" }
+func (k Keyspace) KnownJobs() string               { return k.P + "known_jobs" }
+func (k Keyspace) WorkerPools() string             { return k.P + "worker_pools" }
+func (k Keyspace) Heartbeat(poolID string) string  { return k.P + "worker_pools:" + poolID }
+func (k Keyspace) Worker(workerID string) string   { return k.P + "worker:" + workerID }
+func (k Keyspace) LastPeriodicEnqueue() string     { return k.P + "last_periodic_enqueue" }
+func (k Keyspace) WakeChannel() string             { return k.P + "wake" }
+func (k Keyspace) CancelChannel() string           { return k.P + "cancel" }
+func (k Keyspace) DueChannel() string              { return k.P + "due" }
+func (k Keyspace) UniquePrefix(name string) string { return k.P + "unique:" + name + ":" }
+
+// Workflow state (batch.go, chain.go): a batch's hash and the list of jobs waiting for it, the index
+// of batches, and a job's record and the list of jobs waiting for it.
+func (k Keyspace) Batch(id string) string     { return k.P + "batch:" + id }
+func (k Keyspace) batches() string            { return k.P + "batches" }
+func (k Keyspace) BatchesExpiry() string      { return k.P + "batches_expiry" }
+func (k Keyspace) JobRecord(id string) string { return k.P + "job:" + id }
+
+// stats is the hash of a job name's processed and failed counts on one UTC day (days since the
+// epoch): fields "p:<epoch minute>" and "f:<epoch minute>".
+func (k Keyspace) Stats(name string, day int64) string {
+	return k.P + "stats:" + name + ":" + strconv.FormatInt(day, 10)
+}
+
+// statsTTLSeconds bounds how long per-minute counts are kept.
+const StatsTTLSeconds = 8 * 86400
+
+// unique returns the unique-lock key of a job name and its args (or key map): the prefix, then the
+// output of json.Encoder (sorted keys, HTML-escaped, trailing newline), nothing at all for nil args.
+func (k Keyspace) Unique(name string, args map[string]interface{}) (string, error) {
+	var buf bytes.Buffer
+	buf.WriteString(k.UniquePrefix(name))
+	if args != nil {
+		if err := json.NewEncoder(&buf).Encode(args); err != nil {
+			return "", err
+		}
+	}
+	return buf.String(), nil
+}
+
+// uniqueTTLSeconds is how long a unique lock lives when no worker picks its job up.
+const UniqueTTLSeconds = 86400
+
+// store is the package's Redis layer: one method per state transition or read, each one round trip
+// unless it says otherwise.
+type Store struct {
+	Backend Backend
+	Ks      Keyspace
+	Errs    atomic.Uint64 // failed calls: one may have been applied with its reply lost
+
+	// boxed holds script arguments used on every exchange, converted to interface{} once.
+	boxed struct{ retry, dead, scheduled, wake interface{} }
+	// sweepFence is how long after the server's clock was read a sweep may still run (see sweep).
+	SweepFence time.Duration
+}
+
+func NewStore(namespace string, b Backend) *Store {
+	s := &Store{Backend: b, Ks: NewKeyspace(namespace), SweepFence: 250 * time.Millisecond}
+	s.boxed.retry, s.boxed.dead, s.boxed.scheduled = s.Ks.Retry(), s.Ks.Dead(), s.Ks.Scheduled()
+	s.boxed.wake = s.Ks.WakeChannel()
+	return s
+}
+
+// replicaWait asks a write to wait until that many replicas acknowledged it (Redis WAIT); zero: no wait.
+type ReplicaWait struct {
+	Replicas  int
+	TimeoutMs int64
+}
+
+// ErrNotReplicated is returned by an enqueue made with Enqueuer.WaitReplicas when fewer replicas than
+// asked acknowledged the write within Enqueuer.WaitTimeout. The job is on the primary, and it may or
+// may not survive a failover that happens before it reaches a replica.
+var ErrNotReplicated = errors.New("work: the job was not acknowledged by enough replicas")
+
+// doWrite runs a write like do, then, with w set, waits on the same connection for the replicas.
+func (s *Store) doWrite(ctx context.Context, w ReplicaWait, fn func(c redis.Conn) error) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		if err := fn(c); err != nil {
+			return err
+		}
+		if w.Replicas <= 0 {
+			return nil
+		}
+		n, err := redis.Int(c.Do("WAIT", w.Replicas, w.TimeoutMs))
+		if err != nil {
+			return err
+		}
+		if n < w.Replicas {
+			return fmt.Errorf("%w: %d of %d", ErrNotReplicated, n, w.Replicas)
+		}
+		return nil
+	})
+}
+
+// do runs fn on a connection and closes it.
+func (s *Store) do(ctx context.Context, fn func(c redis.Conn) error) error {
+	c, err := s.Backend.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	err = fn(c)
+	if err != nil {
+		s.Errs.Add(1)
+	}
+	return err
+}
+
+// push is one job of an enqueueMany call: its queue, payload and what to send with it, then the
+// outcome (the error of this job's push and, for an unkeyed job, the queue's length after it).
+type Push struct {
+	Name     string
+	Key      string // a keyed job's key: the push runs enqueueKeyedScript
+	Payload  []byte
+	AddKnown bool // register the job name in known_jobs too
+	Publish  bool // send the wake-up with the push (the caller expects the queue to be empty, or nearly)
+
+	N   int64
+	Err error
+}
+
+// enqueueMany pushes payloads onto their queues in one pipelined round trip, registering job names
+// and waking idle pools: a push that finds its queue empty and did not send its wake-up along sends
+// it in a second round trip, shared by all such pushes. Each push gets its own outcome; an error of
+// the connection (or of the replicas' wait) is every push's.
+func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) {
+	err := s.doWrite(ctx, w, func(c redis.Conn) error {
+		for _, p := range pushes {
+			if p.Key != "" {
+				// The script registers the name and wakes pools itself.
+				enqueueKeyedScript.SendHash(c, s.keyedPushArgs(p)...)
+				continue
+			}
+			if p.AddKnown {
+				c.Send("SADD", s.Ks.KnownJobs(), p.Name)
+			}
+			c.Send("LPUSH", s.Ks.Jobs(p.Name), p.Payload)
+			if p.Publish {
+				c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
+			}
+		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		if len(pushes) > 1 {
+			// Calls come concurrently: while Redis answers, let the runnable goroutines (callers
+			// making their next jobs) run, so that the reply is more often waiting when this one
+			// reads it, which saves parking and waking for it.
+			runtime.Gosched()
+		}
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		at, late := 0, 0
+		var noScript []*Push
+		for _, p := range pushes {
+			if p.AddKnown && p.Key == "" {
+				at++
+			}
+			if at >= len(r) {
+				return fmt.Errorf("work: enqueue: unexpected reply of %d elements", len(r))
+			}
+			p.N, p.Err = redis.Int64(r[at], nil)
+			at++
+			if p.Key != "" {
+				if re, ok := p.Err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
+					noScript = append(noScript, p)
+				} else {
+					p.Err = keyedPushError(p.Err, p)
+				}
+				continue
+			}
+			if p.Publish {
+				at++
+			} else if p.Err == nil && p.N == 1 {
+				c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
+				late++
+			}
+		}
+		if late > 0 {
+			// The jobs are queued whatever this reply says: without the wake-up, a pool's next look
+			// finds them.
+			_, _ = c.Do("")
+		}
+		for _, p := range noScript {
+			// The server did not know the script yet (the first keyed push since it started): Do
+			// loads it.
+			p.N, p.Err = redis.Int64(enqueueKeyedScript.Do(c, s.keyedPushArgs(p)...))
+			p.Err = keyedPushError(p.Err, p)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, p := range pushes {
+			if p.Err == nil {
+				p.Err = err
+			}
+		}
+	}
+}
+
+// enqueueBatch pushes payloads onto their queues atomically, in one round trip: every queue key is
+// checked first, so the batch is either queued whole or refused; one LPUSH per job name, in the
+// given order, and a wake-up per job name.
+func (s *Store) EnqueueBatch(ctx context.Context, w ReplicaWait, names []string, payloads map[string][]interface{}, addKnown []string) error {
+	args := make([]interface{}, 0, 3+2*len(names))
+	args = append(args, 1+len(names), s.Ks.KnownJobs())
+	for _, name := range names {
+		args = append(args, s.Ks.Jobs(name))
+	}
+	args = append(args, s.Ks.WakeChannel())
+	for _, name := range names {
+		args = append(args, name, len(payloads[name]))
+	}
+	for _, name := range names {
+		args = append(args, payloads[name]...)
+	}
+	return s.doWrite(ctx, w, func(c redis.Conn) error {
+		_, err := enqueueBatchScript.Do(c, args...)
+		return err
+	})
+}
+
+// schedule adds a payload to the scheduled set, and tells idle pools when it is due (they would
+// otherwise learn it at their next look, seconds later).
+func (s *Store) Schedule(ctx context.Context, w ReplicaWait, name string, runAt int64, payload []byte, addKnown bool) error {
+	return s.doWrite(ctx, w, func(c redis.Conn) error {
+		if addKnown {
+			c.Send("SADD", s.Ks.KnownJobs(), name)
+		}
+		c.Send("ZADD", s.Ks.Scheduled(), runAt, payload)
+		c.Send("PUBLISH", s.Ks.DueChannel(), runAt)
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		for _, v := range r {
+			if e, ok := v.(redis.Error); ok {
+				return e
+			}
+		}
+		return nil
+	})
+}
+
+// enqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
+func (s *Store) EnqueueUnique(ctx context.Context, w ReplicaWait, name, key, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
+	dest, score := s.Ks.Jobs(name), ""
+	if key != "" {
+		dest = s.Ks.KeyedQueue(name, key)
+	}
+	if runAt != 0 {
+		dest, score = s.Ks.Scheduled(), strconv.FormatInt(runAt, 10)
+	}
+	var res string
+	err := s.doWrite(ctx, w, func(c redis.Conn) error {
+		var err error
+		res, err = redis.String(enqueueUniqueScript.Do(c, dest, uniqueKey, s.Ks.KnownJobs(),
+			payload, lockValue, score, name, s.Ks.WakeChannel(), ttl, s.Ks.DueChannel(), key, s.Ks.Keyed(name)))
+		return keyedError(err, []KeyedGroup{{Name: name, Key: key}})
+	})
+	return res == "ok", err
+}
+
+// rateLimit is a queue's limit on jobs started per period, across all pools.
+type RateLimit struct {
+	Jobs     uint
+	PeriodMs int64
+}
+
+// queueArgs are one of a pool's queues as exchangeScript takes it: its keys, name and settings,
+// boxed once per pool run so that a round trip allocates nothing per queue.
+type QueueArgs struct {
+	keyed   bool          // the group is a name's keyed jobs (kind 'k' in exchangeScript)
+	extra   []interface{} // the fields of a keyed group after the rate limit
+	Name    string
+	Keys    [7]interface{} // jobs, in-progress, paused, lock, lock_info, max_concurrency, rate
+	nameArg interface{}
+	limited interface{} // "1" when the pool counts the queue against its MaxConcurrency
+	rate    [2]interface{}
+
+	StatsDay int64  // the day statsKey is for
+	StatsKey string // the stats hash of statsDay
+}
+
+// newQueueArgs encodes a queue of poolID for exchanges.
+func (s *Store) NewQueueArgs(name, poolID string, limited bool, rl RateLimit) *QueueArgs {
+	q := &QueueArgs{Name: name, nameArg: name, limited: "0", rate: [2]interface{}{0, 0}}
+	q.Keys = [7]interface{}{s.Ks.Jobs(name), s.Ks.InProgress(name, poolID), s.Ks.Paused(name),
+		s.Ks.Lock(name), s.Ks.LockInfo(name), s.Ks.MaxConcurrency(name), s.Ks.Rate(name)}
+	if limited {
+		q.limited = "1"
+	}
+	if rl.Jobs > 0 && rl.PeriodMs > 0 {
+		q.rate = [2]interface{}{rl.Jobs, rl.PeriodMs}
+	}
+	return q
+}
+
+// opKind is what a finishOp does with its job.
+type OpKind uint8
+
+const (
+	OpAck     OpKind = iota // done: removed
+	OpDrop                  // failed for good with SkipDead: removed
+	OpRetry                 // to the retry set
+	OpDead                  // to the dead set
+	OpSnooze                // to the scheduled set
+	OpRequeue               // back to the fetch end of its queue, nothing counted
+)
+
+// plainAck reports whether o is an acknowledgement with nothing else to update: those go in groups.
+func (o *FinishOp) plainAck() bool { return (o.Kind == OpAck || o.Kind == OpDrop) && o.Ext == nil }
+
+// opCodes are exchangeScript's op codes, by opKind.
+var opCodes = [...]interface{}{OpAck: "A", OpDrop: "A", OpRetry: "R", OpDead: "D", OpSnooze: "S", OpRequeue: "Q"}
+
+// finishOp is one job's end of hold.
+type FinishOp struct {
+	Kind    OpKind
+	Q       *QueueArgs
+	Entry   interface{} // the job's in-progress entry, as the fetch reply held it
+	Ref     interface{} // the caller's handle of the job, carried along untouched
+	Score   int64       // retry, dead, snooze: the member's score
+	Payload []byte      // retry, dead, snooze: the member
+	Ext     *FinishExt  // workflow state to update with it; nil for most jobs
+}
+
+// finishExt is what a job's end changes besides its queue: its batch, its record, the jobs waiting
+// for it and its unique lock (exchangeScript's X op).
+type FinishExt struct {
+	Id        string
+	Batch     string
+	Keep      int64 // seconds to keep the job's record; 0: none unless tracked
+	Tracked   bool
+	UniqueKey string // deleted when the job ends for good ("" none)
+	Err       string
+	Result    []byte
+	Attempts  int64
+}
+
+// xCodes are exchangeScript's kinds for its X op, by opKind.
+var xCodes = [...]interface{}{OpAck: "A", OpDrop: "F", OpRetry: "R", OpDead: "D", OpSnooze: "S", OpRequeue: "Q"}
+
+// statsAdd is a count to add to a per-minute stats field.
+type StatsAdd struct {
+	Key   string
+	Field string
+	Count int64
+}
+
+// fetchShare asks an exchange for share jobs from a queue.
+type FetchShare struct {
+	Q     *QueueArgs
+	Share int
+}
+
+// exchange is one exchangeScript call: built by the pool's loop, which reuses it from call to call.
+type Exchange struct {
+	Fetch []FetchShare // candidates, in the order to try them
+	Ops   []FinishOp
+	Stats []StatsAdd
+
+	groups  []*QueueArgs
+	kindBuf []byte
+	args    []interface{}
+	acks    [][]int // per group: the indexes in ops of its acks
+	Order   []int   // the index in ops of each outcome of the reply, in order
+
+	// The reply.
+	Done   string        // per op of ops, see exchangeScript
+	Status []interface{} // per group
+	Counts []interface{} // per group
+	Jobs   []interface{} // payloads ([]byte), grouped by group in order
+}
+
+func (x *Exchange) Reset() {
+	x.Fetch, x.Ops, x.Stats, x.groups = x.Fetch[:0], x.Ops[:0], x.Stats[:0], x.groups[:0]
+	x.Done, x.Status, x.Counts, x.Jobs = "", nil, nil, nil
+}
+
+// group returns q's group index (1-based), adding it (with no share) if it is not in yet. A queue
+// is one group whatever args stand for it: a job name registered again on a started pool has new
+// args, while the outcomes of jobs fetched before carry the old ones.
+func (x *Exchange) group(q *QueueArgs) int {
+	for i, g := range x.groups {
+		if g == q || g.Name == q.Name && g.keyed == q.keyed {
+			return i + 1
+		}
+	}
+	x.groups = append(x.groups, q)
+	return len(x.groups)
+}
+
+// kinds returns exchangeScript's kinds argument for x's groups: "" when every group is a queue, else
+// a character per group.
+func (x *Exchange) kinds() interface{} {
+	keyed := false
+	for _, q := range x.groups {
+		keyed = keyed || q.keyed
+	}
+	if !keyed {
+		return boxedNoKinds
+	}
+	b := x.kindBuf[:0]
+	for _, q := range x.groups {
+		if q.keyed {
+			b = append(b, 'k')
+		} else {
+			b = append(b, 'q')
+		}
+	}
+	x.kindBuf = b
+	return b
+}
+
+// boxedNoKinds is the kinds of an exchange whose groups are all queues.
+var boxedNoKinds interface{} = ""
+
+// boxedNoShare marks a queue that takes part in an exchange for its outcomes only.
+var boxedNoShare interface{} = -1
+
+// runExchange runs x: it records x.ops and x.stats and fetches what x.fetch asks, filling x's reply.
+func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange) error {
+	for _, f := range x.Fetch {
+		x.group(f.Q)
+	}
+	cands := len(x.groups)
+	// Acks go first, grouped by queue; the other ops after them in their order. x.order records the
+	// op of each outcome the reply reports, in that order.
+	x.Order = x.Order[:0]
+	for i := range x.Ops {
+		o := &x.Ops[i]
+		g := x.group(o.Q)
+		for len(x.acks) < g {
+			x.acks = append(x.acks, nil)
+		}
+		if o.plainAck() {
+			x.acks[g-1] = append(x.acks[g-1], i)
+		}
+	}
+	args := x.args[:0]
+	args = append(args, 3+7*len(x.groups), s.boxed.retry, s.boxed.dead, s.boxed.scheduled)
+	for _, q := range x.groups {
+		args = append(args, q.Keys[:]...)
+	}
+	args = append(args, poolID, s.boxed.wake, len(x.groups), x.kinds())
+	for i, q := range x.groups {
+		var share interface{} = boxedNoShare
+		if i < cands {
+			share = x.Fetch[i].Share
+		}
+		args = append(args, q.nameArg, q.limited, share, q.rate[0], q.rate[1])
+		args = append(args, q.extra...)
+	}
+	for g, acks := range x.acks {
+		if len(acks) == 0 {
+			continue
+		}
+		if x.groups[g].keyed {
+			args = x.keyedAcks(args, g, acks)
+		} else {
+			args = append(args, "A", g+1, len(acks))
+			for _, i := range acks {
+				args = append(args, x.Ops[i].Entry)
+			}
+		}
+		x.Order = append(x.Order, acks...)
+		x.acks[g] = acks[:0]
+	}
+	for i := range x.Ops {
+		o := &x.Ops[i]
+		if !o.plainAck() {
+			x.Order = append(x.Order, i)
+		}
+		switch {
+		case o.plainAck():
+		case o.Ext != nil:
+			e := o.Ext
+			tracked := "0"
+			if e.Tracked {
+				tracked = "1"
+			}
+			args = append(args, "X", x.group(o.Q), xCodes[o.Kind], o.Entry, o.Score, o.Payload, s.Ks.P,
+				e.Id, e.Batch, e.Keep, tracked, e.UniqueKey, e.Err, e.Result, e.Attempts)
+		case o.Kind == OpRequeue:
+			args = append(args, "Q", x.group(o.Q), o.Entry)
+		default:
+			args = append(args, opCodes[o.Kind], x.group(o.Q), o.Entry, o.Score, o.Payload)
+		}
+	}
+	for i := 0; i < len(x.Stats); {
+		j := i
+		for j < len(x.Stats) && x.Stats[j].Key == x.Stats[i].Key {
+			j++
+		}
+		args = append(args, "T", x.Stats[i].Key, StatsTTLSeconds, j-i)
+		for _, st := range x.Stats[i:j] {
+			args = append(args, st.Field, st.Count)
+		}
+		i = j
+	}
+	x.args = args[:0]
+	defer clear(args) // let the payloads go
+	return s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(exchangeScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) != 4 {
+			return fmt.Errorf("work: exchange: unexpected reply of %d elements", len(r))
+		}
+		done, _ := r[0].([]byte)
+		x.Done = string(done)
+		x.Status, _ = r[1].([]interface{})
+		x.Counts, _ = r[2].([]interface{})
+		x.Jobs, _ = r[3].([]interface{})
+		if len(x.Status) != len(x.groups) || len(x.Counts) != len(x.groups) {
+			return fmt.Errorf("work: exchange: reply for %d queues, asked %d", len(x.Status), len(x.groups))
+		}
+		return nil
+	})
+}
+
+// sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps the
+// id of each of its queues (a job name, or keyedQueueID of it) to the entries the pool holds in the
+// queue's in-progress list.
+func (s *Store) Sweep(ctx context.Context, poolID string, names []string, held map[string][][]byte) (int64, error) {
+	args := make([]interface{}, 0, 1+8*len(names)+2+6*len(names))
+	args = append(args, 8*len(names))
+	for _, name := range names {
+		args = append(args, s.Ks.InProgress(name, poolID), s.Ks.Jobs(name), s.Ks.Lock(name), s.Ks.LockInfo(name))
+		args = append(args, s.Ks.KeyedInProgress(name, poolID), s.Ks.KeyedReady(name), s.Ks.Lock(name), s.Ks.LockInfo(name))
+	}
+	args = append(args, poolID, s.Ks.WakeChannel(), 0)
+	deadlineAt := len(args) - 1
+	for _, name := range names {
+		args = append(args, name, "", len(held[name]))
+		for _, p := range held[name] {
+			args = append(args, p)
+		}
+		id := KeyedQueueID(name)
+		args = append(args, name, s.Ks.Keyed(name), len(held[id]))
+		for _, p := range held[id] {
+			args = append(args, p)
+		}
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		// The held set is the pool's now. A sweep that Redis ran late (its call timed out while
+		// Redis was frozen, and the pool fetched again on another connection meanwhile) would put
+		// back jobs the pool runs, so the script runs only within sweepFence of the server's clock
+		// read just before, on the same connection; a sweep skipped is made again later.
+		t, err := redis.Int64s(c.Do("TIME"))
+		if err != nil {
+			return err
+		}
+		if len(t) != 2 {
+			return fmt.Errorf("work: TIME answered %v", t)
+		}
+		args[deadlineAt] = t[0]*1000 + t[1]/1000 + s.SweepFence.Milliseconds()
+		n, err = redis.Int64(sweepScript.Do(c, args...))
+		return err
+	})
+	return max(n, 0), err
+}
+
+// claimUnique releases unique locks (see claimUniqueScript).
+func (s *Store) ClaimUnique(ctx context.Context, keys []string, keep bool) ([][]byte, error) {
+	args := make([]interface{}, 0, len(keys)+2)
+	args = append(args, len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	if keep {
+		args = append(args, "keep")
+	}
+	var vals [][]byte
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		vals, err = redis.ByteSlices(claimUniqueScript.Do(c, args...))
+		return err
+	})
+	return vals, err
+}
+
+// poolHeartbeat is what a pool publishes about itself (compat: the worker_pools:<id> hash).
+type PoolHeartbeat struct {
+	PoolID         string
+	StartedAt      int64
+	JobNames       []string // sorted
+	MaxConcurrency []uint   // of each job name
+	Concurrency    uint
+	WorkerIDs      []string // sorted
+	Host           string
+	Pid            int
+	PeriodicJobs   string // JSON list of {job_name, spec}; "" when none
+}
+
+// stalePool is a pool whose heartbeat is older than the dead-after limit.
+type StalePool struct {
+	Id       string
+	JobNames []string // nil when its heartbeat hash is gone
+}
+
+// heartbeatResult is what a heartbeat learnt about the namespace's pools and waiting jobs.
+type heartbeatResult struct {
+	Now    int64       // the server's clock, epoch seconds
+	LateAt int64       // the earliest heartbeat of a late (not yet dead) pool; 0: none
+	Stale  []StalePool // pools past the dead-after limit
+	Scan   ScanResult
+}
+
+// heartbeat writes this pool's heartbeat, squares the concurrency counters of the job names at the
+// given indexes of hb.jobNames (every lock recomputed with fullReconcile), reports on the other
+// pools and looks for waiting jobs.
+func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
+	scanEnd := 2 + scanSets + scanKeysPerName*len(hb.JobNames)
+	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+14+len(reconcile))
+	args = append(args, scanEnd+5*len(reconcile), s.Ks.WorkerPools(), s.Ks.Heartbeat(hb.PoolID))
+	args = s.scanArgs(args, hb.JobNames)
+	for _, i := range reconcile {
+		name := hb.JobNames[i]
+		args = append(args, s.Ks.InProgress(name, hb.PoolID), s.Ks.KeyedInProgress(name, hb.PoolID), s.Ks.Lock(name),
+			s.Ks.LockInfo(name), s.Ks.MaxConcurrency(name))
+	}
+	args = append(args, hb.PoolID, hb.StartedAt, strings.Join(hb.JobNames, ","), hb.Concurrency,
+		strings.Join(hb.WorkerIDs, ","), hb.Host, hb.Pid, deadAfterSeconds, s.Ks.Heartbeat(""), lateAfterSeconds, fullReconcile,
+		s.Ks.JobsPrefix(), scanEnd, hb.PeriodicJobs)
+	for _, i := range reconcile {
+		args = append(args, hb.MaxConcurrency[i])
+	}
+	var res heartbeatResult
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(heartbeatScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) < 3 || len(r)%2 != 1 {
+			return fmt.Errorf("work: heartbeat: unexpected reply of %d elements", len(r))
+		}
+		if res.Now, err = redis.Int64(r[0], nil); err != nil {
+			return err
+		}
+		if res.LateAt, err = redis.Int64(r[1], nil); err != nil {
+			return err
+		}
+		if res.Scan, err = parseScan(r[2], hb.JobNames); err != nil {
+			return err
+		}
+		for i := 3; i+1 < len(r); i += 2 {
+			id, _ := redis.String(r[i], nil)
+			names, _ := redis.String(r[i+1], nil)
+			sp := StalePool{Id: id}
+			if names != "" {
+				sp.JobNames = strings.Split(names, ",")
+			}
+			res.Stale = append(res.Stale, sp)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// reap requeues a dead pool's in-progress jobs of the given job names. It returns the number of jobs
+// requeued, or -1 when the pool is alive after all.
+func (s *Store) Reap(ctx context.Context, poolID string, jobNames []string, deadAfterSeconds int64) (int64, error) {
+	args := make([]interface{}, 0, 3+5*len(jobNames)+4+2*len(jobNames))
+	args = append(args, 2+5*len(jobNames), s.Ks.WorkerPools(), s.Ks.Heartbeat(poolID))
+	for _, name := range jobNames {
+		args = append(args, s.Ks.Jobs(name), s.Ks.InProgress(name, poolID), s.Ks.Lock(name), s.Ks.LockInfo(name),
+			s.Ks.KeyedInProgress(name, poolID))
+	}
+	args = append(args, poolID, deadAfterSeconds, s.Ks.WakeChannel())
+	for _, name := range jobNames {
+		args = append(args, name, s.Ks.Keyed(name))
+	}
+	args = append(args, s.Ks.P)
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(reapScript.Do(c, args...))
+		return err
+	})
+	return n, err
+}
+
+// knownJobNames returns the members of known_jobs.
+func (s *Store) KnownJobNames(ctx context.Context) ([]string, error) {
+	var names []string
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		names, err = redis.Strings(c.Do("SMEMBERS", s.Ks.KnownJobs()))
+		return err
+	})
+	return names, err
+}
+
+// due lists up to limit due members of each of the given sets, with the server's clock, and the
+// milliseconds until the next member after those is due (-1: none).
+func (s *Store) Due(ctx context.Context, sets []string, limit int) (int64, [][][]byte, int64, error) {
+	args := make([]interface{}, 0, 2+len(sets))
+	args = append(args, len(sets))
+	for _, k := range sets {
+		args = append(args, k)
+	}
+	args = append(args, limit)
+	var now, nextIn int64
+	var members [][][]byte
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(dueScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) != len(sets)+2 {
+			return fmt.Errorf("work: due: unexpected reply of %d elements", len(r))
+		}
+		if now, err = redis.Int64(r[0], nil); err != nil {
+			return err
+		}
+		if nextIn, err = redis.Int64(r[len(r)-1], nil); err != nil {
+			return err
+		}
+		for _, v := range r[1 : len(r)-1] {
+			m, err := redis.ByteSlices(v, nil)
+			if err != nil {
+				return err
+			}
+			members = append(members, m)
+		}
+		return nil
+	})
+	return now, members, nextIn, err
+}
+
+// enqueueDue moves set members onto the queues of the given names (see enqueueDueScript).
+// keys[i] is the key of member i ("" for none), holds[i] whether it holds its key's slot.
+func (s *Store) EnqueueDue(ctx context.Context, set string, members [][]byte, names, keys []string, holds []bool) (int64, error) {
+	args := make([]interface{}, 0, 3+5*len(members))
+	args = append(args, 1+len(members), set)
+	for i, name := range names {
+		if keys[i] != "" {
+			args = append(args, s.Ks.KeyedQueue(name, keys[i]))
+		} else {
+			args = append(args, s.Ks.Jobs(name))
+		}
+	}
+	args = append(args, s.Ks.WakeChannel(), s.Ks.P)
+	for i, m := range members {
+		hold := "0"
+		if holds[i] && keys[i] != "" {
+			hold = "1"
+		}
+		args = append(args, m, names[i], keys[i], hold)
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(enqueueDueScript.Do(c, args...))
+		return err
+	})
+	return n, err
+}
+
+// zsetMove moves one member between sorted sets under a new payload (see zsetMoveScript).
+func (s *Store) ZsetMove(ctx context.Context, from, to string, member []byte, score int64, payload []byte) (bool, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(zsetMoveScript.Do(c, from, to, member, score, payload))
+		return err
+	})
+	return n == 1, err
+}
+
+// schedulePeriodic adds periodic jobs (see schedulePeriodicScript).
+func (s *Store) SchedulePeriodic(ctx context.Context, scores []int64, payloads [][]byte) (int64, error) {
+	args := make([]interface{}, 0, 2+2*len(scores))
+	args = append(args, s.Ks.Scheduled(), s.Ks.LastPeriodicEnqueue())
+	for i := range scores {
+		args = append(args, scores[i], payloads[i])
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(schedulePeriodicScript.Do(c, args...))
+		return err
+	})
+	return n, err
+}
+
+// registerPool writes, at pool start, the names the pool serves, their MaxConcurrency and their
+// KeyMaxWaiting (which enqueuers read from the name's keyed meta hash; 0 removes it).
+func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency, keyMaxWaiting []uint) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		for i, name := range names {
+			c.Send("SADD", s.Ks.KnownJobs(), name)
+			c.Send("SET", s.Ks.MaxConcurrency(name), maxConcurrency[i])
+			if keyMaxWaiting[i] > 0 {
+				c.Send("HSET", s.Ks.keyedMeta(name), "max_waiting", keyMaxWaiting[i])
+			} else {
+				c.Send("HDEL", s.Ks.keyedMeta(name), "max_waiting")
+			}
+		}
+		_, err := c.Do("")
+		return err
+	})
+}
+
+// scanResult is what a look at the namespace found (see lua/lib/scan.lua).
+type ScanResult struct {
+	DueIn    int64    // whole seconds until the earliest member of a timed set is due, less one; -1: none
+	NonEmpty []string // the ids of the queues looked at that hold jobs (a job name, or keyedQueueID of it)
+}
+
+// scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry), and
+// scanKeysPerName how many keys per job name: its queue, and its keyed jobs' ready and delayed keys.
+const (
+	scanSets        = 3
+	scanKeysPerName = 3
+)
+
+// scanArgs appends the keys scan (lua/lib/scan.lua) reads for the given job names.
+func (s *Store) scanArgs(args []interface{}, names []string) []interface{} {
+	args = append(args, s.Ks.Scheduled(), s.Ks.Retry(), s.Ks.BatchesExpiry())
+	for _, name := range names {
+		args = append(args, s.Ks.Jobs(name), s.Ks.KeyedReady(name), s.Ks.keyedDelayed(name))
+	}
+	return args
+}
+
+func parseScan(v interface{}, names []string) (ScanResult, error) {
+	r, err := redis.Int64s(v, nil)
+	if err != nil {
+		return ScanResult{}, err
+	}
+	if len(r) == 0 {
+		return ScanResult{}, fmt.Errorf("work: scan: empty reply")
+	}
+	res := ScanResult{DueIn: r[0]}
+	for _, i := range r[1:] {
+		if i >= 1 && i <= int64(scanKeysPerName*len(names)) {
+			name := names[(i-1)/scanKeysPerName]
+			if (i-1)%scanKeysPerName != 0 {
+				name = KeyedQueueID(name)
+			}
+			if n := len(res.NonEmpty); n == 0 || res.NonEmpty[n-1] != name {
+				res.NonEmpty = append(res.NonEmpty, name)
+			}
+		}
+	}
+	return res, nil
+}
+
+// poll looks for waiting jobs: due scheduled or retry jobs and which of the named queues hold jobs.
+func (s *Store) Poll(ctx context.Context, names []string) (ScanResult, error) {
+	args := s.scanArgs(append(make([]interface{}, 0, 1+scanSets+scanKeysPerName*len(names)), scanSets+scanKeysPerName*len(names)), names)
+	var res ScanResult
+	err := s.do(ctx, func(c redis.Conn) error {
+		r, err := pollScript.Do(c, args...)
+		if err != nil {
+			return err
+		}
+		res, err = parseScan(r, names)
+		return err
+	})
+	return res, err
+}
+
+// publishCancel asks every pool to cancel the job with the given ID; it returns how many pools heard.
+func (s *Store) PublishCancel(ctx context.Context, jobID string) (int64, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(c.Do("PUBLISH", s.Ks.CancelChannel(), jobID))
+		return err
+	})
+	return n, err
+}
+
+// trimDead trims the dead set (see trimDeadScript).
+func (s *Store) TrimDead(ctx context.Context, keep, minDiedAt int64, budget int) (int64, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(trimDeadScript.Do(c, s.Ks.Dead(), s.Ks.deadTrimmed(), keep, minDiedAt, budget))
+		return err
+	})
+	return n, err
+}
+
+// deadTrimmedCount reads the dead_trimmed counter.
+func (s *Store) DeadTrimmedCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(c.Do("GET", s.Ks.deadTrimmed()))
+		if err == redis.ErrNil {
+			n, err = 0, nil
+		}
+		return err
+	})
+	return n, err
+}
