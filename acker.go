@@ -349,12 +349,8 @@ func (a *acker) statsDueLocked(now time.Time) bool {
 
 // addStatsLocked puts the summed stats into x and clears them. The caller holds mu.
 func (a *acker) addStatsLocked(x *rdb.Exchange, now time.Time) {
-	ks := a.r.wp.store.Ks
 	for k, c := range a.counts {
-		day := k.minute / (24 * 60)
-		if k.q.StatsKey == "" || k.q.StatsDay != day {
-			k.q.StatsDay, k.q.StatsKey = day, ks.Stats(k.q.Name, day)
-		}
+		a.r.wp.store.SetStatsDay(k.q, k.minute/(24*60))
 		x.Stats = append(x.Stats, rdb.StatsAdd{Key: k.q.StatsKey, Field: string(k.outcome) + ":" + strconv.FormatInt(k.minute, 10), Count: c})
 	}
 	clear(a.counts)

@@ -3,13 +3,10 @@ package work
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work/internal/rdb"
 )
 
@@ -56,14 +53,14 @@ type Batch struct {
 // Errors of batch operations.
 var (
 	// ErrBatchNotFound: no batch has the ID (never created, or its status expired after Keep).
-	ErrBatchNotFound = errors.New("work: batch not found")
+	ErrBatchNotFound = rdb.ErrBatchNotFound
 	// ErrBatchComplete: the batch has completed; it takes no more members.
-	ErrBatchComplete = errors.New("work: batch already complete")
+	ErrBatchComplete = rdb.ErrBatchComplete
 	// ErrBatchEmpty: a batch without members cannot be closed (it would complete at once, with
 	// nothing done).
-	ErrBatchEmpty = errors.New("work: batch has no members")
+	ErrBatchEmpty = rdb.ErrBatchEmpty
 	// ErrBatchExists: a batch with the ID exists already.
-	ErrBatchExists = errors.New("work: batch already exists")
+	ErrBatchExists = rdb.ErrBatchExists
 )
 
 const defaultBatchKeep = 24 * time.Hour
@@ -144,25 +141,6 @@ func (e *Enqueuer) runBatchWith(id, steps string, opts *BatchOptions, groups []r
 		}
 	}
 	err := e.store.Batch(context.Background(), e.replicaWait(), id, steps, open, groups)
-	return batchError(err)
-}
-
-// batchError turns the script's errors into the package's.
-func batchError(err error) error {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return err
-	}
-	switch msg := string(re); {
-	case strings.HasPrefix(msg, "WORKBATCH exists"):
-		return ErrBatchExists
-	case strings.HasPrefix(msg, "WORKBATCH unknown"):
-		return ErrBatchNotFound
-	case strings.HasPrefix(msg, "WORKBATCH complete"):
-		return ErrBatchComplete
-	case strings.HasPrefix(msg, "WORKBATCH empty"):
-		return ErrBatchEmpty
-	}
 	return err
 }
 

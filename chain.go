@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work/internal/rdb"
 )
 
@@ -20,7 +18,7 @@ import (
 
 // ErrUnknownDependency is returned when a job or batch named as a dependency has no record: it was
 // never tracked, never existed, or its record expired.
-var ErrUnknownDependency = errors.New("work: unknown dependency")
+var ErrUnknownDependency = rdb.ErrUnknownDependency
 
 // ChainStep is one job of a chain; see Enqueuer.EnqueueChain.
 type ChainStep struct {
@@ -32,24 +30,23 @@ type ChainStep struct {
 
 const defaultRecordKeep = 24 * time.Hour
 
-// dependencies returns what a job enqueued with o waits for, as enqueue_after.lua takes it: "j:<job
-// ID>" and "b:<batch ID>", after checking each ID.
-func (o *EnqueueOptions) dependencies() ([]string, error) {
+// dependencies returns what a job enqueued with o waits for, after checking each ID.
+func (o *EnqueueOptions) dependencies() ([]rdb.Dep, error) {
 	if len(o.After) == 0 && len(o.AfterBatches) == 0 {
 		return nil, nil
 	}
-	deps := make([]string, 0, len(o.After)+len(o.AfterBatches))
+	deps := make([]rdb.Dep, 0, len(o.After)+len(o.AfterBatches))
 	for _, id := range o.After {
 		if err := checkBatchID(id); err != nil {
 			return nil, fmt.Errorf("in After: %w", err)
 		}
-		deps = append(deps, "j:"+id)
+		deps = append(deps, rdb.JobDep(id))
 	}
 	for _, id := range o.AfterBatches {
 		if err := checkBatchID(id); err != nil {
 			return nil, err
 		}
-		deps = append(deps, "b:"+id)
+		deps = append(deps, rdb.BatchDep(id))
 	}
 	return deps, nil
 }
@@ -74,14 +71,10 @@ func (e *Enqueuer) EnqueueChain(steps ...ChainStep) ([]*Job, error) {
 
 // enqueueAfter is the step of jobs that wait for others (made by newCheckedJob): it enqueues them as
 // tracked jobs, the first waiting for deps and each next one for the job before it.
-func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []string, opts EnqueueOptions) ([]*Job, error) {
+func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []rdb.Dep, opts EnqueueOptions) ([]*Job, error) {
 	keep := int64(defaultRecordKeep / time.Second)
 	if opts.Keep > 0 {
 		keep = max(int64((opts.Keep+time.Second-1)/time.Second), 1)
-	}
-	policy := "dead"
-	if opts.RunIfDependencyFails {
-		policy = "run"
 	}
 	specs := make([]rdb.AfterJob, len(jobs))
 	for i, job := range jobs {
@@ -90,17 +83,13 @@ func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []string, opts EnqueueOptions)
 		if err != nil {
 			return nil, err
 		}
-		specs[i] = rdb.AfterJob{Id: job.ID, Name: job.Name, Payload: raw, Policy: policy, Keep: keep, Key: job.Key, Deps: deps}
+		specs[i] = rdb.AfterJob{ID: job.ID, Name: job.Name, Payload: raw, RunIfDepFails: opts.RunIfDependencyFails,
+			Keep: keep, Key: job.Key, Deps: deps}
 		if i > 0 {
-			specs[i].Deps = []string{"j:" + jobs[i-1].ID}
+			specs[i].Deps = []rdb.Dep{rdb.JobDep(jobs[i-1].ID)}
 		}
 	}
 	if _, err := e.store.EnqueueAfter(context.Background(), e.replicaWait(), specs); err != nil {
-		var re redis.Error
-		if errors.As(err, &re) && strings.HasPrefix(string(re), "WORKDEP unknown ") {
-			dep := strings.TrimPrefix(string(re), "WORKDEP unknown ")
-			return nil, fmt.Errorf("%w: %s", ErrUnknownDependency, dep[2:])
-		}
 		return nil, err
 	}
 	return jobs, nil

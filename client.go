@@ -30,7 +30,7 @@ type Client struct {
 // gocraft/work allowed, every method of the Client returns an error.
 func NewClient(namespace string, pool *redis.Pool) *Client {
 	if pool == nil {
-		return NewClientWithBackend(namespace, noPool{})
+		return NewClientWithBackend(namespace, rdb.RefusingBackend(errNoPool))
 	}
 	return NewClientWithBackend(namespace, PoolBackend(pool))
 }
@@ -494,7 +494,7 @@ func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 	var gone []string
 	for _, id := range ids {
 		h, err := c.store.BatchStatus(ctx, id)
-		if isWrongType(err) {
+		if errors.Is(err, ErrWrongType) {
 			// Another program overwrote this batch's key: listed as damaged, the page goes on.
 			out = append(out, &BatchStatus{ID: id, Damaged: true})
 			continue

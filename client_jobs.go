@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work/internal/rdb"
 )
 
@@ -34,7 +33,7 @@ const clientBatchSize = 1000
 // page), sorted by RunAt (epoch seconds), and the total number of scheduled jobs. A member that cannot
 // be decoded is returned with Raw holding its bytes and LastErr saying why.
 func (c *Client) ScheduledJobs(page uint) ([]*ScheduledJob, int64, error) {
-	jobs, scores, total, err := c.page(c.store.Ks.Scheduled(), page)
+	jobs, scores, total, err := c.page(rdb.Scheduled, page)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -49,7 +48,7 @@ func (c *Client) ScheduledJobs(page uint) ([]*ScheduledJob, int64, error) {
 // page), sorted by RetryAt (epoch seconds), and the total number of such jobs. A member that cannot be
 // decoded is returned with Raw holding its bytes and LastErr saying why.
 func (c *Client) RetryJobs(page uint) ([]*RetryJob, int64, error) {
-	jobs, scores, total, err := c.page(c.store.Ks.Retry(), page)
+	jobs, scores, total, err := c.page(rdb.Retry, page)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -65,7 +64,7 @@ func (c *Client) RetryJobs(page uint) ([]*RetryJob, int64, error) {
 // is returned with Raw holding its bytes and LastErr saying why; a dead record of a payload that a
 // worker could not decode has Raw holding that payload.
 func (c *Client) DeadJobs(page uint) ([]*DeadJob, int64, error) {
-	jobs, scores, total, err := c.page(c.store.Ks.Dead(), page)
+	jobs, scores, total, err := c.page(rdb.Dead, page)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -77,7 +76,7 @@ func (c *Client) DeadJobs(page uint) ([]*DeadJob, int64, error) {
 }
 
 // page reads one page of a sorted set.
-func (c *Client) page(key string, page uint) ([]*Job, []int64, int64, error) {
+func (c *Client) page(key rdb.Place, page uint) ([]*Job, []int64, int64, error) {
 	if page == 0 {
 		page = 1
 	}
@@ -159,7 +158,7 @@ func (m match) removal() *rdb.RemovedJob {
 // findAtScore returns the members of a sorted set whose score reads as score (as the page methods
 // list it: see parseScore) and whose job ID (as listed) is jobID, reading at most clientBatchSize
 // members per round trip.
-func (c *Client) findAtScore(ctx context.Context, key string, score int64, jobID string) ([]match, error) {
+func (c *Client) findAtScore(ctx context.Context, key rdb.Place, score int64, jobID string) ([]match, error) {
 	var out []match
 	lo, hi := rdb.ScoreBounds(score)
 	for offset := 0; ; offset += clientBatchSize {
@@ -180,7 +179,7 @@ func (c *Client) findAtScore(ctx context.Context, key string, score int64, jobID
 
 // deleteAt deletes the members of a sorted set with the given score and job ID, with their unique
 // locks when withLock is set.
-func (c *Client) deleteAt(key string, score int64, jobID string, withLock bool) error {
+func (c *Client) deleteAt(key rdb.Place, score int64, jobID string, withLock bool) error {
 	ctx := context.Background()
 	found, err := c.findAtScore(ctx, key, score, jobID)
 	if err != nil {
@@ -213,32 +212,32 @@ func (c *Client) uniqueLockOf(f match) (string, error) {
 	}
 	if f.job.UniqueKey != "" {
 		// Only ever a unique lock of this job's name: a payload's unique_key could name any key.
-		if !strings.HasPrefix(f.job.UniqueKey, c.store.Ks.UniquePrefix(f.job.Name)) {
+		if !c.store.IsUniqueLockOf(f.job.Name, f.job.UniqueKey) {
 			return "", nil
 		}
 		return f.job.UniqueKey, nil
 	}
 	// Jobs enqueued before unique_key was recorded: the key is derived from the args.
-	return c.store.Ks.Unique(f.job.Name, f.job.Args)
+	return c.store.UniqueLock(f.job.Name, f.job.Args, "")
 }
 
 // DeleteDeadJob deletes the dead job with the given DiedAt and ID (as listed by DeadJobs). It returns
 // ErrNotDeleted when there is no such job.
 func (c *Client) DeleteDeadJob(diedAt int64, jobID string) error {
-	return c.deleteAt(c.store.Ks.Dead(), diedAt, jobID, false)
+	return c.deleteAt(rdb.Dead, diedAt, jobID, false)
 }
 
 // DeleteRetryJob deletes the job waiting for a retry with the given RetryAt and ID (as listed by
 // RetryJobs). It returns ErrNotDeleted when there is no such job.
 func (c *Client) DeleteRetryJob(retryAt int64, jobID string) error {
-	return c.deleteAt(c.store.Ks.Retry(), retryAt, jobID, false)
+	return c.deleteAt(rdb.Retry, retryAt, jobID, false)
 }
 
 // DeleteScheduledJob deletes the scheduled job with the given RunAt and ID (as listed by
 // ScheduledJobs), and frees its unique lock if it is a unique job, so an identical job can be enqueued
 // again. It returns ErrNotDeleted when there is no such job.
 func (c *Client) DeleteScheduledJob(scheduledFor int64, jobID string) error {
-	return c.deleteAt(c.store.Ks.Scheduled(), scheduledFor, jobID, true)
+	return c.deleteAt(rdb.Scheduled, scheduledFor, jobID, true)
 }
 
 // RetryDeadJob moves the dead job with the given DiedAt and ID (as listed by DeadJobs) to the back of
@@ -247,7 +246,7 @@ func (c *Client) DeleteScheduledJob(scheduledFor int64, jobID string) error {
 // cannot be retried because it cannot be decoded.
 func (c *Client) RetryDeadJob(diedAt int64, jobID string) error {
 	ctx := context.Background()
-	found, err := c.findAtScore(ctx, c.store.Ks.Dead(), diedAt, jobID)
+	found, err := c.findAtScore(ctx, rdb.Dead, diedAt, jobID)
 	if err != nil {
 		return err
 	}
@@ -262,7 +261,7 @@ func (c *Client) RetryDeadJob(diedAt int64, jobID string) error {
 		}
 		ops = append(ops, op)
 	}
-	n, err := c.store.RequeueMembers(ctx, c.store.Ks.Dead(), ops)
+	n, err := c.store.RequeueMembers(ctx, rdb.Dead, ops)
 	if err != nil {
 		return err
 	}
@@ -300,7 +299,7 @@ func (c *Client) retryDead(want func(*Job) bool) (int64, error) {
 				ops = append(ops, op)
 			}
 		}
-		n, err := c.store.RequeueMembers(ctx, c.store.Ks.Dead(), ops)
+		n, err := c.store.RequeueMembers(ctx, rdb.Dead, ops)
 		moved += n
 		return len(members) - len(ops), err
 	})
@@ -313,7 +312,7 @@ func (c *Client) retryDead(want func(*Job) bool) (int64, error) {
 // the walk then skips. A member removed by another client during the walk may make it skip as many
 // members again: those stay for a later call.
 func (c *Client) eachDeadBatch(ctx context.Context, act func([]rdb.Zmember) (left int, err error)) error {
-	key := c.store.Ks.Dead()
+	key := rdb.Dead
 	last, ok, err := c.store.ZsetMaxBound(ctx, key)
 	if err != nil || !ok {
 		return err
@@ -340,7 +339,7 @@ func (c *Client) eachDeadBatch(ctx context.Context, act func([]rdb.Zmember) (lef
 
 // DeleteAllDeadJobs deletes every dead job.
 func (c *Client) DeleteAllDeadJobs() error {
-	return c.store.Unlink(context.Background(), c.store.Ks.Dead())
+	return c.store.Unlink(context.Background(), rdb.Dead)
 }
 
 // retryOp builds the move of a dead member back onto its queue. A dead record of a payload that could
@@ -494,9 +493,12 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	}
 	ctx := context.Background()
 	needles := idNeedles(jobID)
-	for _, set := range []struct{ state, key string }{
-		{JobStateScheduled, c.store.Ks.Scheduled()},
-		{JobStateRetry, c.store.Ks.Retry()},
+	for _, set := range []struct {
+		state string
+		key   rdb.Place
+	}{
+		{JobStateScheduled, rdb.Scheduled},
+		{JobStateRetry, rdb.Retry},
 	} {
 		if loc, err := c.findInSet(ctx, set.state, set.key, jobID, needles); loc != nil || err != nil {
 			return loc, err
@@ -508,7 +510,7 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if loc, err := c.findInList(ctx, JobStateQueued, c.store.Ks.Jobs(name), jobID, needles, false); loc != nil || err != nil {
+		if loc, err := c.findInList(ctx, JobStateQueued, rdb.Queue(name), jobID, needles, false); loc != nil || err != nil {
 			return loc, err
 		}
 		if loc, err := c.findKeyed(ctx, name, jobID, needles); loc != nil || err != nil {
@@ -520,10 +522,11 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 		return nil, err
 	}
 	sort.Strings(pools)
-	var keys, owners []string
+	var keys []rdb.Place
+	var owners []string
 	for _, pool := range pools {
 		for _, name := range names {
-			keys = append(keys, c.store.Ks.InProgress(name, pool), c.store.Ks.KeyedInProgress(name, pool))
+			keys = append(keys, rdb.InProgress(name, pool), rdb.KeyedInProgress(name, pool))
 			owners = append(owners, pool, pool)
 		}
 	}
@@ -537,7 +540,7 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 		}
 		// Every other list is a keyed in-progress list (one of another type reads as empty).
 		loc, err := c.findInList(ctx, JobStateInProgress, key, jobID, needles, i%2 == 1)
-		if i%2 == 1 && isWrongType(err) {
+		if i%2 == 1 && errors.Is(err, ErrWrongType) {
 			continue
 		}
 		if loc != nil {
@@ -547,7 +550,7 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 			return loc, err
 		}
 	}
-	if loc, err := c.findInSet(ctx, JobStateDead, c.store.Ks.Dead(), jobID, needles); loc != nil || err != nil {
+	if loc, err := c.findInSet(ctx, JobStateDead, rdb.Dead, jobID, needles); loc != nil || err != nil {
 		return loc, err
 	}
 	return nil, ErrJobNotFound
@@ -560,16 +563,16 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]byte) (*JobLocation, error) {
 	cursor := "0"
 	for {
-		next, keys, err := c.store.Zscan(ctx, c.store.Ks.KeyedWaiting(name), cursor, "*", clientBatchSize)
-		if isWrongType(err) {
+		next, keys, err := c.store.Zscan(ctx, rdb.KeyedWaiting(name), cursor, "*", clientBatchSize)
+		if errors.Is(err, ErrWrongType) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, err
 		}
 		for _, key := range keys {
-			loc, err := c.findInList(ctx, JobStateQueued, c.store.Ks.KeyedQueue(name, string(key.Member)), jobID, needles, false)
-			if isWrongType(err) {
+			loc, err := c.findInList(ctx, JobStateQueued, rdb.KeyedQueue(name, string(key.Member)), jobID, needles, false)
+			if errors.Is(err, ErrWrongType) {
 				continue
 			}
 			if loc != nil || err != nil {
@@ -583,7 +586,7 @@ func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]
 }
 
 // findInSet looks for a job ID in a sorted set with ZSCAN, at most clientBatchSize members a step.
-func (c *Client) findInSet(ctx context.Context, state, key, jobID string, needles [][]byte) (*JobLocation, error) {
+func (c *Client) findInSet(ctx context.Context, state string, key rdb.Place, jobID string, needles [][]byte) (*JobLocation, error) {
 	match := "*"
 	if plainID(jobID) {
 		// Any JSON encoder writes such an ID as it is: let Redis skip the members without it.
@@ -610,7 +613,7 @@ func (c *Client) findInSet(ctx context.Context, state, key, jobID string, needle
 // eachListChunk reads a list from its head (the newest job) in chunks of clientBatchSize, one round
 // trip each, until fn returns false or the list ends. Reading by index from the head, a job pushed
 // meanwhile only shifts the jobs not yet read further on, so none is skipped.
-func (c *Client) eachListChunk(ctx context.Context, key string, fn func([][]byte) bool) error {
+func (c *Client) eachListChunk(ctx context.Context, key rdb.Place, fn func([][]byte) bool) error {
 	for start := int64(0); ; start += clientBatchSize {
 		chunk, err := c.store.ListRange(ctx, key, start, start+clientBatchSize-1)
 		if err != nil {
@@ -625,7 +628,7 @@ func (c *Client) eachListChunk(ctx context.Context, key string, fn func([][]byte
 // findInList looks for a job ID in a list.
 // With entries, the list is a keyed in-progress list, whose members are a key, a line feed, then the
 // job JSON (see lua/lib/keyed.lua): Payload then holds that job JSON.
-func (c *Client) findInList(ctx context.Context, state, key, jobID string, needles [][]byte, entries bool) (*JobLocation, error) {
+func (c *Client) findInList(ctx context.Context, state string, key rdb.Place, jobID string, needles [][]byte, entries bool) (*JobLocation, error) {
 	var loc *JobLocation
 	err := c.eachListChunk(ctx, key, func(chunk [][]byte) bool {
 		for _, m := range chunk {
@@ -656,7 +659,7 @@ func (c *Client) DeleteQueuedJob(jobName, jobID string) error {
 		return errEmptyJobID
 	}
 	ctx := context.Background()
-	key := c.store.Ks.Jobs(jobName)
+	key := rdb.Queue(jobName)
 	needles := idNeedles(jobID)
 	var found []match
 	seen := map[string]bool{}
@@ -715,7 +718,7 @@ func (c *Client) DeleteDeadJobsByName(jobName string) (int64, error) {
 				drop = append(drop, m.Member)
 			}
 		}
-		n, err := c.store.ZremMembers(ctx, c.store.Ks.Dead(), drop)
+		n, err := c.store.ZremMembers(ctx, rdb.Dead, drop)
 		deleted += n
 		return len(members) - len(drop), err
 	})
@@ -726,19 +729,19 @@ func (c *Client) DeleteDeadJobsByName(jobName string) (int64, error) {
 // to the back of its queue at once, unchanged. It returns ErrNotRetried when there is no such job or
 // it cannot be decoded.
 func (c *Client) RunScheduledJobNow(runAt int64, jobID string) error {
-	return c.runNow(c.store.Ks.Scheduled(), runAt, jobID)
+	return c.runNow(rdb.Scheduled, runAt, jobID)
 }
 
 // RunRetryJobNow moves the job waiting for a retry with the given RetryAt and ID (as listed by
 // RetryJobs) to the back of its queue at once, with its failure count kept. It returns ErrNotRetried
 // when there is no such job or it cannot be decoded.
 func (c *Client) RunRetryJobNow(retryAt int64, jobID string) error {
-	return c.runNow(c.store.Ks.Retry(), retryAt, jobID)
+	return c.runNow(rdb.Retry, retryAt, jobID)
 }
 
 // runNow moves members of a sorted set onto their queues verbatim, as the requeuer does when they are
 // due.
-func (c *Client) runNow(key string, score int64, jobID string) error {
+func (c *Client) runNow(key rdb.Place, score int64, jobID string) error {
 	ctx := context.Background()
 	found, err := c.findAtScore(ctx, key, score, jobID)
 	if err != nil {
@@ -772,14 +775,14 @@ func (c *Client) runNow(key string, score int64, jobID string) error {
 // Cost: it reads the whole set, at most 1000 members per round trip, and decodes only the members
 // whose bytes contain the query. Jobs that move while it runs may be missed or counted twice.
 func (c *Client) SearchJobs(state, query string, page uint) ([]*JobLocation, int64, error) {
-	var key string
+	var key rdb.Place
 	switch state {
 	case JobStateScheduled:
-		key = c.store.Ks.Scheduled()
+		key = rdb.Scheduled
 	case JobStateRetry:
-		key = c.store.Ks.Retry()
+		key = rdb.Retry
 	case JobStateDead:
-		key = c.store.Ks.Dead()
+		key = rdb.Dead
 	default:
 		return nil, 0, fmt.Errorf("work: cannot search jobs in state %q", state)
 	}
@@ -822,10 +825,4 @@ func (c *Client) SearchJobs(state, query string, page uint) ([]*JobLocation, int
 		out = []*JobLocation{}
 	}
 	return out, int64(total), nil
-}
-
-// isWrongType reports whether err is Redis's WRONGTYPE error: a key another program overwrote.
-func isWrongType(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(string(re), "WRONGTYPE")
 }

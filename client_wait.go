@@ -168,13 +168,12 @@ func (h *jobWaiters) wakeAllLocked() {
 // listen runs the subscription until ctx is done, subscribing again after a failure.
 func (h *jobWaiters) listen(ctx context.Context, sub *waitSubscription) {
 	defer close(sub.done)
-	channels := []string{h.store.Ks.EndedChannel()}
 	wait := 10 * time.Millisecond
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
 		var listened atomic.Bool
-		_ = h.store.Backend.Subscribe(ctx, channels, func() {
+		_ = h.store.SubscribeEnded(ctx, func() {
 			listened.Store(true)
 			h.mu.Lock()
 			if h.sub == sub {
@@ -183,7 +182,7 @@ func (h *jobWaiters) listen(ctx context.Context, sub *waitSubscription) {
 				h.wakeAllLocked()
 			}
 			h.mu.Unlock()
-		}, func(_ string, id []byte) {
+		}, func(id []byte) {
 			h.mu.Lock()
 			for w := range h.byID[string(id)] {
 				w.signal()

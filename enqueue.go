@@ -251,12 +251,12 @@ func (e *Enqueuer) enqueueUnique(job *Job, keyMap map[string]interface{}, schedu
 	if !byKey {
 		keyMap = job.Args
 	}
-	uniqueKey, err := e.store.Ks.Unique(job.Name, keyMap)
+	uniqueKey, err := e.store.UniqueLock(job.Name, keyMap, job.Key)
 	if err != nil {
 		return nil, 0, err
 	}
 	job.Unique = true
-	job.UniqueKey = keyedUniqueLock(uniqueKey, job.Key)
+	job.UniqueKey = uniqueKey
 	raw, err := job.serialize()
 	if err != nil {
 		return nil, 0, err

@@ -1,7 +1,6 @@
 package work
 
 import (
-	"bytes"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -423,10 +422,7 @@ func (f *fetcher) exchange(n int) error {
 			raw, _ := x.Jobs[k].([]byte)
 			j := &Job{raw: raw, rawArg: x.Jobs[k], q: q}
 			if q.keyed {
-				// A keyed job's in-progress entry is "<key>\n<payload>" (lua/lib/keyed.lua).
-				if i := bytes.IndexByte(raw, '\n'); i > 0 {
-					j.raw = raw[i+1:]
-				}
+				_, j.raw = rdb.SplitKeyedEntry(raw)
 			}
 			k++
 			f.sweeper.hold(j)

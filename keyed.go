@@ -127,16 +127,3 @@ type KeyStat struct {
 	PausedKeys        int64  `json:"paused_keys"`
 	OverriddenKeys    int64  `json:"overridden_keys"` // keys with limits of their own
 }
-
-// keyedUniqueLock returns the unique lock of a keyed job from the lock of its name and args (or key
-// map): that lock, ending with a newline (added for null args, whose lock has none), then "key:"
-// and the key, so that identical jobs of two keys are not duplicates. Unkeyed jobs keep their lock.
-func keyedUniqueLock(lock, key string) string {
-	if key == "" {
-		return lock
-	}
-	if !strings.HasSuffix(lock, "\n") {
-		lock += "\n"
-	}
-	return lock + "key:" + key
-}

@@ -53,19 +53,13 @@ func CheckID(id string) error { return checkBatchID(id) }
 // errEmptyJobName is returned for an empty job name: such a job could never be processed.
 var errEmptyJobName = fmt.Errorf("%w: it is empty", ErrMalformedJobName)
 
-// reservedSuffixes end the names of a queue's other keys (<ns>:jobs:<name>:lock and so on), so a job
-// name ending in one would share its queue key with another job's counter.
-var reservedSuffixes = []string{":lock", ":lock_info", ":max_concurrency", ":paused", ":rate"}
-
 // checkJobName returns an error for a job name that cannot be used.
 func checkJobName(name string) error {
 	if name == "" {
 		return errEmptyJobName
 	}
-	for _, suf := range reservedSuffixes {
-		if strings.HasSuffix(name, suf) {
-			return fmt.Errorf("%w %q: it ends in %q, which names another job's key in the Redis layout", ErrMalformedJobName, name, suf)
-		}
+	if suf := rdb.ReservedNameSuffix(name); suf != "" {
+		return fmt.Errorf("%w %q: it ends in %q, which names another job's key in the Redis layout", ErrMalformedJobName, name, suf)
 	}
 	return nil
 }

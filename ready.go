@@ -3,7 +3,6 @@ package work
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,14 +126,9 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 		st, _ := status[i].(int64)
 		if st == -5 && time.Since(q.warned[name]) > time.Minute {
 			q.warned[name] = time.Now()
-			ks, qu := q.r.wp.store.Ks, q.r.jobs().queues[name]
-			keys := []string{ks.Jobs(qu.name), ks.InProgress(qu.name, q.r.poolID)}
-			if qu.keyed {
-				keys = []string{ks.Keyed(qu.name) + "*", ks.KeyedInProgress(qu.name, q.r.poolID)}
-			}
+			qu := q.r.jobs().queues[name]
 			q.r.wp.logger.Warn("work: WRONGTYPE: a key of this queue holds the wrong type; skipping the queue until it is repaired",
-				"job_name", qu.name, "keyed", qu.keyed, "keys", append(keys, ks.Lock(qu.name), ks.LockInfo(qu.name),
-					ks.MaxConcurrency(qu.name), ks.Rate(qu.name)))
+				"job_name", qu.name, "keyed", qu.keyed, "keys", q.r.wp.store.QueueKeys(qu.name, q.r.poolID, qu.keyed))
 		}
 		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 {
 			if q.gen[name] == gens[i] {
@@ -346,14 +340,12 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 		}
 		cancel()
 	}()
-	ks := q.r.wp.store.Ks
-	cancelCh, dueCh, keyedCh := ks.CancelChannel(), ks.DueChannel(), ks.KeyedWakeChannel()
 	defer func() {
 		q.subscribed.Store(false)
 		q.poke() // the loop may be waiting longer than it should without wake-ups
 	}()
-	err := q.r.wp.store.Backend.Subscribe(ctx, []string{ks.WakeChannel(), cancelCh, dueCh, keyedCh},
-		func() {
+	err := q.r.wp.store.SubscribePool(ctx, rdb.PoolEvents{
+		Subscribed: func() {
 			subscribed.Store(true)
 			q.subscribed.Store(true)
 			// Subscribed: anything pushed before now may have been missed, and so may a
@@ -362,21 +354,12 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 			q.markAllReady()
 			q.r.requeuer.in(0)
 		},
-		func(channel string, data []byte) {
-			switch channel {
-			case cancelCh:
-				q.r.cancelJob(string(data))
-			case dueCh:
-				// An Enqueuer scheduled a job: its run-at, in epoch seconds.
-				if at, err := strconv.ParseInt(string(data), 10, 64); err == nil {
-					q.r.requeuer.at(time.Unix(at, 0))
-				}
-			case keyedCh:
-				q.notify(string(data), true)
-			default:
-				q.notify(string(data), false)
-			}
-		})
+		Wake:      func(name string) { q.notify(name, false) },
+		KeyedWake: func(name string) { q.notify(name, true) },
+		Cancel:    func(id string) { q.r.cancelJob(id) },
+		// An Enqueuer scheduled a job.
+		Due: func(at int64) { q.r.requeuer.at(time.Unix(at, 0)) },
+	})
 	if ctx.Err() != nil {
 		return subscribed.Load(), nil
 	}

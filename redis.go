@@ -40,4 +40,8 @@ var (
 	// ErrKeyFull is returned by an enqueue of a keyed job (and wrapped by batch and workflow calls)
 	// when its key already has as many jobs waiting as KeyMaxWaiting allows; nothing is written.
 	ErrKeyFull = rdb.ErrKeyFull
+	// ErrWrongType is returned, wrapping Redis's reply, when a key of the layout holds a value of
+	// another type than the layout says (another program overwrote it): the call read or changed
+	// nothing of that key; deleting or repairing the key ends it.
+	ErrWrongType = rdb.ErrWrongType
 )

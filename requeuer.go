@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // requeuer moves due jobs from the scheduled and retry sets to the back of their own queues. It runs
@@ -102,7 +104,7 @@ func (q *requeuer) pass() {
 // milliseconds until the next job is due (-1: none, or not known after an error).
 func (q *requeuer) once() (bool, int64) {
 	st := q.r.wp.store
-	sets := []string{st.Ks.Scheduled(), st.Ks.Retry(), st.Ks.BatchesExpiry(), st.Ks.SchedulesDue()}
+	sets := []rdb.Place{rdb.Scheduled, rdb.Retry, rdb.BatchesExpiry, rdb.SchedulesDue}
 	now, due, nextIn, err := st.Due(q.r.ctx, sets, requeueBatch)
 	if err != nil {
 		if q.r.ctx.Err() == nil {
@@ -116,7 +118,7 @@ func (q *requeuer) once() (bool, int64) {
 		if len(members) == 0 {
 			continue
 		}
-		if sets[i] == st.Ks.SchedulesDue() {
+		if sets[i] == rdb.SchedulesDue {
 			// Buckets of schedules are due: the scheduler fires them, and says when the next is.
 			q.r.scheduler.poke()
 			continue
@@ -124,7 +126,7 @@ func (q *requeuer) once() (bool, int64) {
 		if len(members) == requeueBatch {
 			more = true
 		}
-		if sets[i] == st.Ks.BatchesExpiry() {
+		if sets[i] == rdb.BatchesExpiry {
 			// Batches whose status expired leave the batch index.
 			if _, _, err := st.TrimBatches(q.r.ctx, requeueBatch, 0, 0); err != nil && q.r.ctx.Err() == nil {
 				q.r.wp.logger.Error("work: dropping expired batches from the batch index", "err", err)
@@ -139,7 +141,7 @@ func (q *requeuer) once() (bool, int64) {
 			job, err := decodeJob(m)
 			if err != nil {
 				rec := deadLetterRecord("", m, err, now)
-				if _, merr := st.ZsetMove(q.r.ctx, sets[i], st.Ks.Dead(), m, now, rec); merr != nil {
+				if _, merr := st.ZsetMove(q.r.ctx, sets[i], rdb.Dead, m, now, rec); merr != nil {
 					q.r.wp.logger.Error("work: moving an undecodable job to the dead set", "err", merr)
 				} else {
 					q.r.wp.logger.Error("work: undecodable job sent to the dead set", "set", sets[i], "err", err)
@@ -149,7 +151,7 @@ func (q *requeuer) once() (bool, int64) {
 			if job.Key != "" && checkKey(job.Key) != nil {
 				// A key no enqueue accepts (written by hand): its job would have no queue to wait in.
 				rec := deadLetterRecord(job.Name, m, fmt.Errorf("job key: %w", checkKey(job.Key)), now)
-				if _, merr := st.ZsetMove(q.r.ctx, sets[i], st.Ks.Dead(), m, now, rec); merr != nil {
+				if _, merr := st.ZsetMove(q.r.ctx, sets[i], rdb.Dead, m, now, rec); merr != nil {
 					q.r.wp.logger.Error("work: moving a job with a malformed key to the dead set", "err", merr)
 				}
 				continue

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -133,12 +132,11 @@ func (w *worker) claimUnique(job *Job) {
 // uniqueKey returns the unique lock of a job. The payload names its lock; only a unique-lock key of
 // this job name is trusted, so a crafted payload cannot make the worker delete another key.
 func (w *worker) uniqueKey(job *Job) string {
-	ks := w.r.wp.store.Ks
-	if strings.HasPrefix(job.UniqueKey, ks.UniquePrefix(job.Name)) {
+	if w.r.wp.store.IsUniqueLockOf(job.Name, job.UniqueKey) {
 		return job.UniqueKey
 	}
-	key, _ := ks.Unique(job.Name, job.Args)
-	return keyedUniqueLock(key, job.Key)
+	lock, _ := w.r.wp.store.UniqueLock(job.Name, job.Args, job.Key)
+	return lock
 }
 
 // runJob runs the middleware chain and the handler, turning a panic into an error (its text is

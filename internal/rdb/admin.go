@@ -70,7 +70,8 @@ func ScoreBounds(score int64) (min, max string) {
 
 // zsetMaxBound returns the highest score of a sorted set as Redis writes it ("inf" included), to
 // use as a ZRANGEBYSCORE bound; ok is false when the set is empty.
-func (s *Store) ZsetMaxBound(ctx context.Context, key string) (bound string, ok bool, err error) {
+func (s *Store) ZsetMaxBound(ctx context.Context, at Place) (bound string, ok bool, err error) {
+	key := s.key(at)
 	err = s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Strings(c.Do("ZRANGE", key, -1, -1, "WITHSCORES"))
 		if err != nil || len(r) != 2 {
@@ -108,7 +109,8 @@ func parseWithScores(reply interface{}) ([]Zmember, error) {
 
 // zsetPage returns members start..stop (by rank, inclusive) of a sorted set in score order, and the
 // set's size, in one round trip.
-func (s *Store) ZsetPage(ctx context.Context, key string, start, stop int64) ([]Zmember, int64, error) {
+func (s *Store) ZsetPage(ctx context.Context, at Place, start, stop int64) ([]Zmember, int64, error) {
+	key := s.key(at)
 	var page []Zmember
 	var total int64
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -132,7 +134,8 @@ func (s *Store) ZsetPage(ctx context.Context, key string, start, stop int64) ([]
 
 // zsetByScore returns up to count members of a sorted set with min <= score <= max (Redis score
 // bounds such as "-inf" or "(5" are accepted), skipping the first offset, in score order.
-func (s *Store) ZsetByScore(ctx context.Context, key string, min, max interface{}, offset, count int) ([]Zmember, error) {
+func (s *Store) ZsetByScore(ctx context.Context, at Place, min, max interface{}, offset, count int) ([]Zmember, error) {
+	key := s.key(at)
 	var out []Zmember
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := c.Do("ZRANGEBYSCORE", key, min, max, "WITHSCORES", "LIMIT", offset, count)
@@ -187,8 +190,9 @@ func (s *Store) withWorkflow(args []interface{}, j *RemovedJob, pending bool) []
 
 // deleteMember removes one member of a sorted set, and with it the unique lock lockKey unless that is
 // "" (see deleteMemberScript). It reports whether the member was removed.
-func (s *Store) DeleteMember(ctx context.Context, key string, member []byte, lockKey string, j *RemovedJob) (bool, error) {
-	args := s.withWorkflow(memberArgs(key, member, lockKey), j, key != s.Ks.Dead())
+func (s *Store) DeleteMember(ctx context.Context, at Place, member []byte, lockKey string, j *RemovedJob) (bool, error) {
+	key := s.key(at)
+	args := s.withWorkflow(memberArgs(key, member, lockKey), j, at != Dead)
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
@@ -209,7 +213,8 @@ type RequeueOp struct {
 
 // requeueMembers moves members of a sorted set onto their queues (see requeueMembersScript), in one
 // round trip, and returns how many were still there to move.
-func (s *Store) RequeueMembers(ctx context.Context, set string, ops []RequeueOp) (int64, error) {
+func (s *Store) RequeueMembers(ctx context.Context, at Place, ops []RequeueOp) (int64, error) {
+	set := s.key(at)
 	if len(ops) == 0 {
 		return 0, nil
 	}
@@ -240,7 +245,8 @@ func (s *Store) RequeueMembers(ctx context.Context, set string, ops []RequeueOp)
 }
 
 // unlink deletes a key without blocking the server while a large value is freed.
-func (s *Store) Unlink(ctx context.Context, key string) error {
+func (s *Store) Unlink(ctx context.Context, at Place) error {
+	key := s.key(at)
 	return s.do(ctx, func(c redis.Conn) error {
 		_, err := c.Do("UNLINK", key)
 		return err
@@ -353,7 +359,8 @@ func (s *Store) hashes(c redis.Conn, ids []string, key func(string) string) ([]m
 }
 
 // listRange returns the members start..stop (inclusive, by index) of a list.
-func (s *Store) ListRange(ctx context.Context, key string, start, stop int64) ([][]byte, error) {
+func (s *Store) ListRange(ctx context.Context, at Place, start, stop int64) ([][]byte, error) {
+	key := s.key(at)
 	var out [][]byte
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
@@ -364,7 +371,11 @@ func (s *Store) ListRange(ctx context.Context, key string, start, stop int64) ([
 }
 
 // listLengths returns the length of each list, in one round trip; a key of another type reads as 0.
-func (s *Store) ListLengths(ctx context.Context, keys []string) ([]int64, error) {
+func (s *Store) ListLengths(ctx context.Context, at []Place) ([]int64, error) {
+	keys := make([]string, len(at))
+	for i, p := range at {
+		keys[i] = s.key(p)
+	}
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -390,7 +401,8 @@ func (s *Store) ListLengths(ctx context.Context, keys []string) ([]int64, error)
 
 // zscan runs one ZSCAN step: the next cursor ("0" when done) and the members it returned (possibly
 // some already returned by an earlier step).
-func (s *Store) Zscan(ctx context.Context, key, cursor, match string, count int) (string, []Zmember, error) {
+func (s *Store) Zscan(ctx context.Context, at Place, cursor, match string, count int) (string, []Zmember, error) {
+	key := s.key(at)
 	var next string
 	var members []Zmember
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -423,7 +435,8 @@ func (s *Store) PoolIDs(ctx context.Context) ([]string, error) {
 
 // deleteListMember removes every copy of member from a list, and with it the unique lock lockKey
 // unless that is "" (see deleteListMemberScript). It returns the number of copies removed.
-func (s *Store) DeleteListMember(ctx context.Context, key string, member []byte, lockKey string, j *RemovedJob) (int64, error) {
+func (s *Store) DeleteListMember(ctx context.Context, at Place, member []byte, lockKey string, j *RemovedJob) (int64, error) {
+	key := s.key(at)
 	args := s.withWorkflow(memberArgs(key, member, lockKey), j, true)
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -436,7 +449,8 @@ func (s *Store) DeleteListMember(ctx context.Context, key string, member []byte,
 
 // zremMembers removes the given exact members from a sorted set (members already gone are skipped by
 // ZREM itself) and returns how many it removed.
-func (s *Store) ZremMembers(ctx context.Context, key string, members [][]byte) (int64, error) {
+func (s *Store) ZremMembers(ctx context.Context, at Place, members [][]byte) (int64, error) {
+	key := s.key(at)
 	if len(members) == 0 {
 		return 0, nil
 	}

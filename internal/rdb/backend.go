@@ -147,3 +147,15 @@ func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscrib
 // errSubscriptionTimedOut reports that an idle subscription hit the connection's read timeout; the
 // next one pings often enough to stay alive.
 var ErrSubscriptionTimedOut = errors.New("work: the idle wake-up subscription hit the connection's read timeout; subscribing again, pinging more often")
+
+// RefusingBackend returns a Backend that fails every call with err: the Backend of a Client made
+// without a Redis pool.
+func RefusingBackend(err error) Backend { return refusing{err} }
+
+type refusing struct{ err error }
+
+func (r refusing) Conn(context.Context) (redis.Conn, error) { return nil, r.err }
+
+func (r refusing) Subscribe(context.Context, []string, func(), func(string, []byte)) error {
+	return r.err
+}

@@ -347,16 +347,19 @@ func TruncateKey(key string) string {
 	return key[:64] + "..."
 }
 
-// ErrKeyFull is returned (wrapped, with the key and the limit) by an enqueue of a keyed job when its
-// key already has as many jobs waiting as KeyMaxWaiting allows; nothing is written.
-var ErrKeyFull = errors.New("work: too many jobs of the key waiting")
-
-// keyedEntryKey returns the key of a keyed job's in-progress entry, which is the key whose queue the
+// KeyedEntryKey returns the key of a keyed job's in-progress entry, which is the key whose queue the
 // job was fetched from, a line feed, then the job's payload: nil when entry holds no line feed.
 func KeyedEntryKey(entry interface{}) []byte {
+	key, _ := SplitKeyedEntry(entry)
+	return key
+}
+
+// SplitKeyedEntry splits a keyed job's in-progress entry (see KeyedEntryKey) into its key and the
+// job's payload; an entry without a line feed is all payload.
+func SplitKeyedEntry(entry interface{}) (key, payload []byte) {
 	b, _ := entry.([]byte)
 	if i := bytes.IndexByte(b, '\n'); i > 0 {
-		return b[:i]
+		return b[:i], b[i+1:]
 	}
-	return nil
+	return nil, b
 }

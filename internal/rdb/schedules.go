@@ -288,6 +288,3 @@ func (s *Store) PublishDue(ctx context.Context, at int64) error {
 		return err
 	})
 }
-
-// errDamagedSchedule is ErrDamagedSchedule: a schedule's record that no version of the library wrote.
-var ErrDamagedSchedule = errors.New("work: damaged schedule record")

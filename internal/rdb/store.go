@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -79,6 +78,21 @@ func (k Keyspace) Stats(name string, day int64) string {
 	return k.P + "stats:" + name + ":" + strconv.FormatInt(day, 10)
 }
 
+// reservedSuffixes end the names of a queue's other keys (<ns>:jobs:<name>:lock and so on), so a job
+// name ending in one would share its queue key with another job's counter.
+var reservedSuffixes = []string{":lock", ":lock_info", ":max_concurrency", ":paused", ":rate"}
+
+// ReservedNameSuffix returns the suffix of the layout's keys that the job name ends in ("" for
+// none): such a name's queue would be another job's key.
+func ReservedNameSuffix(name string) string {
+	for _, suf := range reservedSuffixes {
+		if strings.HasSuffix(name, suf) {
+			return suf
+		}
+	}
+	return ""
+}
+
 // statsTTLSeconds bounds how long per-minute counts are kept.
 const StatsTTLSeconds = 8 * 86400
 
@@ -124,11 +138,6 @@ type ReplicaWait struct {
 	TimeoutMs int64
 }
 
-// ErrNotReplicated is returned by an enqueue made with Enqueuer.WaitReplicas when fewer replicas than
-// asked acknowledged the write within Enqueuer.WaitTimeout. The job is on the primary, and it may or
-// may not survive a failover that happens before it reaches a replica.
-var ErrNotReplicated = errors.New("work: the job was not acknowledged by enough replicas")
-
 // doWrite runs a write like do, then, with w set, waits on the same connection for the replicas.
 func (s *Store) doWrite(ctx context.Context, w ReplicaWait, fn func(c redis.Conn) error) error {
 	return s.do(ctx, func(c redis.Conn) error {
@@ -160,7 +169,7 @@ func (s *Store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 	if err != nil {
 		s.Errs.Add(1)
 	}
-	return err
+	return wrongType(err)
 }
 
 // push is one job of an enqueueMany call: its queue, payload and what to send with it, then the
@@ -756,7 +765,11 @@ func (s *Store) KnownJobNames(ctx context.Context) ([]string, error) {
 
 // due lists up to limit due members of each of the given sets, with the server's clock, and the
 // milliseconds until the next member after those is due (-1: none).
-func (s *Store) Due(ctx context.Context, sets []string, limit int) (int64, [][][]byte, int64, error) {
+func (s *Store) Due(ctx context.Context, at []Place, limit int) (int64, [][][]byte, int64, error) {
+	sets := make([]string, len(at))
+	for i, p := range at {
+		sets[i] = s.key(p)
+	}
 	args := make([]interface{}, 0, 2+len(sets))
 	args = append(args, len(sets))
 	for _, k := range sets {
@@ -793,7 +806,8 @@ func (s *Store) Due(ctx context.Context, sets []string, limit int) (int64, [][][
 
 // enqueueDue moves set members onto the queues of the given names (see enqueueDueScript).
 // keys[i] is the key of member i ("" for none), holds[i] whether it holds its key's slot.
-func (s *Store) EnqueueDue(ctx context.Context, set string, members [][]byte, names, keys []string, holds []bool) (int64, error) {
+func (s *Store) EnqueueDue(ctx context.Context, at Place, members [][]byte, names, keys []string, holds []bool) (int64, error) {
+	set := s.key(at)
 	args := make([]interface{}, 0, 3+5*len(members))
 	args = append(args, 1+len(members), set)
 	for i, name := range names {
@@ -821,7 +835,8 @@ func (s *Store) EnqueueDue(ctx context.Context, set string, members [][]byte, na
 }
 
 // zsetMove moves one member between sorted sets under a new payload (see zsetMoveScript).
-func (s *Store) ZsetMove(ctx context.Context, from, to string, member []byte, score int64, payload []byte) (bool, error) {
+func (s *Store) ZsetMove(ctx context.Context, fromAt, toAt Place, member []byte, score int64, payload []byte) (bool, error) {
+	from, to := s.key(fromAt), s.key(toAt)
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error

@@ -33,30 +33,54 @@ func (s *Store) Batch(ctx context.Context, w ReplicaWait, id, steps string, open
 	for _, g := range groups {
 		args = append(args, g.Payloads...)
 	}
-	return s.doWrite(ctx, w, func(c redis.Conn) error {
+	return batchError(s.doWrite(ctx, w, func(c redis.Conn) error {
 		_, err := batchScript.Do(c, args...)
 		return keyedError(err, groups)
-	})
+	}))
 }
 
-// afterJob is a job for enqueueAfter: its ID, name and payload, what becomes of it when a dependency
-// dies, how long its record is kept, and what it waits for ("j:<job ID>" or "b:<batch ID>").
+// AfterJob is a job for EnqueueAfter: its ID, name and payload, what becomes of it when a dependency
+// dies, how long its record is kept, and what it waits for.
 type AfterJob struct {
-	Id, Name string
-	Payload  []byte
-	Policy   string // "dead" or "run"
-	Keep     int64
-	Key      string // a keyed job's key
-	Deps     []string
+	ID, Name      string
+	Payload       []byte
+	RunIfDepFails bool // run when a dependency dies, rather than die with it
+	Keep          int64
+	Key           string // a keyed job's key
+	Deps          []Dep
+}
+
+// Dep is a dependency: a job or a batch, by ID.
+type Dep struct {
+	batch bool
+	id    string
+}
+
+// JobDep is a dependency on the job with the ID.
+func JobDep(id string) Dep { return Dep{id: id} }
+
+// BatchDep is a dependency on the batch with the ID.
+func BatchDep(id string) Dep { return Dep{batch: true, id: id} }
+
+// arg is d as the scripts take it: "j:<job ID>" or "b:<batch ID>".
+func (d Dep) arg() string {
+	if d.batch {
+		return "b:" + d.id
+	}
+	return "j:" + d.id
 }
 
 // enqueueAfter runs enqueueAfterScript; it returns each job's state (queued, waiting or dead).
 func (s *Store) EnqueueAfter(ctx context.Context, w ReplicaWait, jobs []AfterJob) ([]string, error) {
 	args := []interface{}{1, s.Ks.KnownJobs(), s.Ks.P, s.Ks.WakeChannel(), len(jobs)}
 	for _, j := range jobs {
-		args = append(args, j.Id, j.Name, j.Payload, j.Keep, j.Policy, j.Key, len(j.Deps))
+		policy := "dead"
+		if j.RunIfDepFails {
+			policy = "run"
+		}
+		args = append(args, j.ID, j.Name, j.Payload, j.Keep, policy, j.Key, len(j.Deps))
 		for _, d := range j.Deps {
-			args = append(args, d)
+			args = append(args, d.arg())
 		}
 	}
 	var states []string
@@ -65,7 +89,7 @@ func (s *Store) EnqueueAfter(ctx context.Context, w ReplicaWait, jobs []AfterJob
 		states, err = redis.Strings(enqueueAfterScript.Do(c, args...))
 		return err
 	})
-	return states, err
+	return states, dependencyError(err)
 }
 
 // batchStatus reads a batch's hash; nil when there is none.
