@@ -52,19 +52,6 @@ type Batch struct {
 	e  *Enqueuer
 }
 
-// Errors of batch operations.
-var (
-	// ErrBatchNotFound: no batch has the ID (never created, or its status expired after Keep).
-	ErrBatchNotFound = errors.New("work: batch not found")
-	// ErrBatchComplete: the batch has completed; it takes no more members.
-	ErrBatchComplete = errors.New("work: batch already complete")
-	// ErrBatchEmpty: a batch without members cannot be closed (it would complete at once, with
-	// nothing done).
-	ErrBatchEmpty = errors.New("work: batch has no members")
-	// ErrBatchExists: a batch with the ID exists already.
-	ErrBatchExists = errors.New("work: batch already exists")
-)
-
 const defaultBatchKeep = 24 * time.Hour
 
 // NewBatch creates an open batch with a new ID. Add members with Batch.Add, then Close it.

@@ -468,7 +468,7 @@ func (c *Client) BatchStatus(id string) (*BatchStatus, error) {
 	}
 	h, err := c.store.batchStatus(context.Background(), id)
 	if err != nil {
-		return nil, err
+		return nil, wrongType(err)
 	}
 	if h == nil {
 		return nil, ErrBatchNotFound
@@ -487,7 +487,7 @@ func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 	start := int64(page-1) * 20
 	ids, total, err := c.store.batchIDs(ctx, start, start+19)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, wrongType(err)
 	}
 	out := make([]*BatchStatus, 0, len(ids))
 	var gone []string
@@ -513,24 +513,4 @@ func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 		}
 	}
 	return out, total, nil
-}
-
-// ErrNoRecord is returned by JobRecord for a job without a record: not tracked, and its pool keeps
-// no records of its name (JobOptions.KeepFinished), or the record expired.
-var ErrNoRecord = errors.New("work: no record of the job")
-
-// JobRecord returns the record of a job: one round trip. Tracked jobs have one from their enqueue;
-// other jobs when they end, if their pool keeps records of their name.
-func (c *Client) JobRecord(id string) (*JobRecord, error) {
-	if err := checkBatchID(id); err != nil {
-		return nil, err
-	}
-	h, err := c.store.jobRecord(context.Background(), id)
-	if err != nil {
-		return nil, err
-	}
-	if h == nil {
-		return nil, ErrNoRecord
-	}
-	return parseJobRecord(id, h), nil
 }

@@ -25,7 +25,7 @@ func (c *Client) Keys(jobName string, page uint) ([]*KeyInfo, int64, error) {
 	start := int64(page-1) * keysPerPage
 	keys, waitingKeys, runningOnly, err := c.store.keysByBacklog(ctx, jobName, start, start+keysPerPage-1)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, wrongType(err)
 	}
 	total := waitingKeys + int64(len(runningOnly))
 	// The page's remainder, once past the keys with jobs waiting, comes from those running only.
@@ -40,7 +40,7 @@ func (c *Client) Keys(jobName string, page uint) ([]*KeyInfo, int64, error) {
 	}
 	states, err := c.store.keyStates(ctx, jobName, keys)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, wrongType(err)
 	}
 	out := make([]*KeyInfo, len(states))
 	for i := range states {
@@ -60,7 +60,7 @@ func (c *Client) Key(jobName, key string) (*KeyInfo, error) {
 	}
 	states, err := c.store.keyStates(context.Background(), jobName, []string{key})
 	if err != nil {
-		return nil, err
+		return nil, wrongType(err)
 	}
 	return states[0].info(), nil
 }
@@ -135,7 +135,7 @@ func (c *Client) keyControl(jobName, key, op string, vals [4]string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	return c.store.keyControl(context.Background(), jobName, key, op, vals)
+	return wrongType(c.store.keyControl(context.Background(), jobName, key, op, vals))
 }
 
 // KeyStats sums up the keyed jobs of every job name that has had some: jobs and keys waiting and
@@ -145,11 +145,11 @@ func (c *Client) KeyStats() ([]*KeyStat, error) {
 	ctx := context.Background()
 	names, err := c.store.keyedNames(ctx)
 	if err != nil || len(names) == 0 {
-		return nil, err
+		return nil, wrongType(err)
 	}
 	sums, err := c.store.keyedSummaries(ctx, names)
 	if err != nil {
-		return nil, err
+		return nil, wrongType(err)
 	}
 	out := make([]*KeyStat, len(names))
 	for i, name := range names {

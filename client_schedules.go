@@ -4,6 +4,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,7 +60,7 @@ func (c *Client) setSchedules(list []Schedule, now time.Time) error {
 	for round := 0; ; round++ {
 		out, err := c.store.setSchedules(context.Background(), sets)
 		if err != nil {
-			return err
+			return wrongType(err)
 		}
 		var again []scheduleSet
 		var againIdx []int
@@ -97,16 +98,59 @@ func (c *Client) Schedule(id string) (*ScheduleInfo, error) {
 	return scheduleInfo(id, rec), nil
 }
 
-// scheduleInfo decodes the record of schedule id for the Client.
+// periodicIDPrefix starts the ID that Schedules gives a periodic job declared in code.
+const periodicIDPrefix = "periodic:"
+
+// periodicScheduleID is the ID of the periodic job of a name and spec, as Schedules lists it.
+func periodicScheduleID(name, spec string) string { return periodicIDPrefix + name + ":" + spec }
+
+// scheduleNotFound is the error for an ID no schedule has; one in the form of a periodic job's
+// says that those are not stored.
+func scheduleNotFound(id string) error {
+	if strings.HasPrefix(id, periodicIDPrefix) {
+		return fmt.Errorf("%w: %q (a periodic job declared in code, with WorkerPool.PeriodicallyEnqueue, changes with the code only)",
+			ErrScheduleNotFound, truncateKey(id))
+	}
+	return fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
+}
+
+// FindSchedule returns the schedule id as Schedule does or, when none is stored under that ID, the
+// periodic job declared in code that Schedules lists under it (ScheduleInfo.Periodic), with the
+// time of its next run computed from the caller's clock. It returns an error wrapping
+// ErrScheduleNotFound when there is neither. A periodic job costs one more round trip.
+func (c *Client) FindSchedule(id string) (*ScheduleInfo, error) {
+	in, err := c.Schedule(id)
+	if !errors.Is(err, ErrScheduleNotFound) || !strings.HasPrefix(id, periodicIDPrefix) {
+		return in, err
+	}
+	periodic, perr := c.PeriodicJobs()
+	if perr != nil {
+		return nil, wrongType(perr)
+	}
+	for _, pj := range periodic {
+		if periodicScheduleID(pj.JobName, pj.Spec) == id {
+			return periodicInfo(pj), nil
+		}
+	}
+	return nil, err
+}
+
+// periodicInfo is a periodic job declared in code, as Schedules and FindSchedule report it.
+func periodicInfo(pj *PeriodicJob) *ScheduleInfo {
+	return &ScheduleInfo{Schedule: Schedule{ID: periodicScheduleID(pj.JobName, pj.Spec), Spec: pj.Spec, JobName: pj.JobName},
+		NextTick: pj.NextRunAt, NextRun: pj.NextRunAt, Periodic: true, WorkerPoolIDs: pj.WorkerPoolIDs}
+}
+
 // readSchedule reads the record of schedule id, or returns an error wrapping ErrScheduleNotFound.
 func (c *Client) readSchedule(ctx context.Context, id string) ([]byte, error) {
 	rec, err := c.store.scheduleRecord(ctx, id)
 	if err == nil && rec == nil {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
+		err = scheduleNotFound(id)
 	}
-	return rec, err
+	return rec, wrongType(err)
 }
 
+// scheduleInfo decodes the record of schedule id for the Client.
 func scheduleInfo(id string, rec []byte) *ScheduleInfo {
 	r, err := decodeScheduleRecord(rec)
 	if err != nil {
@@ -161,7 +205,7 @@ func (c *Client) Schedules(q ScheduleQuery) (*SchedulePage, error) {
 	ctx := context.Background()
 	next, kv, total, err := c.store.scanSchedules(ctx, cursor, match, count)
 	if err != nil {
-		return nil, err
+		return nil, wrongType(err)
 	}
 	page := &SchedulePage{Schedules: make([]*ScheduleInfo, 0, len(kv)/2), Stored: total}
 	if next != "0" {
@@ -173,10 +217,8 @@ func (c *Client) Schedules(q ScheduleQuery) (*SchedulePage, error) {
 			return nil, err
 		}
 		for _, pj := range periodic {
-			id := "periodic:" + pj.JobName + ":" + pj.Spec
-			if strings.HasPrefix(id, q.Prefix) {
-				page.Schedules = append(page.Schedules, &ScheduleInfo{Schedule: Schedule{ID: id, Spec: pj.Spec, JobName: pj.JobName},
-					NextTick: pj.NextRunAt, NextRun: pj.NextRunAt, Periodic: true, WorkerPoolIDs: pj.WorkerPoolIDs})
+			if in := periodicInfo(pj); strings.HasPrefix(in.ID, q.Prefix) {
+				page.Schedules = append(page.Schedules, in)
 			}
 		}
 	}
@@ -206,9 +248,9 @@ func (c *Client) DeleteSchedule(id string) error {
 	}
 	ok, err := c.store.scheduleControl(context.Background(), id, "delete")
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
+		err = scheduleNotFound(id)
 	}
-	return err
+	return wrongType(err)
 }
 
 // PauseSchedule pauses the schedule id: no tick of it is enqueued until ResumeSchedule. Pausing a
@@ -220,9 +262,9 @@ func (c *Client) PauseSchedule(id string) error {
 	}
 	ok, err := c.store.scheduleControl(context.Background(), id, "pause")
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, truncateKey(id))
+		err = scheduleNotFound(id)
 	}
-	return err
+	return wrongType(err)
 }
 
 // ResumeSchedule resumes the paused schedule id from its first tick after now: the ticks that fell
@@ -260,7 +302,7 @@ func (c *Client) resumeSchedule(id string, now time.Time) error {
 		claim := &scheduleClaim{bucket: fmt.Sprint(scheduleBucket(id)), id: id, rec: rec}
 		res, err := c.store.commitSchedules(ctx, now.Unix(), []scheduleCommit{{claim: claim, rec: resumed.encode(), due: due}})
 		if err != nil {
-			return err
+			return wrongType(err)
 		}
 		if res.committed == 1 {
 			if due >= 0 {
