@@ -50,19 +50,6 @@ type Batch struct {
 	e  *Enqueuer
 }
 
-// Errors of batch operations.
-var (
-	// ErrBatchNotFound: no batch has the ID (never created, or its status expired after Keep).
-	ErrBatchNotFound = rdb.ErrBatchNotFound
-	// ErrBatchComplete: the batch has completed; it takes no more members.
-	ErrBatchComplete = rdb.ErrBatchComplete
-	// ErrBatchEmpty: a batch without members cannot be closed (it would complete at once, with
-	// nothing done).
-	ErrBatchEmpty = rdb.ErrBatchEmpty
-	// ErrBatchExists: a batch with the ID exists already.
-	ErrBatchExists = rdb.ErrBatchExists
-)
-
 const defaultBatchKeep = 24 * time.Hour
 
 // NewBatch creates an open batch with a new ID. Add members with Batch.Add, then Close it.

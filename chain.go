@@ -2,7 +2,6 @@ package work
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,10 +14,6 @@ import (
 // step of a chain) can be waited for, since a job learns that others wait for it from its record.
 // A dependency must exist when the dependant is enqueued, so dependencies point only to older jobs
 // and no cycle can be built.
-
-// ErrUnknownDependency is returned when a job or batch named as a dependency has no record: it was
-// never tracked, never existed, or its record expired.
-var ErrUnknownDependency = rdb.ErrUnknownDependency
 
 // ChainStep is one job of a chain; see Enqueuer.EnqueueChain.
 type ChainStep struct {
@@ -93,58 +88,4 @@ func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []rdb.Dep, opts EnqueueOptions
 		return nil, err
 	}
 	return jobs, nil
-}
-
-// JobRecord is what Client.JobRecord reports about a tracked job, or a job whose pool keeps records
-// of its name (JobOptions.KeepFinished).
-type JobRecord struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	// State is waiting (for dependencies), queued, running, retrying, done, dead, dropped or
-	// deleted. A job shows running once its attempt has run for up to a second (the pool writes it
-	// with the worker observations); a quick job may go from queued to done.
-	State      string `json:"state"`
-	EnqueuedAt int64  `json:"enqueued_at,omitempty"`
-	FinishedAt int64  `json:"finished_at,omitempty"`
-	Attempts   int64  `json:"attempts,omitempty"`
-	Pool       string `json:"pool,omitempty"` // the pool that runs its attempt, or ran its last one
-	Err        string `json:"err,omitempty"`
-	// Result is what the handler recorded with Job.SetResult.
-	Result json.RawMessage `json:"result,omitempty"`
-	Batch  string          `json:"batch,omitempty"`
-	// WaitingFor is the number of dependencies a waiting job still waits for.
-	WaitingFor int64 `json:"waiting_for,omitempty"`
-	// StartedAt is when the attempt running, or the last one seen running, started (epoch seconds);
-	// Attempt is the running attempt (1 for the first), set while State is running.
-	StartedAt int64 `json:"started_at,omitempty"`
-	Attempt   int64 `json:"attempt,omitempty"`
-	// Progress is the last progress the job reported (Job.SetProgress), kept after it ends.
-	Progress *Progress `json:"progress,omitempty"`
-}
-
-// parseJobRecord reads a record hash (HGETALL reply as a map).
-func parseJobRecord(id string, h map[string]string) *JobRecord {
-	r := &JobRecord{ID: id, Name: h["name"], State: h["state"], Pool: h["pool"], Err: h["err"], Batch: h["batch"]}
-	num := func(k string) int64 {
-		var n int64
-		fmt.Sscan(h[k], &n)
-		return n
-	}
-	r.EnqueuedAt, r.FinishedAt, r.Attempts = num("enqueued_at"), num("finished_at"), num("attempts")
-	if r.State == "waiting" {
-		r.WaitingFor = num("deps")
-	}
-	r.StartedAt = num("started_at")
-	if r.State == "running" {
-		r.Attempt = num("attempt")
-	}
-	r.Progress = parseProgress(h["progress"], h["progress_msg"], h["progress_at"])
-	if v, ok := h["result"]; ok && v != "" {
-		r.Result = json.RawMessage(v)
-		if !json.Valid(r.Result) {
-			// Not written by SetResult: shown as the text it is.
-			r.Result, _ = json.Marshal(v)
-		}
-	}
-	return r
 }

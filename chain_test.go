@@ -93,7 +93,7 @@ func TestChainStepThatDiesSendsTheRestToTheDeadSetWithTheReason(t *testing.T) {
 	if !strings.Contains(reasons["b"], "dependency failed: job "+jobs[0].ID) || !strings.Contains(reasons["c"], jobs[1].ID) {
 		t.Errorf("dead reasons %v", reasons)
 	}
-	for i, want := range []string{"dead", "dead", "dead"} {
+	for i, want := range []JobState{JobStateDead, JobStateDead, JobStateDead} {
 		if r, err := c.JobRecord(jobs[i].ID); err != nil || r.State != want {
 			t.Errorf("record %d: %+v %v", i, r, err)
 		}

@@ -515,23 +515,3 @@ func (c *Client) Batches(page uint) ([]*BatchStatus, int64, error) {
 	}
 	return out, total, nil
 }
-
-// ErrNoRecord is returned by JobRecord for a job without a record: not tracked, and its pool keeps
-// no records of its name (JobOptions.KeepFinished), or the record expired.
-var ErrNoRecord = errors.New("work: no record of the job")
-
-// JobRecord returns the record of a job: one round trip. Tracked jobs have one from their enqueue;
-// other jobs when they end, if their pool keeps records of their name.
-func (c *Client) JobRecord(id string) (*JobRecord, error) {
-	if err := checkBatchID(id); err != nil {
-		return nil, err
-	}
-	h, err := c.store.JobRecord(context.Background(), id)
-	if err != nil {
-		return nil, err
-	}
-	if h == nil {
-		return nil, ErrNoRecord
-	}
-	return parseJobRecord(id, h), nil
-}

@@ -16,13 +16,6 @@ import (
 	"github.com/workqueue/work/internal/rdb"
 )
 
-// ErrNotDeleted is returned by the Client's Delete methods when no job matched.
-var ErrNotDeleted = errors.New("nothing deleted")
-
-// ErrNotRetried is returned by Client.RetryDeadJob when no job matched or the matching job cannot be
-// retried (check with errors.Is: the error may carry the reason).
-var ErrNotRetried = errors.New("nothing retried")
-
 // clientPageSize is the number of jobs on one page of ScheduledJobs, RetryJobs and DeadJobs.
 const clientPageSize = 20
 
@@ -390,26 +383,14 @@ func retryPayload(member []byte, now int64) ([]byte, error) {
 	return json.Marshal(&w)
 }
 
-// ErrJobNotFound is returned by Client.FindJob when no job has the given ID.
-var ErrJobNotFound = errors.New("job not found")
-
 // errEmptyJobID is returned for an empty job ID, which would match the undecodable members.
 var errEmptyJobID = errors.New("work: job ID is empty")
 
-// The states of a job, as reported in JobLocation.State.
-const (
-	JobStateQueued     = "queued"      // waiting in its queue
-	JobStateInProgress = "in_progress" // fetched by a worker pool and not yet finished
-	JobStateScheduled  = "scheduled"   // in the scheduled set, to run at its score
-	JobStateRetry      = "retry"       // failed, in the retry set, to run again at its score
-	JobStateDead       = "dead"        // failed for good, in the dead set since its score
-)
-
 // JobLocation is where a job is: what FindJob and SearchJobs return.
 type JobLocation struct {
-	// State is one of JobStateQueued, JobStateInProgress, JobStateScheduled, JobStateRetry and
-	// JobStateDead.
-	State string `json:"state"`
+	// State is where the job is: JobStateQueued, JobStateInProgress, JobStateScheduled,
+	// JobStateRetry or JobStateDead.
+	State JobState `json:"state"`
 	// Score is the job's score in the scheduled, retry or dead set (when it runs, is retried or died;
 	// epoch seconds), and 0 for queued and in-progress jobs.
 	Score int64 `json:"score,omitempty"`
@@ -428,7 +409,7 @@ type JobLocation struct {
 // MarshalJSON encodes the location with its job as records keep it (see Job.Raw).
 func (l JobLocation) MarshalJSON() ([]byte, error) {
 	return marshalReadable(struct {
-		State   string   `json:"state"`
+		State   JobState `json:"state"`
 		Score   int64    `json:"score,omitempty"`
 		PoolID  string   `json:"pool_id,omitempty"`
 		Job     *jobJSON `json:"job"`
@@ -494,7 +475,7 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	ctx := context.Background()
 	needles := idNeedles(jobID)
 	for _, set := range []struct {
-		state string
+		state JobState
 		key   rdb.Place
 	}{
 		{JobStateScheduled, rdb.Scheduled},
@@ -586,7 +567,7 @@ func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]
 }
 
 // findInSet looks for a job ID in a sorted set with ZSCAN, at most clientBatchSize members a step.
-func (c *Client) findInSet(ctx context.Context, state string, key rdb.Place, jobID string, needles [][]byte) (*JobLocation, error) {
+func (c *Client) findInSet(ctx context.Context, state JobState, key rdb.Place, jobID string, needles [][]byte) (*JobLocation, error) {
 	match := "*"
 	if plainID(jobID) {
 		// Any JSON encoder writes such an ID as it is: let Redis skip the members without it.
@@ -628,7 +609,7 @@ func (c *Client) eachListChunk(ctx context.Context, key rdb.Place, fn func([][]b
 // findInList looks for a job ID in a list.
 // With entries, the list is a keyed in-progress list, whose members are a key, a line feed, then the
 // job JSON (see lua/lib/keyed.lua): Payload then holds that job JSON.
-func (c *Client) findInList(ctx context.Context, state string, key rdb.Place, jobID string, needles [][]byte, entries bool) (*JobLocation, error) {
+func (c *Client) findInList(ctx context.Context, state JobState, key rdb.Place, jobID string, needles [][]byte, entries bool) (*JobLocation, error) {
 	var loc *JobLocation
 	err := c.eachListChunk(ctx, key, func(chunk [][]byte) bool {
 		for _, m := range chunk {
@@ -774,7 +755,7 @@ func (c *Client) runNow(key rdb.Place, score int64, jobID string) error {
 //
 // Cost: it reads the whole set, at most 1000 members per round trip, and decodes only the members
 // whose bytes contain the query. Jobs that move while it runs may be missed or counted twice.
-func (c *Client) SearchJobs(state, query string, page uint) ([]*JobLocation, int64, error) {
+func (c *Client) SearchJobs(state JobState, query string, page uint) ([]*JobLocation, int64, error) {
 	var key rdb.Place
 	switch state {
 	case JobStateScheduled:

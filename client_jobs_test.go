@@ -531,9 +531,11 @@ func TestClientFindJobFindsAJobInEveryState(t *testing.T) {
 	rdo(t, pool, "ZADD", ks.Dead(), 302, rec)
 
 	for _, tc := range []struct {
-		id, state, pool string
-		score           int64
-		decoded         bool
+		id      string
+		state   JobState
+		pool    string
+		score   int64
+		decoded bool
 	}{
 		{"s1", JobStateScheduled, "", 100, true},
 		{"r1", JobStateRetry, "", 200, true},

@@ -4,6 +4,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -99,16 +100,59 @@ func (c *Client) Schedule(id string) (*ScheduleInfo, error) {
 	return scheduleInfo(id, rec), nil
 }
 
-// scheduleInfo decodes the record of schedule id for the Client.
+// periodicIDPrefix starts the ID that Schedules gives a periodic job declared in code.
+const periodicIDPrefix = "periodic:"
+
+// periodicScheduleID is the ID of the periodic job of a name and spec, as Schedules lists it.
+func periodicScheduleID(name, spec string) string { return periodicIDPrefix + name + ":" + spec }
+
+// scheduleNotFound is the error for an ID no schedule has; one in the form of a periodic job's
+// says that those are not stored.
+func scheduleNotFound(id string) error {
+	if strings.HasPrefix(id, periodicIDPrefix) {
+		return fmt.Errorf("%w: %q (a periodic job declared in code, with WorkerPool.PeriodicallyEnqueue, changes with the code only)",
+			ErrScheduleNotFound, rdb.TruncateKey(id))
+	}
+	return fmt.Errorf("%w: %q", ErrScheduleNotFound, rdb.TruncateKey(id))
+}
+
+// FindSchedule returns the schedule id as Schedule does or, when none is stored under that ID, the
+// periodic job declared in code that Schedules lists under it (ScheduleInfo.Periodic), with the
+// time of its next run computed from the caller's clock. It returns an error wrapping
+// ErrScheduleNotFound when there is neither. A periodic job costs one more round trip.
+func (c *Client) FindSchedule(id string) (*ScheduleInfo, error) {
+	in, err := c.Schedule(id)
+	if !errors.Is(err, ErrScheduleNotFound) || !strings.HasPrefix(id, periodicIDPrefix) {
+		return in, err
+	}
+	periodic, perr := c.PeriodicJobs()
+	if perr != nil {
+		return nil, perr
+	}
+	for _, pj := range periodic {
+		if periodicScheduleID(pj.JobName, pj.Spec) == id {
+			return periodicInfo(pj), nil
+		}
+	}
+	return nil, err
+}
+
+// periodicInfo is a periodic job declared in code, as Schedules and FindSchedule report it.
+func periodicInfo(pj *PeriodicJob) *ScheduleInfo {
+	return &ScheduleInfo{Schedule: Schedule{ID: periodicScheduleID(pj.JobName, pj.Spec), Spec: pj.Spec, JobName: pj.JobName},
+		NextTick: pj.NextRunAt, NextRun: pj.NextRunAt, Periodic: true, WorkerPoolIDs: pj.WorkerPoolIDs}
+}
+
 // readSchedule reads the record of schedule id, or returns an error wrapping ErrScheduleNotFound.
 func (c *Client) readSchedule(ctx context.Context, id string) ([]byte, error) {
 	rec, err := c.store.ScheduleRecord(ctx, id)
 	if err == nil && rec == nil {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, rdb.TruncateKey(id))
+		err = scheduleNotFound(id)
 	}
 	return rec, err
 }
 
+// scheduleInfo decodes the record of schedule id for the Client.
 func scheduleInfo(id string, rec []byte) *ScheduleInfo {
 	r, err := decodeScheduleRecord(rec)
 	if err != nil {
@@ -175,10 +219,8 @@ func (c *Client) Schedules(q ScheduleQuery) (*SchedulePage, error) {
 			return nil, err
 		}
 		for _, pj := range periodic {
-			id := "periodic:" + pj.JobName + ":" + pj.Spec
-			if strings.HasPrefix(id, q.Prefix) {
-				page.Schedules = append(page.Schedules, &ScheduleInfo{Schedule: Schedule{ID: id, Spec: pj.Spec, JobName: pj.JobName},
-					NextTick: pj.NextRunAt, NextRun: pj.NextRunAt, Periodic: true, WorkerPoolIDs: pj.WorkerPoolIDs})
+			if in := periodicInfo(pj); strings.HasPrefix(in.ID, q.Prefix) {
+				page.Schedules = append(page.Schedules, in)
 			}
 		}
 	}
@@ -208,7 +250,7 @@ func (c *Client) DeleteSchedule(id string) error {
 	}
 	ok, err := c.store.ScheduleControl(context.Background(), id, "delete")
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, rdb.TruncateKey(id))
+		err = scheduleNotFound(id)
 	}
 	return err
 }
@@ -222,7 +264,7 @@ func (c *Client) PauseSchedule(id string) error {
 	}
 	ok, err := c.store.ScheduleControl(context.Background(), id, "pause")
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q", ErrScheduleNotFound, rdb.TruncateKey(id))
+		err = scheduleNotFound(id)
 	}
 	return err
 }

@@ -7,6 +7,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,16 +15,6 @@ import (
 
 	"github.com/workqueue/work/internal/rdb"
 )
-
-// Ended reports whether the record's state is final: done, dead, dropped or deleted. A dead job
-// may still be retried by hand from the dead set, and then run again.
-func (r *JobRecord) Ended() bool {
-	switch r.State {
-	case "done", "dead", "dropped", "deleted":
-		return true
-	}
-	return false
-}
 
 // WaitJob blocks until the job with the given ID has ended (done, dead, dropped or deleted: see
 // JobRecord.Ended) and returns its record, with the result its handler set (JobRecord.Result), or
@@ -68,14 +59,11 @@ func (c *Client) WaitJob(ctx context.Context, id string) (*JobRecord, error) {
 
 // waitRead reads the record WaitJob waits on.
 func (c *Client) waitRead(ctx context.Context, id string) (*JobRecord, error) {
-	h, err := c.store.JobRecord(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if h == nil {
+	rec, err := c.readJobRecord(ctx, id)
+	if errors.Is(err, ErrNoRecord) {
 		return nil, fmt.Errorf("%w %s: only a tracked job, or one of a name whose pools keep records that has started, can be waited for", ErrNoRecord, id)
 	}
-	return parseJobRecord(id, h), nil
+	return rec, err
 }
 
 // jobWaiters are the waiters of a Client, by job ID, and the subscription that wakes them.

@@ -5,7 +5,6 @@ package work
 // computed here, in Go; the scripts only compare and store them.
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,15 +12,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-)
-
-var (
-	// ErrMalformedSpec: a schedule spec that cannot be read (ParseCron, PeriodicallyEnqueue's
-	// syntax), or that never fires.
-	ErrMalformedSpec = errors.New("work: malformed spec")
-	// ErrUnknownLocation: a time zone that is not an IANA zone name the zone database knows
-	// (ParseLocation).
-	ErrUnknownLocation = errors.New("work: unknown time zone")
 )
 
 // cronParser reads specs as gocraft/work did (robfig/cron v1): seconds first, day of week optional,

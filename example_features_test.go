@@ -175,7 +175,7 @@ func ExampleClient_CancelJob() {
 		time.Sleep(10 * time.Millisecond) // the pool's subscription is still starting
 	}
 	fmt.Println(waitFor(stopped))
-	// Output: stopped: cancelled
+	// Output: stopped: work: job cancelled
 }
 
 func ExampleClient_PauseQueue() {

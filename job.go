@@ -357,9 +357,6 @@ func isIntegerLiteral(s string) bool {
 // MaxResultSize bounds the result a handler may record with SetResult.
 const MaxResultSize = 64 << 10
 
-// ErrResultTooLarge is returned by SetResult for a result whose JSON exceeds MaxResultSize.
-var ErrResultTooLarge = errors.New("work: job result larger than MaxResultSize")
-
 // SetResult records v, encoded as JSON, as the job's result. It is stored with the job's record
 // when the job succeeds, if the job has one (a tracked job, or a pool that keeps records of its
 // name: JobOptions.KeepFinished), and read back with Client.JobRecord; otherwise it is dropped. A

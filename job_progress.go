@@ -6,7 +6,6 @@ package work
 // is lua/running.lua.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -33,10 +32,6 @@ func (p *Progress) Percent() int { return int(math.Floor(p.Fraction*100 + 1e-9))
 
 // MaxProgressMessage bounds the message of Job.SetProgress, in bytes: a longer one is cut.
 const MaxProgressMessage = 200
-
-// ErrBadProgress is returned, wrapped, by Job.SetProgress for a fraction that is not a number, or
-// that is outside 0..1 (then clamped: the job's progress is set all the same).
-var ErrBadProgress = errors.New("work: bad progress")
 
 // SetProgress reports how far the running job got: fraction from 0 to 1 (for a percent, pass
 // percent/100) and a short message, shown in the web UI's job and workers pages, by `work job`, in

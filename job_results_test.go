@@ -50,7 +50,11 @@ func TestDependencyResultsOfAfterAndOfAChain(t *testing.T) {
 		t.Fatalf("DependencyResults: %+v, %v", s.recs, s.err)
 	}
 	// In the order given, with their states and results.
-	for i, want := range []struct{ id, state, result string }{{c.ID, "done", `"c"`}, {a.ID, "done", `"a"`}, {b.ID, "dead", ""}} {
+	for i, want := range []struct {
+		id     string
+		state  JobState
+		result string
+	}{{c.ID, JobStateDone, `"c"`}, {a.ID, JobStateDone, `"a"`}, {b.ID, JobStateDead, ""}} {
 		r := s.recs[i]
 		if r.ID != want.id || r.State != want.state || string(r.Result) != want.result || r.Name != "produce" {
 			t.Errorf("dependency %d: %+v, want %+v", i, r, want)

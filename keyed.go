@@ -1,7 +1,6 @@
 package work
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -32,11 +31,6 @@ import (
 
 // MaxKeyLen is the longest key, in bytes.
 const MaxKeyLen = 200
-
-// ErrMalformedKey is returned (wrapped) for a key that no job can have: empty, longer than
-// MaxKeyLen bytes, not valid UTF-8, or holding a control character or a brace ('{' and '}' delimit
-// the key in its Redis keys).
-var ErrMalformedKey = errors.New("work: malformed key")
 
 // checkKey returns an error for a key that cannot be used.
 func checkKey(key string) error {

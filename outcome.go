@@ -44,10 +44,8 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %v", e.De
 // busy or a rate limit of a third party is hit.
 func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
 
-// ErrJobCancelled is the cause of a job's context when Client.CancelJob cancelled it. A cancelled job
-// whose handler returns an error goes to the dead set with err "cancelled" (or is dropped with
-// SkipDead); it is not retried. A handler that finishes anyway counts as done.
-var ErrJobCancelled = errors.New("cancelled")
+// cancelledErrText is the err a cancelled job is recorded with (ErrJobCancelled).
+const cancelledErrText = "cancelled"
 
 // PanicPolicy says what a pool does with a job whose handler or middleware panicked.
 type PanicPolicy int
@@ -160,6 +158,10 @@ func decideOutcome(jt *jobType, policy PanicPolicy, job *Job, res runResult) rdb
 		final = true
 	}
 	job.LastErr = errorText(res.err)
+	if res.cancelled {
+		// The dead set has always said "cancelled"; the sentinel's text carries the library's prefix.
+		job.LastErr = cancelledErrText
+	}
 	job.FailedAt = now
 	if res.panicked && policy == PanicRetries {
 		return zaddOp(job, rdb.OpRetry, now+backoffOf(jt)(job))

@@ -19,25 +19,6 @@ import (
 	"github.com/workqueue/work/internal/rdb"
 )
 
-// Errors for input the library refuses. Each is returned wrapped, with what was wrong and what is
-// wanted; the same input is refused by every call that takes it.
-var (
-	// ErrMalformedJobName: a job name no job may have (empty, or ending in a suffix the Redis layout
-	// uses for a queue's other keys).
-	ErrMalformedJobName = errors.New("work: malformed job name")
-	// ErrMalformedID: a batch ID, or the ID of a job with a record, that no batch or job can have:
-	// IDs are 1 to 64 letters, digits, '_', '.' or '-'.
-	ErrMalformedID = errors.New("work: malformed ID")
-	// ErrMalformedRate: a rate that is not jobs per period (ParseRate, KeyLimits.RateLimit).
-	ErrMalformedRate = errors.New("work: malformed rate")
-	// ErrMalformedLimit: a per-key limit or weight out of its range (ParseKeyLimit, ParseKeyWeight,
-	// KeyLimits).
-	ErrMalformedLimit = errors.New("work: malformed limit")
-	// ErrMalformedArgs: job args that are not a JSON object (ParseArgs), or that cannot be encoded
-	// as JSON.
-	ErrMalformedArgs = errors.New("work: malformed args")
-)
-
 // CheckJobName returns an error wrapping ErrMalformedJobName for a name no job may have, and nil for
 // every name the library accepts.
 func CheckJobName(name string) error { return checkJobName(name) }

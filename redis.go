@@ -30,18 +30,3 @@ type Backend = rdb.Backend
 
 // PoolBackend returns the Backend of a redigo pool: the one the gocraft-compatible constructors use.
 func PoolBackend(pool *redis.Pool) Backend { return rdb.PoolBackend(pool) }
-
-// Errors of the store's writes (see errors.go for the package's others).
-var (
-	// ErrNotReplicated is returned by an enqueue made with Enqueuer.WaitReplicas when fewer replicas
-	// than asked acknowledged the write within Enqueuer.WaitTimeout. The job is on the primary, and
-	// it may or may not survive a failover that happens before it reaches a replica.
-	ErrNotReplicated = rdb.ErrNotReplicated
-	// ErrKeyFull is returned by an enqueue of a keyed job (and wrapped by batch and workflow calls)
-	// when its key already has as many jobs waiting as KeyMaxWaiting allows; nothing is written.
-	ErrKeyFull = rdb.ErrKeyFull
-	// ErrWrongType is returned, wrapping Redis's reply, when a key of the layout holds a value of
-	// another type than the layout says (another program overwrote it): the call read or changed
-	// nothing of that key; deleting or repairing the key ends it.
-	ErrWrongType = rdb.ErrWrongType
-)

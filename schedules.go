@@ -126,18 +126,81 @@ type ScheduleInfo struct {
 	Damaged string `json:"damaged,omitempty"`
 }
 
-// Errors of schedules.
-var (
-	// ErrMalformedSchedule: a schedule's ID, jitter or missed policy out of its bounds. Its spec,
-	// zone, job name, key and args are refused with ErrMalformedSpec, ErrUnknownLocation,
-	// ErrMalformedJobName, ErrMalformedKey and ErrMalformedArgs.
-	ErrMalformedSchedule = errors.New("work: malformed schedule")
-	// ErrScheduleNotFound: no schedule has the ID.
-	ErrScheduleNotFound = errors.New("work: schedule not found")
-	// ErrDamagedSchedule: the schedule's record in Redis cannot be read (another program wrote it);
-	// setting the schedule again repairs it.
-	ErrDamagedSchedule = rdb.ErrDamagedSchedule
+// ScheduleStatus is a schedule's status, as ScheduleInfo.Status tells it.
+type ScheduleStatus int
+
+const (
+	ScheduleActive   ScheduleStatus = iota // fires at its next tick
+	SchedulePaused                         // paused: none of its ticks is enqueued until it is resumed
+	ScheduleEnded                          // its spec has no tick to come
+	ScheduleDamaged                        // its record cannot be read (Damaged says why): it does not fire
+	SchedulePeriodic                       // a periodic job declared in code, which changes with the code only
 )
+
+// String returns the status in one word: active, paused, ended, damaged or periodic.
+func (s ScheduleStatus) String() string {
+	switch s {
+	case ScheduleActive:
+		return "active"
+	case SchedulePaused:
+		return "paused"
+	case ScheduleEnded:
+		return "ended"
+	case ScheduleDamaged:
+		return "damaged"
+	case SchedulePeriodic:
+		return "periodic"
+	}
+	return fmt.Sprintf("ScheduleStatus(%d)", int(s))
+}
+
+// Status tells whether the schedule fires: a periodic job declared in code and a damaged record
+// first, then a paused schedule, then one with no tick to come.
+func (in *ScheduleInfo) Status() ScheduleStatus {
+	switch {
+	case in.Periodic:
+		return SchedulePeriodic
+	case in.Damaged != "":
+		return ScheduleDamaged
+	case in.Paused:
+		return SchedulePaused
+	case in.NextTick == 0:
+		return ScheduleEnded
+	}
+	return ScheduleActive
+}
+
+// NextTicks returns up to n ticks of the schedule (epoch seconds), from NextTick on, as its spec
+// says in its zone; none (an empty slice) when it has no next tick: paused, damaged or ended. The
+// jitter is not added: a tick's job is due up to Jitter later.
+func (in *ScheduleInfo) NextTicks(n int) []int64 {
+	ticks := []int64{}
+	if n <= 0 || in.NextTick == 0 || in.Damaged != "" {
+		return ticks
+	}
+	ticks = append(ticks, in.NextTick)
+	c, err := crons.get(in.Spec, in.Location)
+	if err != nil {
+		return ticks
+	}
+	for t := time.Unix(in.NextTick, 0); len(ticks) < n; {
+		if t = c.Next(t); t.IsZero() {
+			break
+		}
+		ticks = append(ticks, t.Unix())
+	}
+	return ticks
+}
+
+// Zone returns the time zone the schedule's spec is read in: UTC when Location is empty, or names
+// a zone this machine's zone database does not know.
+func (in *ScheduleInfo) Zone() *time.Location {
+	loc, err := ParseLocation(in.Location)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
 
 // Bounds of a schedule.
 const (

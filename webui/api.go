@@ -30,7 +30,10 @@ func badRequestf(format string, args ...interface{}) error {
 
 // notRunning is a job asked to be cancelled that no worker runs: a cancel request would change
 // nothing, so the caller is told instead.
-type notRunning struct{ id, state string }
+type notRunning struct {
+	id    string
+	state work.JobState
+}
 
 func (e notRunning) Error() string {
 	return fmt.Sprintf("job %s is %s, not running: nothing to cancel", e.id, e.state)

@@ -6,9 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work"
 )
 
@@ -18,7 +16,7 @@ func checkBatchID(id string) error {
 		return badRequestf("missing batch id")
 	}
 	if err := work.CheckID(id); err != nil {
-		return badRequestf("malformed batch id: %s", strings.TrimPrefix(err.Error(), "work: malformed ID "))
+		return badRequestf("malformed batch id (%v)", err)
 	}
 	return nil
 }
@@ -29,12 +27,6 @@ type unreadable struct{ msg string }
 
 func (e unreadable) Error() string { return e.msg }
 
-// isWrongType reports whether err is Redis refusing a command on a key of another type.
-func isWrongType(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(string(re), "WRONGTYPE")
-}
-
 // batchStatus reads one batch: a badRequest for a malformed ID, ErrBatchNotFound, or unreadable
 // when its key holds another type.
 func (s *Server) batchStatus(id string) (*work.BatchStatus, error) {
@@ -42,7 +34,7 @@ func (s *Server) batchStatus(id string) (*work.BatchStatus, error) {
 		return nil, err
 	}
 	st, err := s.client.BatchStatus(id)
-	if isWrongType(err) {
+	if errors.Is(err, work.ErrWrongType) {
 		return nil, unreadable{fmt.Sprintf("batch %s cannot be read: its key holds another Redis type than a hash "+
 			"(another program wrote it), so its counts are lost", id)}
 	}
@@ -52,7 +44,7 @@ func (s *Server) batchStatus(id string) (*work.BatchStatus, error) {
 // batches reads a page of batches, or unreadable when one of them has a key of another type.
 func (s *Server) batches(page uint) ([]*work.BatchStatus, int64, error) {
 	bs, total, err := s.client.Batches(page)
-	if isWrongType(err) {
+	if errors.Is(err, work.ErrWrongType) {
 		return nil, 0, unreadable{"the batches of this page cannot be read: the key of one of them holds another " +
 			"Redis type than a hash (another program wrote it)"}
 	}

@@ -83,10 +83,14 @@ func TestJobRecordsOnTheJobPageAndAPI(t *testing.T) {
 	if a.State != "dead" || a.Job == nil || a.Job.Batch != b.ID || a.Record == nil || a.Record.State != "dead" || a.Record.Err != "image <corrupt>" {
 		t.Errorf("/job of a dead member: %+v %+v", a, a.Record)
 	}
-	body = page(died.ID, `id="job-state">dead<`, `id="record-state">dead<`, `id="record-err">image &lt;corrupt&gt;<`,
+	// One state (the record's) and one count of attempts; the place says where the job is.
+	body = page(died.ID, `id="job-where">in the dead set<`, `id="record-state">dead<`, `id="record-err">image &lt;corrupt&gt;<`,
 		`value="retry_dead"`, `id="job-batch" href="batches/`+b.ID+`"`)
 	if strings.Contains(body, `id="record-only"`) {
 		t.Error("a dead job's record shows as all there is")
+	}
+	if strings.Contains(body, `id="job-state"`) || strings.Contains(body, "Attempts failed") {
+		t.Error("a job with a record shows a second state or count of attempts")
 	}
 
 	// A pending member without a record: its place, and a link to its batch.
@@ -111,7 +115,7 @@ func TestJobRecordsOnTheJobPageAndAPI(t *testing.T) {
 	if a.State != "queued" || a.Record == nil || a.Record.State != "queued" {
 		t.Errorf("/job of a tracked job: %+v %+v", a, a.Record)
 	}
-	page(tracked.ID, `id="job-state">queued<`, `id="record-state">queued<`, `value="delete_queued"`)
+	page(tracked.ID, `id="job-where">in its queue<`, `id="record-state">queued<`, `value="delete_queued"`)
 
 	// A record overwritten with another type: the job still shows, with a note.
 	a = get(broken.ID)

@@ -2,7 +2,6 @@ package webui
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/workqueue/work"
 )
@@ -16,47 +15,18 @@ type jobView struct {
 	RecordErr string // the record exists but cannot be read
 }
 
-// findJob reads a job's record first (one round trip), then looks for the job in the queues and sets
-// (FindJob, which reads every job in the worst case) unless the record says it cannot be there. It
-// returns ErrJobNotFound when the job has neither.
+// findJob looks the job up (work.Client.LookupJob: its record, then where it is unless the record
+// says it cannot be in a queue or set); ErrJobNotFound when it has neither.
 func (s *Server) findJob(id string) (*jobView, error) {
-	v := &jobView{ID: id}
-	// IDs a record cannot have (those of periodic jobs, say) are only looked for in the queues.
-	if work.CheckID(id) == nil {
-		rec, err := s.client.JobRecord(id)
-		switch {
-		case err == nil:
-			v.Record = rec
-		case errors.Is(err, work.ErrNoRecord):
-		case isWrongType(err):
-			v.RecordErr = "The job's record cannot be read: its key holds another Redis type than a hash (another program wrote it)."
-		default:
-			return nil, err
-		}
-	}
-	if v.Record != nil && !mayBeLocated(v.Record.State) {
-		return v, nil
-	}
-	loc, err := s.client.FindJob(id)
-	if errors.Is(err, work.ErrJobNotFound) && v.Record != nil {
-		return v, nil // it moved on meanwhile (finished, say): its record says where it ended
-	}
+	l, err := s.client.LookupJob(id)
 	if err != nil {
 		return nil, err
 	}
-	v.Loc = loc
-	return v, nil
-}
-
-// mayBeLocated reports whether a job whose record is in the given state may be in a queue or set: a
-// job waiting for its dependencies is kept in its record only, and one that is done, dropped or
-// deleted is gone.
-func mayBeLocated(recordState string) bool {
-	switch recordState {
-	case "waiting", "done", "dropped", "deleted":
-		return false
+	v := &jobView{ID: id, Loc: l.Location, Record: l.Record}
+	if l.RecordErr != nil {
+		v.RecordErr = "The job's record cannot be read: its key holds another Redis type than a hash (another program wrote it)."
 	}
-	return true
+	return v, nil
 }
 
 // MarshalJSON encodes the view as GET /job answers it: the location's fields, as they were before

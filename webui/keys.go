@@ -33,7 +33,7 @@ func keyError(name string, err error) error {
 	switch {
 	case errors.Is(err, work.ErrMalformedKey):
 		return badRequest{err.Error()}
-	case isWrongType(err):
+	case errors.Is(err, work.ErrWrongType):
 		return unreadable{fmt.Sprintf("the keys of %s cannot be read or changed: a key of its keyed state holds "+
 			"another Redis type (another program wrote it)", short(80, name))}
 	}
@@ -62,7 +62,7 @@ func keyLimitsOf(get func(string) string) (work.KeyLimits, error) {
 	for i, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			field := [...]string{"concurrency", "rate", "weight", "max waiting"}[i]
-			return work.KeyLimits{}, badLimitsf("bad %s: %s", field, strings.TrimPrefix(err.Error(), "work: "))
+			return work.KeyLimits{}, badLimitsf("bad %s: %v", field, err)
 		}
 	}
 	return l, nil

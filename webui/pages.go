@@ -60,6 +60,7 @@ var templateFuncs = template.FuncMap{
 	"queueTable": newQueueTable,
 	"keysURL":    keysURL,
 	"inZone":     inZone,
+	"where":      where,
 	"period":     periodText,
 	"scheduleActs": func(d *pageData, in *work.ScheduleInfo) scheduleActs {
 		return scheduleActs{Page: d, Row: in}
@@ -105,13 +106,28 @@ func when(epoch int64) string {
 
 func isoTime(epoch int64) string { return time.Unix(epoch, 0).UTC().Format(time.RFC3339) }
 
-// inZone renders an epoch time in a time zone ("" for UTC or a zone the library does not know).
-func inZone(epoch int64, zone string) string {
-	if epoch == 0 || zone == "" || zone == "UTC" {
-		return ""
+// where says in words where a job is, for the job page of a job that also has a record, whose
+// state the page shows.
+func where(s work.JobState) string {
+	switch s {
+	case work.JobStateQueued:
+		return "in its queue"
+	case work.JobStateInProgress:
+		return "fetched by the worker pool"
+	case work.JobStateScheduled:
+		return "in the scheduled set"
+	case work.JobStateRetry:
+		return "in the retry set"
+	case work.JobStateDead:
+		return "in the dead set"
 	}
-	loc, err := work.ParseLocation(zone)
-	if err != nil {
+	return string(s)
+}
+
+// inZone renders an epoch time in a schedule's zone ("" when that is UTC).
+func inZone(epoch int64, s *work.ScheduleInfo) string {
+	loc := s.Zone()
+	if epoch == 0 || loc == time.UTC {
 		return ""
 	}
 	return time.Unix(epoch, 0).In(loc).Format("2006-01-02 15:04:05 MST")
@@ -228,7 +244,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 		}
 	case "scheduled", "retry", "dead":
 		tmpl, title = "jobs", map[string]string{"scheduled": "Scheduled jobs", "retry": "Retry jobs", "dead": "Dead jobs"}[name]
-		content, err = s.jobList(r, name)
+		content, err = s.jobList(r, work.JobState(name))
 	case "job":
 		tmpl, title = "job", "Job"
 		content, err = s.jobDetail(r)
@@ -506,7 +522,7 @@ type jobsData struct {
 	NameMatch  bool // the query is the exact name of a job in the list: offer actions on the name
 }
 
-func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
+func (s *Server) jobList(r *http.Request, state work.JobState) (*jobsData, error) {
 	page, err := parsePage(r)
 	if err != nil {
 		return nil, err
@@ -515,8 +531,8 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 		page = 1
 	}
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	d := &jobsData{State: state, Query: q, Page: int64(page), Rows: []jobRow{}}
-	d.ScoreLabel = map[string]string{"scheduled": "Runs", "retry": "Retries", "dead": "Died"}[state]
+	d := &jobsData{State: string(state), Query: q, Page: int64(page), Rows: []jobRow{}}
+	d.ScoreLabel = map[work.JobState]string{work.JobStateScheduled: "Runs", work.JobStateRetry: "Retries", work.JobStateDead: "Died"}[state]
 	if q != "" {
 		locs, total, err := s.client.SearchJobs(state, q, page)
 		if err != nil {
@@ -529,7 +545,7 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 		}
 	} else {
 		switch state {
-		case "scheduled":
+		case work.JobStateScheduled:
 			jobs, total, err := s.client.ScheduledJobs(page)
 			if err != nil {
 				return nil, err
@@ -538,7 +554,7 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 			for _, j := range jobs {
 				d.Rows = append(d.Rows, jobRow{Score: j.RunAt, Job: j.Job})
 			}
-		case "retry":
+		case work.JobStateRetry:
 			jobs, total, err := s.client.RetryJobs(page)
 			if err != nil {
 				return nil, err
@@ -547,7 +563,7 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 			for _, j := range jobs {
 				d.Rows = append(d.Rows, jobRow{Score: j.RetryAt, Job: j.Job})
 			}
-		case "dead":
+		case work.JobStateDead:
 			jobs, total, err := s.client.DeadJobs(page)
 			if err != nil {
 				return nil, err
@@ -565,7 +581,7 @@ func (s *Server) jobList(r *http.Request, state string) (*jobsData, error) {
 			v.Set("q", q)
 		}
 		v.Set("page", strconv.FormatInt(p, 10))
-		return state + "?" + v.Encode()
+		return string(state) + "?" + v.Encode()
 	}
 	d.PrevURL, d.NextURL = pageLinks(d.Page, d.Pages, link)
 	return d, nil

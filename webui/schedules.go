@@ -27,7 +27,7 @@ func scheduleError(err error) error {
 	case errors.Is(err, work.ErrMalformedSchedule), errors.Is(err, work.ErrMalformedSpec), errors.Is(err, work.ErrUnknownLocation),
 		errors.Is(err, work.ErrMalformedJobName), errors.Is(err, work.ErrMalformedKey), errors.Is(err, work.ErrMalformedArgs):
 		return badRequest{err.Error()}
-	case isWrongType(err):
+	case errors.Is(err, work.ErrWrongType):
 		return unreadable{"the schedules cannot be read or changed: a key of theirs holds another Redis type (another program wrote it)"}
 	}
 	return err
@@ -44,23 +44,11 @@ func checkScheduleID(id string) error {
 // scheduleRow is one schedule, or one periodic job declared in code, as the pages show it.
 type scheduleRow struct {
 	*work.ScheduleInfo
-	URL    string // its own view
-	Status string // periodic, damaged, paused, active or ended
+	URL string // its own view
 }
 
 func newScheduleRow(in *work.ScheduleInfo) scheduleRow {
-	row := scheduleRow{ScheduleInfo: in, URL: scheduleURL(in.ID), Status: "active"}
-	switch {
-	case in.Periodic:
-		row.Status = "periodic"
-	case in.Damaged != "":
-		row.Status = "damaged"
-	case in.Paused:
-		row.Status = "paused"
-	case in.NextTick == 0:
-		row.Status = "ended"
-	}
-	return row
+	return scheduleRow{ScheduleInfo: in, URL: scheduleURL(in.ID)}
 }
 
 // scheduleURL is the address, relative to ui/, of a schedule's view.
@@ -114,57 +102,14 @@ type scheduleView struct {
 // nextTickCount is how many ticks a schedule's view lists.
 const nextTickCount = 5
 
-// nextTicks returns the first n ticks of a schedule from its next one on (none when it has none: it
-// is paused, damaged or ended), as its spec in its zone says.
-func nextTicks(in *work.ScheduleInfo, n int) []int64 {
-	if in.NextTick == 0 || in.Damaged != "" {
-		return nil
-	}
-	ticks := []int64{in.NextTick}
-	c, err := work.ParseCron(in.Spec, in.Location)
-	if err != nil {
-		return ticks
-	}
-	for t := time.Unix(in.NextTick, 0); len(ticks) < n; {
-		if t = c.Next(t); t.IsZero() {
-			break
-		}
-		ticks = append(ticks, t.Unix())
-	}
-	return ticks
-}
-
-// checkCursor refuses a cursor that is not one the list gave (a number, as Redis's HSCAN takes).
-func checkCursor(cursor string) error {
-	if cursor == "" {
-		return nil
-	}
-	if _, err := strconv.ParseUint(cursor, 10, 64); err != nil {
-		return badRequestf("bad cursor %q: want the cursor of a page's next link", cursor)
-	}
-	return nil
-}
-
-// findSchedule returns a stored schedule, or a periodic job declared in code, by ID.
+// findSchedule returns a stored schedule, or a periodic job declared in code, by ID, after checking
+// the ID before any round trip.
 func (s *Server) findSchedule(id string) (*work.ScheduleInfo, error) {
 	if err := checkScheduleID(id); err != nil {
 		return nil, err
 	}
-	in, err := s.client.Schedule(id)
-	if !errors.Is(err, work.ErrScheduleNotFound) {
-		return in, scheduleError(err)
-	}
-	// Not stored: perhaps a periodic job, which the first page lists.
-	page, perr := s.client.Schedules(work.ScheduleQuery{Prefix: id, Count: 1})
-	if perr != nil {
-		return nil, scheduleError(perr)
-	}
-	for _, p := range page.Schedules {
-		if p.Periodic && p.ID == id {
-			return p, nil
-		}
-	}
-	return nil, err
+	in, err := s.client.FindSchedule(id)
+	return in, scheduleError(err)
 }
 
 // scheduleList serves the schedules page: ?id= views one schedule; else a page of the list, of the
@@ -177,7 +122,7 @@ func (s *Server) scheduleList(r *http.Request) (*schedulesData, error) {
 		if err != nil {
 			return nil, err
 		}
-		v := &scheduleView{scheduleRow: newScheduleRow(in), Next: nextTicks(in, nextTickCount)}
+		v := &scheduleView{scheduleRow: newScheduleRow(in), Next: in.NextTicks(nextTickCount)}
 		if in.Args != nil {
 			v.Args = indentJSON(in.Args)
 		}
@@ -186,9 +131,6 @@ func (s *Server) scheduleList(r *http.Request) (*schedulesData, error) {
 	find, cursor := strings.TrimSpace(q.Get("q")), q.Get("cursor")
 	if cursor == "0" {
 		cursor = ""
-	}
-	if err := checkCursor(cursor); err != nil {
-		return nil, err
 	}
 	if find != "" {
 		if err := checkScheduleID(find); err != nil {
@@ -308,8 +250,8 @@ type scheduleAnswer struct {
 func (s *Server) apiSchedules(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sq := work.ScheduleQuery{Cursor: q.Get("cursor"), Prefix: q.Get("prefix")}
-	err := checkCursor(sq.Cursor)
-	if v := q.Get("count"); err == nil && v != "" {
+	var err error
+	if v := q.Get("count"); v != "" {
 		n, perr := strconv.Atoi(v)
 		if perr != nil || n < 1 || n > 10000 {
 			err = badRequestf("bad count %q: want a number from 1 to 10000", v)
@@ -339,11 +281,7 @@ func (s *Server) apiSchedule(w http.ResponseWriter, r *http.Request) {
 		renderError(w, err)
 		return
 	}
-	ticks := nextTicks(in, nextTickCount)
-	if ticks == nil {
-		ticks = []int64{}
-	}
-	render(w, scheduleAnswer{ScheduleInfo: in, NextTicks: ticks}, nil)
+	render(w, scheduleAnswer{ScheduleInfo: in, NextTicks: in.NextTicks(nextTickCount)}, nil)
 }
 
 // scheduleActionAnswer is the answer of the schedules' POST endpoints; run_schedule adds the job it

@@ -9,16 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/spf13/cobra"
 	"github.com/workqueue/work"
 )
-
-// isWrongType reports whether err is Redis refusing a command on a key of another type.
-func isWrongType(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(string(re), "WRONGTYPE")
-}
 
 // progressBar draws done, dead and pending members in width cells: '#' done, 'x' dead, '.'
 // pending. The cells are shared out over done+dead+pending, which is the total unless the batch is
@@ -48,13 +41,13 @@ func endedPercent(st *work.BatchStatus) int64 {
 // clear error when another program overwrote its key with another type.
 func batchStatus(c *work.Client, id string) (*work.BatchStatus, error) {
 	if err := work.CheckID(id); err != nil {
-		return nil, usagef("batch ID: %s", strings.TrimPrefix(err.Error(), "work: "))
+		return nil, usageError{libError{err: err, note: " (the batch ID)"}}
 	}
 	st, err := c.BatchStatus(id)
 	switch {
 	case errors.Is(err, work.ErrBatchNotFound):
 		return nil, notFoundf("no batch %s (never created, or its status expired)", id)
-	case isWrongType(err):
+	case errors.Is(err, work.ErrWrongType):
 		return nil, fmt.Errorf("batch %s cannot be read: its key holds another Redis type than a hash (another program wrote it)", id)
 	}
 	return st, err
@@ -163,7 +156,7 @@ func (a *app) batchesCommand() *cobra.Command {
 				return err
 			}
 			bs, total, err := c.Batches(page)
-			if isWrongType(err) {
+			if errors.Is(err, work.ErrWrongType) {
 				return errors.New("the batches of this page cannot be read: the key of one of them holds another Redis type than a hash (another program wrote it)")
 			}
 			if err != nil {
@@ -208,47 +201,18 @@ type jobReport struct {
 	recordErr string // the record exists but cannot be read
 }
 
-// findJob reads a job's record first (one round trip), then looks for the job in the queues and
-// sets (FindJob, which reads every job in the worst case) unless the record says it cannot be
-// there. It returns ErrJobNotFound when the job has neither.
+// findJob looks the job up (work.Client.LookupJob: its record, then where it is unless the record
+// says it cannot be in a queue or set); ErrJobNotFound when it has neither.
 func findJob(c *work.Client, id string) (*jobReport, error) {
-	r := &jobReport{}
-	// IDs a record cannot have (those of periodic jobs, say) are only looked for in the queues.
-	if work.CheckID(id) == nil {
-		rec, err := c.JobRecord(id)
-		switch {
-		case err == nil:
-			r.record = rec
-		case errors.Is(err, work.ErrNoRecord):
-		case isWrongType(err):
-			r.recordErr = "the job's record cannot be read: its key holds another Redis type than a hash (another program wrote it)"
-		default:
-			return nil, err
-		}
-	}
-	if r.record != nil && !mayBeLocated(r.record.State) {
-		return r, nil
-	}
-	loc, err := c.FindJob(id)
-	if errors.Is(err, work.ErrJobNotFound) && r.record != nil {
-		return r, nil // it moved on meanwhile (finished, say): its record says where it ended
-	}
+	l, err := c.LookupJob(id)
 	if err != nil {
 		return nil, err
 	}
-	r.loc = loc
-	return r, nil
-}
-
-// mayBeLocated reports whether a job whose record is in the given state may be in a queue or set: a
-// job waiting for its dependencies is kept in its record only, and one that is done, dropped or
-// deleted is gone.
-func mayBeLocated(recordState string) bool {
-	switch recordState {
-	case "waiting", "done", "dropped", "deleted":
-		return false
+	r := &jobReport{loc: l.Location, record: l.Record}
+	if l.RecordErr != nil {
+		r.recordErr = "the job's record cannot be read: its key holds another Redis type than a hash (another program wrote it)"
 	}
-	return true
+	return r, nil
 }
 
 // MarshalJSON encodes the report as `work job --json` prints it: the location's fields, as they
@@ -300,14 +264,14 @@ func (r *jobReport) print(w io.Writer, id string) error {
 	t := newTable(w, "ID", orDash(id))
 	if rec := r.record; rec != nil {
 		t.row("NAME", orDash(rec.Name))
-		state := rec.State
-		if rec.State == "waiting" && rec.WaitingFor > 0 {
+		state := string(rec.State)
+		if rec.State == work.JobStateWaiting && rec.WaitingFor > 0 {
 			state += fmt.Sprintf(" for %d %s", rec.WaitingFor, plural(rec.WaitingFor, "dependency", "dependencies"))
 		}
-		if r.loc == nil && mayBeLocated(rec.State) {
+		if r.loc == nil && rec.State.Findable() {
 			state += " (in no queue or set any more)"
 		}
-		if rec.State == "running" && rec.Attempt > 0 {
+		if rec.State == work.JobStateRunning && rec.Attempt > 0 {
 			state += fmt.Sprintf(" (attempt %d)", rec.Attempt)
 		}
 		t.row("STATE", state)
@@ -347,7 +311,7 @@ func (r *jobReport) print(w io.Writer, id string) error {
 	}
 	if loc := r.loc; loc != nil {
 		j := loc.Job
-		where := loc.State
+		where := string(loc.State)
 		if loc.PoolID != "" {
 			where += " (pool " + loc.PoolID + ")"
 		}
@@ -358,13 +322,16 @@ func (r *jobReport) print(w io.Writer, id string) error {
 			t.row("WHERE", where)
 		}
 		if loc.Score != 0 {
-			label := map[string]string{work.JobStateScheduled: "RUN AT", work.JobStateRetry: "RETRY AT", work.JobStateDead: "DIED AT"}[loc.State]
+			label := map[work.JobState]string{work.JobStateScheduled: "RUN AT", work.JobStateRetry: "RETRY AT", work.JobStateDead: "DIED AT"}[loc.State]
 			t.row(label, fmt.Sprintf("%s UTC (%s; score %d)", when(loc.Score), ago(loc.Score), loc.Score))
 		}
 		if r.record == nil || r.record.EnqueuedAt == 0 {
 			t.row("ENQUEUED", when(j.EnqueuedAt)+" UTC")
 		}
-		t.row("FAILS", strconv.FormatInt(j.Fails, 10))
+		if r.record == nil {
+			// A record counts the attempts: one figure is enough.
+			t.row("FAILS", strconv.FormatInt(j.Fails, 10))
+		}
 		switch {
 		case j.LastErr == "":
 		case r.record == nil:

@@ -167,7 +167,7 @@ it is a keyed job: it waits in its key's queue and is served in its key's turn (
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			name := pos[0]
 			if err := work.CheckJobName(name); err != nil {
-				return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
+				return usageError{libError{err: err}}
 			}
 			q, err := work.ParseArgs(argsJSON) // keeps large integers exact
 			if err != nil {
@@ -231,14 +231,14 @@ func ofKey(key string) string {
 
 // setInfo describes one of the sorted sets for the set commands.
 type setInfo struct {
-	state      string
+	state      work.JobState
 	scoreTitle string // the list's score column
 	retryVerb  string // what "retry" does
 	retry      func(c *work.Client, score int64, id string) error
 	delete     func(c *work.Client, score int64, id string) error
 }
 
-var sets = map[string]setInfo{
+var sets = map[work.JobState]setInfo{
 	work.JobStateDead: {
 		state: work.JobStateDead, scoreTitle: "DIED", retryVerb: "retried",
 		retry:  func(c *work.Client, s int64, id string) error { return c.RetryDeadJob(s, id) },
@@ -309,7 +309,7 @@ func (a *app) listSet(c *work.Client, info setInfo, page uint, search string) ([
 }
 
 // findScores returns the scores of the jobs with the given ID in a set.
-func findScores(c *work.Client, state, id string) ([]int64, error) {
+func findScores(c *work.Client, state work.JobState, id string) ([]int64, error) {
 	var scores []int64
 	for page := uint(1); ; page++ {
 		locs, total, err := c.SearchJobs(state, id, page)
@@ -328,9 +328,9 @@ func findScores(c *work.Client, state, id string) ([]int64, error) {
 }
 
 // setCommand builds `work dead|retry|scheduled list|retry|delete`.
-func (a *app) setCommand(state string) *cobra.Command {
+func (a *app) setCommand(state work.JobState) *cobra.Command {
 	info := sets[state]
-	titles := map[string]string{
+	titles := map[work.JobState]string{
 		work.JobStateDead:      "Dead jobs: list, retry or delete them",
 		work.JobStateRetry:     "Jobs waiting for a retry: list, run now or delete them",
 		work.JobStateScheduled: "Scheduled jobs: list, run now or delete them",
@@ -485,12 +485,12 @@ func (a *app) setCommand(state string) *cobra.Command {
 			func(c *work.Client, name string) (int64, error) { return c.DeleteDeadJobsByName(name) },
 			func(c *work.Client) error { return c.DeleteAllDeadJobs() })
 	} else {
-		score := map[string]string{work.JobStateRetry: "RETRY_AT", work.JobStateScheduled: "RUN_AT"}[state]
+		score := map[work.JobState]string{work.JobStateRetry: "RETRY_AT", work.JobStateScheduled: "RUN_AT"}[state]
 		retry = act("retry ["+score+"] ID", "Move a job to its queue now", info.retry, info.retryVerb, nil, nil)
 		retry.Aliases = []string{"run"}
 		del = act("delete ["+score+"] ID", "Delete a job", info.delete, "deleted", nil, nil)
 	}
-	return group(&cobra.Command{Use: state, Short: titles[state]}, list, retry, del)
+	return group(&cobra.Command{Use: string(state), Short: titles[state]}, list, retry, del)
 }
 
 func (a *app) pauseCommand(pause bool) *cobra.Command {
@@ -505,7 +505,7 @@ func (a *app) pauseCommand(pause bool) *cobra.Command {
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			if err := work.CheckJobName(pos[0]); err != nil {
-				return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
+				return usageError{libError{err: err}}
 			}
 			c, err := a.connect()
 			if err != nil {

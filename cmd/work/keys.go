@@ -21,22 +21,19 @@ func keyError(name string, err error) error {
 	switch {
 	case errors.Is(err, work.ErrMalformedKey):
 		return malformedKey(err)
-	case isWrongType(err):
+	case errors.Is(err, work.ErrWrongType):
 		return fmt.Errorf("the keys of %s cannot be read or changed: a key of its keyed state holds another Redis type (another program wrote it)", name)
 	}
 	return err
 }
 
-// malformedKey is the library's refusal of a key, as bad usage (without the library's "work: ",
-// which the command's own message starts with).
-func malformedKey(err error) error {
-	return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
-}
+// malformedKey is the library's refusal of a key, as bad usage.
+func malformedKey(err error) error { return usageError{libError{err: err}} }
 
 // checkNameAndKey refuses, as bad usage, a job name or key that the library refuses.
 func checkNameAndKey(name, key string) error {
 	if err := work.CheckJobName(name); err != nil {
-		return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
+		return usageError{libError{err: err}}
 	}
 	if err := work.CheckKey(key); err != nil {
 		return malformedKey(err)
@@ -165,7 +162,7 @@ With --json it prints {"count":N,"keys":[...]}, or the key.`,
 					return usagef("--page pages the list of keys: give no KEY with it")
 				}
 			} else if err := work.CheckJobName(name); err != nil {
-				return usagef("%s", strings.TrimPrefix(err.Error(), "work: "))
+				return usageError{libError{err: err}}
 			}
 			c, err := a.connect()
 			if err != nil {
@@ -271,7 +268,7 @@ func (a *app) keyControlCommands() []*cobra.Command {
 
 // flagError is the library's refusal of a flag's value, as bad usage that names the flag.
 func flagError(flag string, err error) error {
-	return usagef("--%s: %s", flag, strings.TrimPrefix(err.Error(), "work: "))
+	return usageError{libError{err: err, note: " (--" + flag + ")"}}
 }
 
 // keyLimitFlags are the flags of `work keys set`, each read by the library's parser of its kind

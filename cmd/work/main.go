@@ -82,6 +82,33 @@ func notFoundf(format string, args ...interface{}) error {
 	return notFoundError{fmt.Errorf(format, args...)}
 }
 
+// libError is an error of the library, shown as it is (its text starts with "work: ", as the
+// command's own messages do), followed by note, the command's words about it.
+type libError struct {
+	err  error
+	note string
+}
+
+func (e libError) Error() string { return e.err.Error() + e.note }
+func (e libError) Unwrap() error { return e.err }
+
+// message is the line an error is shown as: the command's own errors after "work: ", the library's
+// as they are.
+func message(err error) string {
+	for e := err; ; {
+		switch x := e.(type) {
+		case libError:
+			return err.Error()
+		case usageError:
+			e = x.error
+		case notFoundError:
+			e = x.error
+		default:
+			return "work: " + err.Error()
+		}
+	}
+}
+
 // exitCode maps an error to the documented exit status.
 func exitCode(err error) int {
 	var ue usageError
@@ -113,7 +140,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitCode(err)
 	if err != nil {
-		fmt.Fprintf(stderr, "work: %v\n", err)
+		fmt.Fprintln(stderr, message(err))
 		if code == exitUsage {
 			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}

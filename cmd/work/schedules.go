@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,13 +30,6 @@ var scheduleFlagOf = []struct {
 	{work.ErrMalformedArgs, "args"},
 }
 
-// libError is an error of the library without its "work: ", which the command's own message starts
-// with.
-type libError struct{ err error }
-
-func (e libError) Error() string { return strings.TrimPrefix(e.err.Error(), "work: ") }
-func (e libError) Unwrap() error { return e.err }
-
 // scheduleError turns the library's refusal of a schedule into bad usage (naming the flag at
 // fault), an unknown schedule into not found (saying that a periodic job declared in code cannot be
 // changed here), and a damaged record into a clear error.
@@ -46,14 +38,12 @@ func scheduleError(id string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, work.ErrMalformedSchedule):
-		return usagef("%s", libError{err})
-	case errors.Is(err, work.ErrScheduleNotFound) && strings.HasPrefix(id, "periodic:"):
-		return notFoundError{fmt.Errorf("%w (a periodic job declared in code, with WorkerPool.PeriodicallyEnqueue, changes with the code only)", libError{err})}
+		return usageError{libError{err: err}}
 	case errors.Is(err, work.ErrScheduleNotFound):
-		return notFoundError{libError{err}}
+		return notFoundError{libError{err: err}}
 	case errors.Is(err, work.ErrDamagedSchedule):
-		return fmt.Errorf("%w; another program wrote it: delete the schedule, or set it again", libError{err})
-	case isWrongType(err):
+		return libError{err: err, note: "; another program wrote it: delete the schedule, or set it again"}
+	case errors.Is(err, work.ErrWrongType):
 		return errors.New("the schedules cannot be read or changed: a key of theirs holds another Redis type (another program wrote it)")
 	}
 	for _, f := range scheduleFlagOf {
@@ -61,10 +51,7 @@ func scheduleError(id string, err error) error {
 			return flagError(f.flag, err)
 		}
 	}
-	if strings.HasPrefix(err.Error(), "work: ") {
-		return libError{err}
-	}
-	return err
+	return libError{err: err}
 }
 
 // checkScheduleID refuses, as bad usage, an ID no schedule can have.
@@ -79,61 +66,28 @@ func (a *app) connectFor(id string) (*work.Client, error) {
 	return a.connect()
 }
 
-// scheduleStatus is a schedule's status in a word or two.
+// scheduleStatus is a schedule's status (work.ScheduleInfo.Status) in a word or two.
 func scheduleStatus(s *work.ScheduleInfo) string {
-	switch {
-	case s.Periodic:
+	switch st := s.Status(); st {
+	case work.SchedulePeriodic:
 		return "in code"
-	case s.Damaged != "":
+	case work.ScheduleDamaged:
 		return "damaged: " + s.Damaged
-	case s.Paused:
-		return "paused"
-	case s.NextTick == 0:
+	case work.ScheduleEnded:
 		return "no tick to come"
+	default:
+		return st.String()
 	}
-	return "active"
 }
 
-// nextTicks returns the first n ticks of a schedule from its next one on, as its spec in its zone
-// says; none when it has no next tick.
-func nextTicks(s *work.ScheduleInfo, n int) []int64 {
-	if s.NextTick == 0 || s.Damaged != "" {
-		return []int64{}
-	}
-	ticks := []int64{s.NextTick}
-	c, err := work.ParseCron(s.Spec, s.Location)
-	if err != nil {
-		return ticks
-	}
-	for t := time.Unix(s.NextTick, 0); len(ticks) < n; {
-		if t = c.Next(t); t.IsZero() {
-			break
-		}
-		ticks = append(ticks, t.Unix())
-	}
-	return ticks
-}
-
-// inZone renders an epoch time in a schedule's zone, "" for UTC.
-func inZone(epoch int64, zone string) string {
-	if epoch == 0 || zone == "" || zone == "UTC" {
-		return ""
-	}
-	loc, err := work.ParseLocation(zone)
-	if err != nil {
-		return ""
-	}
-	return time.Unix(epoch, 0).In(loc).Format("2006-01-02 15:04:05 MST")
-}
-
-// whenIn renders an epoch time in UTC, how far it is, and the time in zone.
-func whenIn(epoch int64, zone string) string {
+// whenIn renders an epoch time in UTC, how far it is, and the time in the schedule's zone.
+func whenIn(epoch int64, in *work.ScheduleInfo) string {
 	if epoch == 0 {
 		return "-"
 	}
 	s := when(epoch) + " UTC (" + ago(epoch) + ")"
-	if z := inZone(epoch, zone); z != "" {
-		s += ", " + z
+	if loc := in.Zone(); loc != time.UTC {
+		s += ", " + time.Unix(epoch, 0).In(loc).Format("2006-01-02 15:04:05 MST")
 	}
 	return s
 }
@@ -171,15 +125,15 @@ func printSchedule(w io.Writer, s *work.ScheduleInfo) error {
 		}
 		t.row("JITTER", jitter)
 		t.row("MISSED", s.Missed.String())
-		t.row("LAST TICK", whenIn(s.LastTick, s.Location))
+		t.row("LAST TICK", whenIn(s.LastTick, s))
 	}
-	t.row("NEXT RUN", whenIn(s.NextRun, s.Location))
-	for i, tick := range nextTicks(s, 5) {
+	t.row("NEXT RUN", whenIn(s.NextRun, s))
+	for i, tick := range s.NextTicks(5) {
 		label := ""
 		if i == 0 {
 			label = "NEXT TICKS"
 		}
-		t.row(label, whenIn(tick, s.Location))
+		t.row(label, whenIn(tick, s))
 	}
 	return t.flush()
 }
@@ -217,9 +171,6 @@ With --json it prints {"schedules":[...],"next":CURSOR,"stored":N} (next "" on t
 				if err := work.CheckScheduleID(prefix); err != nil {
 					return flagError("prefix", err)
 				}
-			}
-			if _, err := strconv.ParseUint(orZero(cursor), 10, 64); err != nil {
-				return usagef("bad --cursor %q: want the cursor a page's last line gives", cursor)
 			}
 			if count < 1 || count > 10000 {
 				return usagef("--count must be from 1 to 10000")
@@ -316,12 +267,12 @@ With --json it prints the schedule with "next_ticks".`,
 			if err != nil {
 				return err
 			}
-			s, err := findSchedule(c, id)
+			s, err := c.FindSchedule(id)
 			if err != nil {
 				return scheduleError(id, err)
 			}
 			if a.json {
-				return printJSON(a.stdout, scheduleShown{ScheduleInfo: s, NextTicks: nextTicks(s, 5)})
+				return printJSON(a.stdout, scheduleShown{ScheduleInfo: s, NextTicks: s.NextTicks(5)})
 			}
 			return printSchedule(a.stdout, s)
 		},
@@ -346,33 +297,6 @@ usage (status 2).`,
 	}, list, show, a.scheduleSetCommand())
 	cmd.AddCommand(a.scheduleControlCommands()...)
 	return cmd
-}
-
-// orZero returns s, or "0" when it is empty.
-func orZero(s string) string {
-	if s == "" {
-		return "0"
-	}
-	return s
-}
-
-// findSchedule returns a stored schedule, or a periodic job declared in code, by ID.
-func findSchedule(c *work.Client, id string) (*work.ScheduleInfo, error) {
-	s, err := c.Schedule(id)
-	if !errors.Is(err, work.ErrScheduleNotFound) {
-		return s, err
-	}
-	// Not stored: perhaps a periodic job, which the first page lists.
-	page, perr := c.Schedules(work.ScheduleQuery{Prefix: id, Count: 1})
-	if perr != nil {
-		return nil, perr
-	}
-	for _, p := range page.Schedules {
-		if p.Periodic && p.ID == id {
-			return p, nil
-		}
-	}
-	return nil, err
 }
 
 func (a *app) scheduleSetCommand() *cobra.Command {
@@ -431,7 +355,7 @@ It prints the schedule as "work schedules show" does.`,
 				return scheduleError(s.ID, err)
 			}
 			if a.json {
-				return printJSON(a.stdout, scheduleShown{ScheduleInfo: got, NextTicks: nextTicks(got, 5)})
+				return printJSON(a.stdout, scheduleShown{ScheduleInfo: got, NextTicks: got.NextTicks(5)})
 			}
 			return printSchedule(a.stdout, got)
 		},

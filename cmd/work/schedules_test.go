@@ -301,41 +301,42 @@ func TestSchedulesUsageErrorsExitWith2(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string // in the message
+		flag string // the flag the library's refusal is about, named after it
 	}{
-		{[]string{"schedules"}, "needs a subcommand"},
-		{[]string{"schedules", "nope"}, "unknown subcommand"},
-		{[]string{"schedules", "list", "extra"}, ""},
-		{[]string{"schedules", "list", "--cursor", "x"}, "bad --cursor"},
-		{[]string{"schedules", "list", "--count", "0"}, "--count"},
-		{[]string{"schedules", "list", "--all", "--cursor", "5"}, "--all"},
-		{[]string{"schedules", "list", "--prefix", "a\x01"}, "--prefix: malformed schedule"},
-		{[]string{"schedules", "show"}, ""},
-		{[]string{"schedules", "show", "a", "b"}, ""},
-		{[]string{"schedules", "show", ""}, "malformed schedule: ID \"\": empty"},
-		{[]string{"schedules", "show", long}, "more than 200"},
-		{[]string{"schedules", "pause", "a\nb"}, "control character"},
-		{[]string{"schedules", "delete"}, ""},
-		{[]string{"schedules", "run", "a", "b"}, ""},
-		{[]string{"schedules", "set", "x", "--spec", "@daily"}, "--job is required"},
-		{[]string{"schedules", "set", "x", "--job", "report"}, "--spec is required"},
-		{append(set[:3:3], "--spec", "every day", "--job", "report"), "--spec: malformed spec"},
-		{append(set[:3:3], "--spec", "TZ=UTC @daily", "--job", "report"), "--spec: malformed spec"},
-		{append(set, "--location", "Mars/Olympus"), "--location: unknown time zone"},
-		{append(set, "--location", "Local"), "--location: unknown time zone"},
-		{append(set[:5:5], "--job", "x:lock"), "--job: malformed job name"},
-		{append(set, "--key", "{x}"), "--key: malformed key"},
-		{append(set, "--args", "[1]"), "--args: malformed args"},
-		{append(set, "--args", "{"), "--args: malformed args"},
-		{append(set, "--jitter", "48h"), "--jitter: malformed schedule"},
-		{append(set, "--jitter", "-1s"), "--jitter: malformed schedule"},
-		{append(set, "--jitter", "soon"), "jitter"},
-		{append(set, "--missed", "maybe"), "--missed: malformed schedule"},
-		{[]string{"schedules", "set", "", "--spec", "@daily", "--job", "report"}, "malformed schedule"},
+		{[]string{"schedules"}, "needs a subcommand", ""},
+		{[]string{"schedules", "nope"}, "unknown subcommand", ""},
+		{[]string{"schedules", "list", "extra"}, "", ""},
+		{[]string{"schedules", "list", "--cursor", "x"}, "page cursor \"x\"", ""},
+		{[]string{"schedules", "list", "--count", "0"}, "--count", ""},
+		{[]string{"schedules", "list", "--all", "--cursor", "5"}, "--all", ""},
+		{[]string{"schedules", "list", "--prefix", "a\x01"}, "malformed schedule", "(--prefix)"},
+		{[]string{"schedules", "show"}, "", ""},
+		{[]string{"schedules", "show", "a", "b"}, "", ""},
+		{[]string{"schedules", "show", ""}, "malformed schedule: ID \"\": empty", ""},
+		{[]string{"schedules", "show", long}, "more than 200", ""},
+		{[]string{"schedules", "pause", "a\nb"}, "control character", ""},
+		{[]string{"schedules", "delete"}, "", ""},
+		{[]string{"schedules", "run", "a", "b"}, "", ""},
+		{[]string{"schedules", "set", "x", "--spec", "@daily"}, "--job is required", ""},
+		{[]string{"schedules", "set", "x", "--job", "report"}, "--spec is required", ""},
+		{append(set[:3:3], "--spec", "every day", "--job", "report"), "malformed spec", "(--spec)"},
+		{append(set[:3:3], "--spec", "TZ=UTC @daily", "--job", "report"), "malformed spec", "(--spec)"},
+		{append(set, "--location", "Mars/Olympus"), "unknown time zone", "(--location)"},
+		{append(set, "--location", "Local"), "unknown time zone", "(--location)"},
+		{append(set[:5:5], "--job", "x:lock"), "malformed job name", "(--job)"},
+		{append(set, "--key", "{x}"), "malformed key", "(--key)"},
+		{append(set, "--args", "[1]"), "malformed args", "(--args)"},
+		{append(set, "--args", "{"), "malformed args", "(--args)"},
+		{append(set, "--jitter", "48h"), "malformed schedule", "(--jitter)"},
+		{append(set, "--jitter", "-1s"), "malformed schedule", "(--jitter)"},
+		{append(set, "--jitter", "soon"), "jitter", ""},
+		{append(set, "--missed", "maybe"), "malformed schedule", "(--missed)"},
+		{[]string{"schedules", "set", "", "--spec", "@daily", "--job", "report"}, "malformed schedule", ""},
 	} {
 		r := e.run(nil, tc.args...)
 		if r.code != 2 || !strings.HasPrefix(r.stderr, "work: ") || !strings.Contains(r.stderr, "--help") || r.stdout != "" ||
-			!strings.Contains(r.stderr, tc.want) {
-			t.Errorf("work %q: exit %d, stdout %q, stderr %q; want 2 and a message with %q", tc.args, r.code, r.stdout, r.stderr, tc.want)
+			!strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, tc.flag) {
+			t.Errorf("work %q: exit %d, stdout %q, stderr %q; want 2 and a message with %q %s", tc.args, r.code, r.stdout, r.stderr, tc.want, tc.flag)
 		}
 	}
 	// Nothing was changed by the refused commands.

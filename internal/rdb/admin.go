@@ -1,7 +1,7 @@
 package rdb
 
-// The Redis side of Client: reads for monitoring and the admin writes on the scheduled, retry and
-// dead sets. As in redis.go, scripts copy payloads as opaque strings; any new payload is built in Go.
+// The Client's side of the store: reads for monitoring and the repairs of the scheduled, retry and
+// dead sets and of the queues.
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// zmember is one member of a sorted set with its score (epoch seconds in every set of the layout).
+// Zmember is one member of a sorted set with its score (epoch seconds in every set of the layout).
 type Zmember struct {
 	Member []byte
 	Score  int64
 }
 
-// parseScore reads a sorted-set score as whole seconds; scores written by other programs may carry a
+// ParseScore reads a sorted-set score as whole seconds; scores written by other programs may carry a
 // fraction, which is dropped, and scores beyond the int64 range (+inf and -inf included) read as its
 // ends. See scoreBounds for finding such members again.
 func ParseScore(v interface{}) (int64, error) {
@@ -46,7 +46,7 @@ func ParseScore(v interface{}) (int64, error) {
 	return int64(f), nil
 }
 
-// scoreBounds returns the ZRANGEBYSCORE bounds of the members whose score parseScore reads as
+// ScoreBounds returns the ZRANGEBYSCORE bounds of the members whose score parseScore reads as
 // score: [score, score+1) for positive scores, (score-1, score] for negative ones, (-1, 1) for 0,
 // exactly score where a float64 has no fractions, and up to +inf (down to -inf) at the int64 range's
 // ends.
@@ -68,7 +68,7 @@ func ScoreBounds(score int64) (min, max string) {
 	return "(-1", "(1"
 }
 
-// zsetMaxBound returns the highest score of a sorted set as Redis writes it ("inf" included), to
+// ZsetMaxBound returns the highest score of a sorted set as Redis writes it ("inf" included), to
 // use as a ZRANGEBYSCORE bound; ok is false when the set is empty.
 func (s *Store) ZsetMaxBound(ctx context.Context, at Place) (bound string, ok bool, err error) {
 	key := s.key(at)
@@ -107,7 +107,7 @@ func parseWithScores(reply interface{}) ([]Zmember, error) {
 	return out, nil
 }
 
-// zsetPage returns members start..stop (by rank, inclusive) of a sorted set in score order, and the
+// ZsetPage returns members start..stop (by rank, inclusive) of a sorted set in score order, and the
 // set's size, in one round trip.
 func (s *Store) ZsetPage(ctx context.Context, at Place, start, stop int64) ([]Zmember, int64, error) {
 	key := s.key(at)
@@ -132,7 +132,7 @@ func (s *Store) ZsetPage(ctx context.Context, at Place, start, stop int64) ([]Zm
 	return page, total, err
 }
 
-// zsetByScore returns up to count members of a sorted set with min <= score <= max (Redis score
+// ZsetByScore returns up to count members of a sorted set with min <= score <= max (Redis score
 // bounds such as "-inf" or "(5" are accepted), skipping the first offset, in score order.
 func (s *Store) ZsetByScore(ctx context.Context, at Place, min, max interface{}, offset, count int) ([]Zmember, error) {
 	key := s.key(at)
@@ -157,7 +157,7 @@ func memberArgs(key string, member []byte, lockKey string) []interface{} {
 	return []interface{}{1, key, member}
 }
 
-// removedJob is what removing a job by hand changes besides its set or queue: its batch, its record
+// RemovedJob is what removing a job by hand changes besides its set or queue: its batch, its record
 // and, for a job that holds its key's slot (key set), that slot.
 type RemovedJob struct {
 	Id, Name, Batch string
@@ -188,7 +188,7 @@ func (s *Store) withWorkflow(args []interface{}, j *RemovedJob, pending bool) []
 	return args
 }
 
-// deleteMember removes one member of a sorted set, and with it the unique lock lockKey unless that is
+// DeleteMember removes one member of a sorted set, and with it the unique lock lockKey unless that is
 // "" (see deleteMemberScript). It reports whether the member was removed.
 func (s *Store) DeleteMember(ctx context.Context, at Place, member []byte, lockKey string, j *RemovedJob) (bool, error) {
 	key := s.key(at)
@@ -202,7 +202,7 @@ func (s *Store) DeleteMember(ctx context.Context, at Place, member []byte, lockK
 	return n == 1, err
 }
 
-// requeueOp is one member to move from a sorted set onto its job's queue under a new payload.
+// RequeueOp is one member to move from a sorted set onto its job's queue under a new payload.
 type RequeueOp struct {
 	Member  []byte // exact bytes in the set
 	Payload []byte // what to push
@@ -211,7 +211,7 @@ type RequeueOp struct {
 	Hold    bool   // the job holds its key's slot (a retry of KeyRetryInOrder): to the front, freeing it
 }
 
-// requeueMembers moves members of a sorted set onto their queues (see requeueMembersScript), in one
+// RequeueMembers moves members of a sorted set onto their queues (see requeueMembersScript), in one
 // round trip, and returns how many were still there to move.
 func (s *Store) RequeueMembers(ctx context.Context, at Place, ops []RequeueOp) (int64, error) {
 	set := s.key(at)
@@ -244,7 +244,7 @@ func (s *Store) RequeueMembers(ctx context.Context, at Place, ops []RequeueOp) (
 	return n, err
 }
 
-// unlink deletes a key without blocking the server while a large value is freed.
+// Unlink deletes a key without blocking the server while a large value is freed.
 func (s *Store) Unlink(ctx context.Context, at Place) error {
 	key := s.key(at)
 	return s.do(ctx, func(c redis.Conn) error {
@@ -253,7 +253,7 @@ func (s *Store) Unlink(ctx context.Context, at Place) error {
 	})
 }
 
-// setPaused pauses or unpauses a queue; unpausing wakes idle pools so they fetch at once.
+// SetPaused pauses or unpauses a queue; unpausing wakes idle pools so they fetch at once.
 func (s *Store) SetPaused(ctx context.Context, name string, paused bool) error {
 	return s.do(ctx, func(c redis.Conn) error {
 		if paused {
@@ -275,7 +275,7 @@ type queueStat struct {
 	Oldest []byte
 }
 
-// queueStats lists every known job name with its queue's length and oldest job: two round trips
+// QueueStats lists every known job name with its queue's length and oldest job: two round trips
 // whatever the number of queues.
 func (s *Store) QueueStats(ctx context.Context) ([]queueStat, error) {
 	var out []queueStat
@@ -307,7 +307,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]queueStat, error) {
 	return out, err
 }
 
-// poolHashes returns the IDs in the worker_pools set and each one's heartbeat hash (empty when the
+// PoolHashes returns the IDs in the worker_pools set and each one's heartbeat hash (empty when the
 // hash is missing): two round trips whatever the number of pools.
 func (s *Store) PoolHashes(ctx context.Context) ([]string, []map[string]string, error) {
 	var ids []string
@@ -323,7 +323,7 @@ func (s *Store) PoolHashes(ctx context.Context) ([]string, []map[string]string, 
 	return ids, hashes, err
 }
 
-// workerHashes returns the observation hash of each worker (empty when the worker is idle), in one
+// WorkerHashes returns the observation hash of each worker (empty when the worker is idle), in one
 // round trip.
 func (s *Store) WorkerHashes(ctx context.Context, workerIDs []string) ([]map[string]string, error) {
 	if len(workerIDs) == 0 {
@@ -358,7 +358,7 @@ func (s *Store) hashes(c redis.Conn, ids []string, key func(string) string) ([]m
 	return out, nil
 }
 
-// listRange returns the members start..stop (inclusive, by index) of a list.
+// ListRange returns the members start..stop (inclusive, by index) of a list.
 func (s *Store) ListRange(ctx context.Context, at Place, start, stop int64) ([][]byte, error) {
 	key := s.key(at)
 	var out [][]byte
@@ -370,7 +370,7 @@ func (s *Store) ListRange(ctx context.Context, at Place, start, stop int64) ([][
 	return out, err
 }
 
-// listLengths returns the length of each list, in one round trip; a key of another type reads as 0.
+// ListLengths returns the length of each list, in one round trip; a key of another type reads as 0.
 func (s *Store) ListLengths(ctx context.Context, at []Place) ([]int64, error) {
 	keys := make([]string, len(at))
 	for i, p := range at {
@@ -399,7 +399,7 @@ func (s *Store) ListLengths(ctx context.Context, at []Place) ([]int64, error) {
 	return out, err
 }
 
-// zscan runs one ZSCAN step: the next cursor ("0" when done) and the members it returned (possibly
+// Zscan runs one ZSCAN step: the next cursor ("0" when done) and the members it returned (possibly
 // some already returned by an earlier step).
 func (s *Store) Zscan(ctx context.Context, at Place, cursor, match string, count int) (string, []Zmember, error) {
 	key := s.key(at)
@@ -422,7 +422,7 @@ func (s *Store) Zscan(ctx context.Context, at Place, cursor, match string, count
 	return next, members, err
 }
 
-// poolIDs returns the members of the worker_pools set.
+// PoolIDs returns the members of the worker_pools set.
 func (s *Store) PoolIDs(ctx context.Context) ([]string, error) {
 	var ids []string
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -433,7 +433,7 @@ func (s *Store) PoolIDs(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
-// deleteListMember removes every copy of member from a list, and with it the unique lock lockKey
+// DeleteListMember removes every copy of member from a list, and with it the unique lock lockKey
 // unless that is "" (see deleteListMemberScript). It returns the number of copies removed.
 func (s *Store) DeleteListMember(ctx context.Context, at Place, member []byte, lockKey string, j *RemovedJob) (int64, error) {
 	key := s.key(at)
@@ -447,7 +447,7 @@ func (s *Store) DeleteListMember(ctx context.Context, at Place, member []byte, l
 	return n, err
 }
 
-// zremMembers removes the given exact members from a sorted set (members already gone are skipped by
+// ZremMembers removes the given exact members from a sorted set (members already gone are skipped by
 // ZREM itself) and returns how many it removed.
 func (s *Store) ZremMembers(ctx context.Context, at Place, members [][]byte) (int64, error) {
 	key := s.key(at)
@@ -468,7 +468,7 @@ func (s *Store) ZremMembers(ctx context.Context, at Place, members [][]byte) (in
 	return n, err
 }
 
-// setSizes returns the sizes of the scheduled, retry and dead sets, in one round trip.
+// SetSizes returns the sizes of the scheduled, retry and dead sets, in one round trip.
 func (s *Store) SetSizes(ctx context.Context) (scheduled, retry, dead int64, err error) {
 	err = s.do(ctx, func(c redis.Conn) error {
 		c.Send("ZCARD", s.Ks.Scheduled())
@@ -497,7 +497,7 @@ type queueDetail struct {
 	Keyed          int64 // keyed jobs waiting
 }
 
-// queueDetails lists every known job name with the state of its queue, in three round trips
+// QueueDetails lists every known job name with the state of its queue, in three round trips
 // whatever the number of queues. Jobs in flight are the lock counter of a limited queue (the number
 // its MaxConcurrency gates), and otherwise the length of the in-progress lists of the pools that
 // serve it (pools count only the jobs of limited queues).
@@ -600,7 +600,7 @@ func parseInt64Reply(v interface{}) int64 {
 	return n
 }
 
-// statsCounts reads the per-minute processed and failed counts of each job name for the epoch
+// StatsCounts reads the per-minute processed and failed counts of each job name for the epoch
 // minutes from..to (inclusive) from the stats hashes, in one round trip. processed[i][m-from] is the
 // count of names[i] in minute m.
 func (s *Store) StatsCounts(ctx context.Context, names []string, from, to int64) (processed, failed [][]int64, err error) {

@@ -1,7 +1,7 @@
 package rdb
 
-// The connection to Redis: the Backend interface the store talks through (redis.go), and the Backend
-// of a redigo pool. Which keys and scripts go over it is the store's business.
+// The connection to Redis: the Backend interface the store talks through, and the Backend of a
+// redigo pool. Which keys and scripts go over it is the store's business.
 
 import (
 	"context"
@@ -44,7 +44,7 @@ type poolBackend struct {
 
 func (b *poolBackend) Conn(ctx context.Context) (redis.Conn, error) { return b.pool.GetContext(ctx) }
 
-// dial opens a connection of the pool's own outside the pool, for a subscription: closing it from
+// Dial opens a connection of the pool's own outside the pool, for a subscription: closing it from
 // another goroutine ends a blocked receive at once, so no goroutine has to wait on each message.
 func (b *poolBackend) Dial(ctx context.Context) (redis.Conn, error) {
 	if dialContext := PoolDialContext(b.pool); dialContext != nil {
@@ -56,7 +56,7 @@ func (b *poolBackend) Dial(ctx context.Context) (redis.Conn, error) {
 	return b.pool.GetContext(ctx)
 }
 
-// poolDialContext returns the pool's DialContext, or nil when it has none. The field came with
+// PoolDialContext returns the pool's DialContext, or nil when it has none. The field came with
 // redigo v1.8.0; programs that moved from gocraft/work often hold v2.0.0+incompatible, an older
 // tag that minimal version selection ranks above every v1 release, so the field is looked up at
 // run time: naming it would not compile against that tag.
@@ -144,7 +144,7 @@ func (b *poolBackend) Subscribe(ctx context.Context, channels []string, subscrib
 	}
 }
 
-// errSubscriptionTimedOut reports that an idle subscription hit the connection's read timeout; the
+// ErrSubscriptionTimedOut reports that an idle subscription hit the connection's read timeout; the
 // next one pings often enough to stay alive.
 var ErrSubscriptionTimedOut = errors.New("work: the idle wake-up subscription hit the connection's read timeout; subscribing again, pinging more often")
 

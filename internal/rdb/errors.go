@@ -19,7 +19,7 @@ var (
 	ErrBatchEmpty        = errors.New("work: batch has no members")
 	ErrBatchExists       = errors.New("work: batch already exists")
 	ErrUnknownDependency = errors.New("work: unknown dependency")
-	ErrWrongType         = errors.New("work: a key holds a value of the wrong type")
+	ErrWrongType         = errors.New("work: the namespace holds a key of another type")
 )
 
 // wrongType wraps Redis's WRONGTYPE reply (a key that another program overwrote with a value of

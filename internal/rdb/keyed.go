@@ -1,6 +1,6 @@
 package rdb
 
-// The Redis side of keyed jobs (keyed.go): their keys, and the store methods that move them. The
+// Keyed jobs: their keys, and the store methods that move them. The
 // scripts are lua/enqueue_keyed.lua and lua/keyed_*.lua, on the helpers of lua/lib/keyed.lua, whose
 // header describes the state.
 
@@ -42,7 +42,7 @@ var (
 	keyedControlScript = loadScript("keyed_control")
 )
 
-// keyedGroup is the jobs of one job name and key in an enqueue.
+// KeyedGroup is the jobs of one job name and key in an enqueue.
 type KeyedGroup struct {
 	Name, Key string
 	Payloads  []interface{}
@@ -60,7 +60,7 @@ func (s *Store) keyedEnqueueArgs(args []interface{}, groups []KeyedGroup) []inte
 	return args
 }
 
-// enqueueKeyed queues the jobs of groups at once, all or none (see enqueueKeyedScript).
+// EnqueueKeyed queues the jobs of groups at once, all or none (see enqueueKeyedScript).
 func (s *Store) EnqueueKeyed(ctx context.Context, w ReplicaWait, groups []KeyedGroup) error {
 	args := s.keyedEnqueueArgs(nil, groups)
 	return s.doWrite(ctx, w, func(c redis.Conn) error {
@@ -102,7 +102,7 @@ func keyedPushError(err error, p *Push) error {
 	return keyedError(err, []KeyedGroup{{Name: p.Name, Key: p.Key}})
 }
 
-// keyControl runs keyedControlScript for one key: op is pause, unpause, set (with the four override
+// KeyControl runs keyedControlScript for one key: op is pause, unpause, set (with the four override
 // values, "" for none) or clear.
 func (s *Store) KeyControl(ctx context.Context, name, key, op string, vals [4]string) error {
 	args := []interface{}{s.Ks.keyedConf(name), s.Ks.Keyed(name), key, name, s.Ks.WakeChannel(), op}
@@ -117,7 +117,7 @@ func (s *Store) KeyControl(ctx context.Context, name, key, op string, vals [4]st
 	})
 }
 
-// keyState is what Redis holds of one key: its counts and its conf fields.
+// KeyState is what Redis holds of one key: its counts and its conf fields.
 type KeyState struct {
 	Key              string
 	Waiting, Running int64
@@ -129,7 +129,7 @@ func keyConfFields(key string) []interface{} {
 	return []interface{}{"p:" + key, "c:" + key, "r:" + key, "w:" + key, "m:" + key}
 }
 
-// keyStates reads the state of the given keys of a name in one round trip.
+// KeyStates reads the state of the given keys of a name in one round trip.
 func (s *Store) KeyStates(ctx context.Context, name string, keys []string) ([]KeyState, error) {
 	out := make([]KeyState, len(keys))
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -159,7 +159,7 @@ func (s *Store) KeyStates(ctx context.Context, name string, keys []string) ([]Ke
 	return out, err
 }
 
-// keysByBacklog returns keys start..stop (0-based, inclusive) of a name's keys with jobs waiting,
+// KeysByBacklog returns keys start..stop (0-based, inclusive) of a name's keys with jobs waiting,
 // busiest first, how many keys have jobs waiting, and the keys with jobs running but none waiting
 // (a small set: at most the jobs in flight), sorted.
 func (s *Store) KeysByBacklog(ctx context.Context, name string, start, stop int64) (keys []string, waitingKeys int64, runningOnly []string, err error) {
@@ -208,7 +208,7 @@ type keyedSummary struct {
 	PausedKeys, OverriddenKeys int64
 }
 
-// keyedSummaries reads the keyed state of the given job names, two round trips in all.
+// KeyedSummaries reads the keyed state of the given job names, two round trips in all.
 func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSummary, error) {
 	out := make([]keyedSummary, len(names))
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -256,7 +256,7 @@ func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 	return out, err
 }
 
-// keyedNames returns the known job names that have keyed state (a meta hash): those with keyed jobs
+// KeyedNames returns the known job names that have keyed state (a meta hash): those with keyed jobs
 // now or before.
 func (s *Store) KeyedNames(ctx context.Context) ([]string, error) {
 	names, err := s.KnownJobNames(ctx)
@@ -283,14 +283,14 @@ func (s *Store) KeyedNames(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// keyDefaults are a job name's per-key settings, as the pool's JobOptions give them.
+// KeyDefaults are a job name's per-key settings, as the pool's JobOptions give them.
 type KeyDefaults struct {
 	Limit       uint      // KeyConcurrency; 0: none
 	Rate        RateLimit // KeyRateLimit
 	HoldOnRetry bool      // KeyRetryInOrder
 }
 
-// newKeyedQueueArgs encodes the keyed jobs of a name of poolID for exchanges: a group of kind 'k',
+// NewKeyedQueueArgs encodes the keyed jobs of a name of poolID for exchanges: a group of kind 'k',
 // whose keys are the name's ready keys and the pool's keyed in-progress list in
 // place of a queue's jobs list and in-progress list, then the name's own paused flag and limits
 // (which hold over its keyed jobs too), and whose fields add the keyed prefix and key defaults.
@@ -333,13 +333,13 @@ func (x *Exchange) keyedAcks(args []interface{}, g int, acks []int) []interface{
 	return args
 }
 
-// keyedQueueSuffix makes the id of a name's keyed jobs among a pool's queues (keyedQueueID); no pool
+// KeyedQueueSuffix makes the id of a name's keyed jobs among a pool's queues (keyedQueueID); no pool
 // serves both a name and that name followed by it.
 const KeyedQueueSuffix = "\x00keyed"
 
 func KeyedQueueID(name string) string { return name + KeyedQueueSuffix }
 
-// truncateKey shortens a key for an error message.
+// TruncateKey shortens a key for an error message.
 func TruncateKey(key string) string {
 	if len(key) <= 64 {
 		return key

@@ -1,9 +1,8 @@
 package rdb
 
-// The store's methods for what running jobs are doing (observer.go, job_progress.go): the worker
-// observations, the running state and progress of jobs with a record; and the channel on which the
-// ends of jobs with a record are announced (client_wait.go). The script is lua/running.lua; the
-// announcement rides the scripts that finalize a record (lua/lib/workflow.lua).
+// What running jobs are doing: the worker observations, the running state and progress of jobs with
+// a record; and the channel on which the ends of jobs with a record are announced. The script is
+// lua/running.lua; the announcement rides the scripts that finalize a record (lua/lib/workflow.lua).
 
 import (
 	"context"
@@ -14,11 +13,11 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// endedChannel carries the ID of every job with a record that ends (done, dead, dropped, deleted),
+// EndedChannel carries the ID of every job with a record that ends (done, dead, dropped, deleted),
 // published by the script that writes the end into the record.
 func (k Keyspace) EndedChannel() string { return k.P + "ended" }
 
-// progressNote is a job's progress as a worker's hash and its record store it (see Progress).
+// ProgressNote is a job's progress as a worker's hash and its record store it (see Progress).
 type ProgressNote struct {
 	Fraction float64
 	Message  string
@@ -28,7 +27,7 @@ type ProgressNote struct {
 // runningScript writes the running state and progress of jobs with a record: lua/running.lua.
 var runningScript = loadScript("running")
 
-// observation is the worker:<id> hash of a busy worker, and what goes to its job's record.
+// Observation is the worker:<id> hash of a busy worker, and what goes to its job's record.
 type Observation struct {
 	WorkerID  string
 	Busy      bool
@@ -42,7 +41,7 @@ type Observation struct {
 	Record    *RunningRecord // nil: the job has no record
 }
 
-// writeObservations records busy workers (EX 86400) and deletes idle ones, and writes the running
+// WriteObservations records busy workers (EX 86400) and deletes idle ones, and writes the running
 // state of the jobs with a record (see lua/running.lua): one round trip.
 func (s *Store) WriteObservations(ctx context.Context, poolID string, obs []Observation) error {
 	var running []interface{}
@@ -113,10 +112,10 @@ func (s *Store) WriteObservations(ctx context.Context, poolID string, obs []Obse
 	})
 }
 
-// formatFraction is a fraction as it is stored: the shortest decimal that reads back as itself.
+// FormatFraction is a fraction as it is stored: the shortest decimal that reads back as itself.
 func FormatFraction(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// runningRecord is what the observer writes to the record of a running job that has one (see
+// RunningRecord is what the observer writes to the record of a running job that has one (see
 // lua/running.lua): where the pool holds the job, so that the write applies only while the attempt
 // still runs, and the attempt.
 type RunningRecord struct {

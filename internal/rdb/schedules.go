@@ -1,6 +1,6 @@
 package rdb
 
-// The store's methods for schedules (schedules.go): their keys, and the scripts that set, claim,
+// Run-time schedules: their keys, and the scripts that set, claim,
 // commit, pause and delete them (lua/schedule_*.lua, lua/lib/schedules.lua). docs/redis-layout.md
 // describes the layout for other programs.
 
@@ -21,7 +21,7 @@ import (
 // would take well over a hundred. It is part of the layout: changing it strands existing schedules.
 const scheduleBuckets = 16384
 
-// scheduleBucket returns the bucket of a schedule ID: its CRC-32 (IEEE) modulo scheduleBuckets.
+// ScheduleBucket returns the bucket of a schedule ID: its CRC-32 (IEEE) modulo scheduleBuckets.
 func ScheduleBucket(id string) int {
 	return int(crc32.ChecksumIEEE([]byte(id)) % scheduleBuckets)
 }
@@ -33,7 +33,7 @@ func (k Keyspace) SchedulesDue() string         { return k.P + "schedules:due" }
 func (k Keyspace) scheduleBucketPrefix() string { return k.P + "schedules:due:" }
 func (k Keyspace) ScheduleBucket(b int) string  { return k.P + "schedules:due:" + strconv.Itoa(b) }
 
-// scheduleSet is one schedule of a setSchedules call: its ID, its record as a new schedule's, and
+// ScheduleSet is one schedule of a setSchedules call: its ID, its record as a new schedule's, and
 // when its next tick is due (jitter included; ignored without a next tick).
 type ScheduleSet struct {
 	Id   string
@@ -50,7 +50,7 @@ const (
 	ScheduleUnchanged int64 = -3
 )
 
-// setSchedules runs scheduleSetScript on sets, in calls of scheduleSetChunk schedules: the first one
+// SetSchedules runs scheduleSetScript on sets, in calls of scheduleSetChunk schedules: the first one
 // alone (which loads the script if the server lacks it), the others pipelined, their replies read at
 // the end. It returns each schedule's outcome.
 func (s *Store) SetSchedules(ctx context.Context, sets []ScheduleSet) ([]int64, error) {
@@ -124,7 +124,7 @@ func (s *Store) SetSchedules(ctx context.Context, sets []ScheduleSet) ([]int64, 
 // about the time of a thousand writes.
 const scheduleSetChunk = 1000
 
-// scheduleClaim is one schedule claimed by claimSchedules: its bucket, ID, due score and record (nil
+// ScheduleClaim is one schedule claimed by claimSchedules: its bucket, ID, due score and record (nil
 // when the ID has no record). A bucket whose key holds another type comes with an empty ID.
 type ScheduleClaim struct {
 	Bucket string
@@ -133,7 +133,7 @@ type ScheduleClaim struct {
 	Rec    []byte
 }
 
-// claimSchedules runs scheduleClaimScript at now (0: the server's clock). It returns the time of
+// ClaimSchedules runs scheduleClaimScript at now (0: the server's clock). It returns the time of
 // the claim, the earliest score left in the index (-1: none) and the schedules claimed.
 func (s *Store) ClaimSchedules(ctx context.Context, now int64, lease, most, budget int) (int64, int64, []ScheduleClaim, error) {
 	at := ""
@@ -169,7 +169,7 @@ func (s *Store) ClaimSchedules(ctx context.Context, now int64, lease, most, budg
 	return claimedAt, next, claims, nil
 }
 
-// scheduleCommit is what a commit writes for one claimed schedule: the record claimed (nil: none),
+// ScheduleCommit is what a commit writes for one claimed schedule: the record claimed (nil: none),
 // its new record (nil: left as it is) and due score (-1: out of the due index), and the job to
 // enqueue (none without a payload).
 type ScheduleCommit struct {
@@ -187,7 +187,7 @@ type commitResult struct {
 	Next                      int64 // the earliest score left in the index; -1: none
 }
 
-// commitSchedules runs scheduleCommitScript for the commits of a claim made at now.
+// CommitSchedules runs scheduleCommitScript for the commits of a claim made at now.
 func (s *Store) CommitSchedules(ctx context.Context, now int64, commits []ScheduleCommit) (commitResult, error) {
 	args := make([]interface{}, 0, 8+8*len(commits))
 	args = append(args, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.KnownJobs(), s.Ks.scheduleBucketPrefix(), s.Ks.P,
@@ -214,7 +214,7 @@ func (s *Store) CommitSchedules(ctx context.Context, now int64, commits []Schedu
 	return res, err
 }
 
-// scheduleControl deletes or pauses the schedule id (op "delete" or "pause"); it reports whether the
+// ScheduleControl deletes or pauses the schedule id (op "delete" or "pause"); it reports whether the
 // schedule existed.
 func (s *Store) ScheduleControl(ctx context.Context, id, op string) (bool, error) {
 	var n int64
@@ -230,7 +230,7 @@ func (s *Store) ScheduleControl(ctx context.Context, id, op string) (bool, error
 	return n == 1, err
 }
 
-// scheduleRecord reads the record of schedule id; nil when there is none.
+// ScheduleRecord reads the record of schedule id; nil when there is none.
 func (s *Store) ScheduleRecord(ctx context.Context, id string) ([]byte, error) {
 	var rec []byte
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -244,7 +244,7 @@ func (s *Store) ScheduleRecord(ctx context.Context, id string) ([]byte, error) {
 	return rec, err
 }
 
-// scanSchedules reads a page of the schedules hash (HSCAN from cursor, about count records, IDs
+// ScanSchedules reads a page of the schedules hash (HSCAN from cursor, about count records, IDs
 // matching the glob pattern match unless it is ""), with the number of schedules stored.
 func (s *Store) ScanSchedules(ctx context.Context, cursor string, match string, count int) (string, [][]byte, int64, error) {
 	var next string
@@ -281,7 +281,7 @@ func (s *Store) ScanSchedules(ctx context.Context, cursor string, match string, 
 	return next, kv, total, err
 }
 
-// publishDue tells idle pools that a schedule is due at the epoch second at (see readiness).
+// PublishDue tells idle pools that a schedule is due at the epoch second at (see readiness).
 func (s *Store) PublishDue(ctx context.Context, at int64) error {
 	return s.do(ctx, func(c redis.Conn) error {
 		_, err := c.Do("PUBLISH", s.Ks.DueChannel(), at)

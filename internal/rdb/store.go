@@ -1,15 +1,7 @@
 package rdb
 
-// This file and its companions are the one place that knows Redis: the key names of the documented
-// layout, the Lua scripts that move a job from one state to the next (lua/, one file per script,
-// loaded by redis_scripts.go), and the store type whose methods the rest of the package calls
-// (redis_workflow.go holds those of batches, dependencies and job records, redis_admin.go those of
-// Client; backend.go the connection they all go through). No other file builds a key or sends a
-// command.
-//
-// Every script touches only keys of one namespace, so a namespace written with a hash tag ("{app}")
-// keeps every script on one Redis Cluster slot. Scripts never re-encode job JSON: payload bytes are
-// copied as opaque strings, and any new payload (a retry, a dead-letter record) is encoded in Go.
+// The store's core: the keyspace of a namespace, the Store type, and the transitions of a job's
+// life from enqueue to its outcome (the exchange), the heartbeat and the reaper.
 
 import (
 	"bytes"
@@ -25,7 +17,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// redisNamespacePrefix returns the key prefix of a namespace: the namespace plus ":" unless it already
+// RedisNamespacePrefix returns the key prefix of a namespace: the namespace plus ":" unless it already
 // ends in ":"; the empty namespace has no prefix.
 func RedisNamespacePrefix(namespace string) string {
 	if namespace != "" && !strings.HasSuffix(namespace, ":") {
@@ -34,7 +26,7 @@ func RedisNamespacePrefix(namespace string) string {
 	return namespace
 }
 
-// keyspace builds the key names of one namespace (compat layout, byte for byte).
+// Keyspace builds the key names of one namespace (compat layout, byte for byte).
 type Keyspace struct{ P string }
 
 func NewKeyspace(namespace string) Keyspace { return Keyspace{P: RedisNamespacePrefix(namespace)} }
@@ -72,7 +64,7 @@ func (k Keyspace) batches() string            { return k.P + "batches" }
 func (k Keyspace) BatchesExpiry() string      { return k.P + "batches_expiry" }
 func (k Keyspace) JobRecord(id string) string { return k.P + "job:" + id }
 
-// stats is the hash of a job name's processed and failed counts on one UTC day (days since the
+// Stats is the hash of a job name's processed and failed counts on one UTC day (days since the
 // epoch): fields "p:<epoch minute>" and "f:<epoch minute>".
 func (k Keyspace) Stats(name string, day int64) string {
 	return k.P + "stats:" + name + ":" + strconv.FormatInt(day, 10)
@@ -93,10 +85,10 @@ func ReservedNameSuffix(name string) string {
 	return ""
 }
 
-// statsTTLSeconds bounds how long per-minute counts are kept.
+// StatsTTLSeconds bounds how long per-minute counts are kept.
 const StatsTTLSeconds = 8 * 86400
 
-// unique returns the unique-lock key of a job name and its args (or key map): the prefix, then the
+// Unique returns the unique-lock key of a job name and its args (or key map): the prefix, then the
 // output of json.Encoder (sorted keys, HTML-escaped, trailing newline), nothing at all for nil args.
 func (k Keyspace) Unique(name string, args map[string]interface{}) (string, error) {
 	var buf bytes.Buffer
@@ -109,10 +101,10 @@ func (k Keyspace) Unique(name string, args map[string]interface{}) (string, erro
 	return buf.String(), nil
 }
 
-// uniqueTTLSeconds is how long a unique lock lives when no worker picks its job up.
+// UniqueTTLSeconds is how long a unique lock lives when no worker picks its job up.
 const UniqueTTLSeconds = 86400
 
-// store is the package's Redis layer: one method per state transition or read, each one round trip
+// Store is the package's Redis layer: one method per state transition or read, each one round trip
 // unless it says otherwise.
 type Store struct {
 	Backend Backend
@@ -121,7 +113,7 @@ type Store struct {
 
 	// boxed holds script arguments used on every exchange, converted to interface{} once.
 	boxed struct{ retry, dead, scheduled, wake interface{} }
-	// sweepFence is how long after the server's clock was read a sweep may still run (see sweep).
+	// SweepFence is how long after the server's clock was read a sweep may still run (see sweep).
 	SweepFence time.Duration
 }
 
@@ -132,7 +124,7 @@ func NewStore(namespace string, b Backend) *Store {
 	return s
 }
 
-// replicaWait asks a write to wait until that many replicas acknowledged it (Redis WAIT); zero: no wait.
+// ReplicaWait asks a write to wait until that many replicas acknowledged it (Redis WAIT); zero: no wait.
 type ReplicaWait struct {
 	Replicas  int
 	TimeoutMs int64
@@ -172,7 +164,7 @@ func (s *Store) do(ctx context.Context, fn func(c redis.Conn) error) error {
 	return wrongType(err)
 }
 
-// push is one job of an enqueueMany call: its queue, payload and what to send with it, then the
+// Push is one job of an enqueueMany call: its queue, payload and what to send with it, then the
 // outcome (the error of this job's push and, for an unkeyed job, the queue's length after it).
 type Push struct {
 	Name     string
@@ -185,7 +177,7 @@ type Push struct {
 	Err error
 }
 
-// enqueueMany pushes payloads onto their queues in one pipelined round trip, registering job names
+// EnqueueMany pushes payloads onto their queues in one pipelined round trip, registering job names
 // and waking idle pools: a push that finds its queue empty and did not send its wake-up along sends
 // it in a second round trip, shared by all such pushes. Each push gets its own outcome; an error of
 // the connection (or of the replicas' wait) is every push's.
@@ -266,7 +258,7 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 	}
 }
 
-// enqueueBatch pushes payloads onto their queues atomically, in one round trip: every queue key is
+// EnqueueBatch pushes payloads onto their queues atomically, in one round trip: every queue key is
 // checked first, so the batch is either queued whole or refused; one LPUSH per job name, in the
 // given order, and a wake-up per job name.
 func (s *Store) EnqueueBatch(ctx context.Context, w ReplicaWait, names []string, payloads map[string][]interface{}, addKnown []string) error {
@@ -288,7 +280,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, w ReplicaWait, names []string,
 	})
 }
 
-// schedule adds a payload to the scheduled set, and tells idle pools when it is due (they would
+// Schedule adds a payload to the scheduled set, and tells idle pools when it is due (they would
 // otherwise learn it at their next look, seconds later).
 func (s *Store) Schedule(ctx context.Context, w ReplicaWait, name string, runAt int64, payload []byte, addKnown bool) error {
 	return s.doWrite(ctx, w, func(c redis.Conn) error {
@@ -310,7 +302,7 @@ func (s *Store) Schedule(ctx context.Context, w ReplicaWait, name string, runAt 
 	})
 }
 
-// enqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
+// EnqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
 func (s *Store) EnqueueUnique(ctx context.Context, w ReplicaWait, name, key, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
 	dest, score := s.Ks.Jobs(name), ""
 	if key != "" {
@@ -329,13 +321,13 @@ func (s *Store) EnqueueUnique(ctx context.Context, w ReplicaWait, name, key, uni
 	return res == "ok", err
 }
 
-// rateLimit is a queue's limit on jobs started per period, across all pools.
+// RateLimit is a queue's limit on jobs started per period, across all pools.
 type RateLimit struct {
 	Jobs     uint
 	PeriodMs int64
 }
 
-// queueArgs are one of a pool's queues as exchangeScript takes it: its keys, name and settings,
+// QueueArgs are one of a pool's queues as exchangeScript takes it: its keys, name and settings,
 // boxed once per pool run so that a round trip allocates nothing per queue.
 type QueueArgs struct {
 	keyed   bool          // the group is a name's keyed jobs (kind 'k' in exchangeScript)
@@ -350,7 +342,7 @@ type QueueArgs struct {
 	StatsKey string // the stats hash of statsDay
 }
 
-// newQueueArgs encodes a queue of poolID for exchanges.
+// NewQueueArgs encodes a queue of poolID for exchanges.
 func (s *Store) NewQueueArgs(name, poolID string, limited bool, rl RateLimit) *QueueArgs {
 	q := &QueueArgs{Name: name, nameArg: name, limited: "0", rate: [2]interface{}{0, 0}}
 	q.Keys = [7]interface{}{s.Ks.Jobs(name), s.Ks.InProgress(name, poolID), s.Ks.Paused(name),
@@ -364,7 +356,7 @@ func (s *Store) NewQueueArgs(name, poolID string, limited bool, rl RateLimit) *Q
 	return q
 }
 
-// opKind is what a finishOp does with its job.
+// OpKind is what a finishOp does with its job.
 type OpKind uint8
 
 const (
@@ -382,7 +374,7 @@ func (o *FinishOp) plainAck() bool { return (o.Kind == OpAck || o.Kind == OpDrop
 // opCodes are exchangeScript's op codes, by opKind.
 var opCodes = [...]interface{}{OpAck: "A", OpDrop: "A", OpRetry: "R", OpDead: "D", OpSnooze: "S", OpRequeue: "Q"}
 
-// finishOp is one job's end of hold.
+// FinishOp is one job's end of hold.
 type FinishOp struct {
 	Kind    OpKind
 	Q       *QueueArgs
@@ -393,7 +385,7 @@ type FinishOp struct {
 	Ext     *FinishExt  // workflow state to update with it; nil for most jobs
 }
 
-// finishExt is what a job's end changes besides its queue: its batch, its record, the jobs waiting
+// FinishExt is what a job's end changes besides its queue: its batch, its record, the jobs waiting
 // for it and its unique lock (exchangeScript's X op).
 type FinishExt struct {
 	Id        string
@@ -409,20 +401,20 @@ type FinishExt struct {
 // xCodes are exchangeScript's kinds for its X op, by opKind.
 var xCodes = [...]interface{}{OpAck: "A", OpDrop: "F", OpRetry: "R", OpDead: "D", OpSnooze: "S", OpRequeue: "Q"}
 
-// statsAdd is a count to add to a per-minute stats field.
+// StatsAdd is a count to add to a per-minute stats field.
 type StatsAdd struct {
 	Key   string
 	Field string
 	Count int64
 }
 
-// fetchShare asks an exchange for share jobs from a queue.
+// FetchShare asks an exchange for share jobs from a queue.
 type FetchShare struct {
 	Q     *QueueArgs
 	Share int
 }
 
-// exchange is one exchangeScript call: built by the pool's loop, which reuses it from call to call.
+// Exchange is one exchangeScript call: built by the pool's loop, which reuses it from call to call.
 type Exchange struct {
 	Fetch []FetchShare // candidates, in the order to try them
 	Ops   []FinishOp
@@ -487,7 +479,7 @@ var boxedNoKinds interface{} = ""
 // boxedNoShare marks a queue that takes part in an exchange for its outcomes only.
 var boxedNoShare interface{} = -1
 
-// runExchange runs x: it records x.ops and x.stats and fetches what x.fetch asks, filling x's reply.
+// RunExchange runs x: it records x.ops and x.stats and fetches what x.fetch asks, filling x's reply.
 func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange) error {
 	for _, f := range x.Fetch {
 		x.group(f.Q)
@@ -589,7 +581,7 @@ func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange
 	})
 }
 
-// sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps the
+// Sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps the
 // id of each of its queues (a job name, or keyedQueueID of it) to the entries the pool holds in the
 // queue's in-progress list.
 func (s *Store) Sweep(ctx context.Context, poolID string, names []string, held map[string][][]byte) (int64, error) {
@@ -632,7 +624,7 @@ func (s *Store) Sweep(ctx context.Context, poolID string, names []string, held m
 	return max(n, 0), err
 }
 
-// claimUnique releases unique locks (see claimUniqueScript).
+// ClaimUnique releases unique locks (see claimUniqueScript).
 func (s *Store) ClaimUnique(ctx context.Context, keys []string, keep bool) ([][]byte, error) {
 	args := make([]interface{}, 0, len(keys)+2)
 	args = append(args, len(keys))
@@ -651,7 +643,7 @@ func (s *Store) ClaimUnique(ctx context.Context, keys []string, keep bool) ([][]
 	return vals, err
 }
 
-// poolHeartbeat is what a pool publishes about itself (compat: the worker_pools:<id> hash).
+// PoolHeartbeat is what a pool publishes about itself (compat: the worker_pools:<id> hash).
 type PoolHeartbeat struct {
 	PoolID         string
 	StartedAt      int64
@@ -664,7 +656,7 @@ type PoolHeartbeat struct {
 	PeriodicJobs   string // JSON list of {job_name, spec}; "" when none
 }
 
-// stalePool is a pool whose heartbeat is older than the dead-after limit.
+// StalePool is a pool whose heartbeat is older than the dead-after limit.
 type StalePool struct {
 	Id       string
 	JobNames []string // nil when its heartbeat hash is gone
@@ -678,7 +670,7 @@ type heartbeatResult struct {
 	Scan   ScanResult
 }
 
-// heartbeat writes this pool's heartbeat, squares the concurrency counters of the job names at the
+// Heartbeat writes this pool's heartbeat, squares the concurrency counters of the job names at the
 // given indexes of hb.jobNames (every lock recomputed with fullReconcile), reports on the other
 // pools and looks for waiting jobs.
 func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
@@ -729,7 +721,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 	return res, err
 }
 
-// reap requeues a dead pool's in-progress jobs of the given job names. It returns the number of jobs
+// Reap requeues a dead pool's in-progress jobs of the given job names. It returns the number of jobs
 // requeued, or -1 when the pool is alive after all.
 func (s *Store) Reap(ctx context.Context, poolID string, jobNames []string, deadAfterSeconds int64) (int64, error) {
 	args := make([]interface{}, 0, 3+5*len(jobNames)+4+2*len(jobNames))
@@ -752,7 +744,7 @@ func (s *Store) Reap(ctx context.Context, poolID string, jobNames []string, dead
 	return n, err
 }
 
-// knownJobNames returns the members of known_jobs.
+// KnownJobNames returns the members of known_jobs.
 func (s *Store) KnownJobNames(ctx context.Context) ([]string, error) {
 	var names []string
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -763,7 +755,7 @@ func (s *Store) KnownJobNames(ctx context.Context) ([]string, error) {
 	return names, err
 }
 
-// due lists up to limit due members of each of the given sets, with the server's clock, and the
+// Due lists up to limit due members of each of the given sets, with the server's clock, and the
 // milliseconds until the next member after those is due (-1: none).
 func (s *Store) Due(ctx context.Context, at []Place, limit int) (int64, [][][]byte, int64, error) {
 	sets := make([]string, len(at))
@@ -804,7 +796,7 @@ func (s *Store) Due(ctx context.Context, at []Place, limit int) (int64, [][][]by
 	return now, members, nextIn, err
 }
 
-// enqueueDue moves set members onto the queues of the given names (see enqueueDueScript).
+// EnqueueDue moves set members onto the queues of the given names (see enqueueDueScript).
 // keys[i] is the key of member i ("" for none), holds[i] whether it holds its key's slot.
 func (s *Store) EnqueueDue(ctx context.Context, at Place, members [][]byte, names, keys []string, holds []bool) (int64, error) {
 	set := s.key(at)
@@ -834,7 +826,7 @@ func (s *Store) EnqueueDue(ctx context.Context, at Place, members [][]byte, name
 	return n, err
 }
 
-// zsetMove moves one member between sorted sets under a new payload (see zsetMoveScript).
+// ZsetMove moves one member between sorted sets under a new payload (see zsetMoveScript).
 func (s *Store) ZsetMove(ctx context.Context, fromAt, toAt Place, member []byte, score int64, payload []byte) (bool, error) {
 	from, to := s.key(fromAt), s.key(toAt)
 	var n int64
@@ -846,7 +838,7 @@ func (s *Store) ZsetMove(ctx context.Context, fromAt, toAt Place, member []byte,
 	return n == 1, err
 }
 
-// schedulePeriodic adds periodic jobs (see schedulePeriodicScript).
+// SchedulePeriodic adds periodic jobs (see schedulePeriodicScript).
 func (s *Store) SchedulePeriodic(ctx context.Context, scores []int64, payloads [][]byte) (int64, error) {
 	args := make([]interface{}, 0, 2+2*len(scores))
 	args = append(args, s.Ks.Scheduled(), s.Ks.LastPeriodicEnqueue())
@@ -862,7 +854,7 @@ func (s *Store) SchedulePeriodic(ctx context.Context, scores []int64, payloads [
 	return n, err
 }
 
-// registerPool writes, at pool start, the names the pool serves, their MaxConcurrency and their
+// RegisterPool writes, at pool start, the names the pool serves, their MaxConcurrency and their
 // KeyMaxWaiting (which enqueuers read from the name's keyed meta hash; 0 removes it).
 func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency, keyMaxWaiting []uint) error {
 	return s.do(ctx, func(c redis.Conn) error {
@@ -880,7 +872,7 @@ func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency
 	})
 }
 
-// scanResult is what a look at the namespace found (see lua/lib/scan.lua).
+// ScanResult is what a look at the namespace found (see lua/lib/scan.lua).
 type ScanResult struct {
 	DueIn    int64    // whole seconds until the earliest member of a timed set is due, less one; -1: none
 	NonEmpty []string // the ids of the queues looked at that hold jobs (a job name, or keyedQueueID of it)
@@ -925,7 +917,7 @@ func parseScan(v interface{}, names []string) (ScanResult, error) {
 	return res, nil
 }
 
-// poll looks for waiting jobs: due scheduled or retry jobs and which of the named queues hold jobs.
+// Poll looks for waiting jobs: due scheduled or retry jobs and which of the named queues hold jobs.
 func (s *Store) Poll(ctx context.Context, names []string) (ScanResult, error) {
 	args := s.scanArgs(append(make([]interface{}, 0, 1+scanSets+scanKeysPerName*len(names)), scanSets+scanKeysPerName*len(names)), names)
 	var res ScanResult
@@ -940,7 +932,7 @@ func (s *Store) Poll(ctx context.Context, names []string) (ScanResult, error) {
 	return res, err
 }
 
-// publishCancel asks every pool to cancel the job with the given ID; it returns how many pools heard.
+// PublishCancel asks every pool to cancel the job with the given ID; it returns how many pools heard.
 func (s *Store) PublishCancel(ctx context.Context, jobID string) (int64, error) {
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -951,7 +943,7 @@ func (s *Store) PublishCancel(ctx context.Context, jobID string) (int64, error) 
 	return n, err
 }
 
-// trimDead trims the dead set (see trimDeadScript).
+// TrimDead trims the dead set (see trimDeadScript).
 func (s *Store) TrimDead(ctx context.Context, keep, minDiedAt int64, budget int) (int64, error) {
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -962,7 +954,7 @@ func (s *Store) TrimDead(ctx context.Context, keep, minDiedAt int64, budget int)
 	return n, err
 }
 
-// deadTrimmedCount reads the dead_trimmed counter.
+// DeadTrimmedCount reads the dead_trimmed counter.
 func (s *Store) DeadTrimmedCount(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {

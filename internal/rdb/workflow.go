@@ -1,10 +1,9 @@
 package rdb
 
-// The store's methods for workflow state (batch.go, chain.go): opening, filling and closing
-// batches, enqueueing jobs that wait for others, and reading batches, job records and the records of
-// a job's dependencies (job_results.go). The job ends that update this state go through the
-// exchange (redis.go); the scripts are lua/batch.lua, lua/enqueue_after.lua,
-// lua/dependency_results.lua and lua/lib/workflow.lua.
+// Workflow state: opening, filling and closing batches, enqueueing jobs that wait for others, and
+// reading batches, job records and the records of a job's dependencies. The job ends that update
+// this state go through the exchange (store.go); the scripts are lua/batch.lua,
+// lua/enqueue_after.lua, lua/dependency_results.lua and lua/lib/workflow.lua.
 
 import (
 	"context"
@@ -13,7 +12,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// batch runs batchScript for batch id: steps as it takes them, open what opening writes, and the
+// Batch runs batchScript for batch id: steps as it takes them, open what opening writes, and the
 // payloads of the members to add, in groups by job name and key.
 func (s *Store) Batch(ctx context.Context, w ReplicaWait, id, steps string, open BatchOpen, groups []KeyedGroup) error {
 	args := make([]interface{}, 0, 3+len(groups)+12+3*len(groups))
@@ -70,7 +69,7 @@ func (d Dep) arg() string {
 	return "j:" + d.id
 }
 
-// enqueueAfter runs enqueueAfterScript; it returns each job's state (queued, waiting or dead).
+// EnqueueAfter runs enqueueAfterScript; it returns each job's state (queued, waiting or dead).
 func (s *Store) EnqueueAfter(ctx context.Context, w ReplicaWait, jobs []AfterJob) ([]string, error) {
 	args := []interface{}{1, s.Ks.KnownJobs(), s.Ks.P, s.Ks.WakeChannel(), len(jobs)}
 	for _, j := range jobs {
@@ -92,7 +91,7 @@ func (s *Store) EnqueueAfter(ctx context.Context, w ReplicaWait, jobs []AfterJob
 	return states, dependencyError(err)
 }
 
-// batchStatus reads a batch's hash; nil when there is none.
+// BatchStatus reads a batch's hash; nil when there is none.
 func (s *Store) BatchStatus(ctx context.Context, id string) (map[string]string, error) {
 	var h map[string]string
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -106,7 +105,7 @@ func (s *Store) BatchStatus(ctx context.Context, id string) (map[string]string, 
 	return h, err
 }
 
-// batchIDs lists batch IDs from the index, newest first: start..stop (0-based, inclusive), and the
+// BatchIDs lists batch IDs from the index, newest first: start..stop (0-based, inclusive), and the
 // index's size.
 func (s *Store) BatchIDs(ctx context.Context, start, stop int64) ([]string, int64, error) {
 	var ids []string
@@ -127,7 +126,7 @@ func (s *Store) BatchIDs(ctx context.Context, start, stop int64) ([]string, int6
 	return ids, n, err
 }
 
-// forgetBatches removes batch IDs (whose status expired) from the index.
+// ForgetBatches removes batch IDs (whose status expired) from the index.
 func (s *Store) ForgetBatches(ctx context.Context, ids []string) error {
 	return s.do(ctx, func(c redis.Conn) error {
 		for _, key := range []string{s.Ks.batches(), s.Ks.BatchesExpiry()} {
@@ -142,7 +141,7 @@ func (s *Store) ForgetBatches(ctx context.Context, ids []string) error {
 	})
 }
 
-// trimBatches drops up to budget due batches from the index (see trimBatchesScript), then checks up
+// TrimBatches drops up to budget due batches from the index (see trimBatchesScript), then checks up
 // to walk entries from rank walkFrom for batches gone another way; it returns how many it removed
 // and the rank to walk from next.
 func (s *Store) TrimBatches(ctx context.Context, budget, walk int, walkFrom int64) (removed, next int64, err error) {
@@ -160,7 +159,7 @@ func (s *Store) TrimBatches(ctx context.Context, budget, walk int, walkFrom int6
 	return removed, next, err
 }
 
-// jobRecord reads a job's record; nil when there is none.
+// JobRecord reads a job's record; nil when there is none.
 func (s *Store) JobRecord(ctx context.Context, id string) (map[string]string, error) {
 	var h map[string]string
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -174,7 +173,7 @@ func (s *Store) JobRecord(ctx context.Context, id string) (map[string]string, er
 	return h, err
 }
 
-// dependencyResults reads the records of the jobs that job id waited for (lua/dependency_results.lua):
+// DependencyResults reads the records of the jobs that job id waited for (lua/dependency_results.lua):
 // their IDs, in the order given at enqueue, each with its record's fields (none when it expired).
 func (s *Store) DependencyResults(ctx context.Context, id string) ([]string, []map[string]string, error) {
 	var ids []string
@@ -207,7 +206,7 @@ func (s *Store) DependencyResults(ctx context.Context, id string) ([]string, []m
 // dependencyResultsScript reads the records of a job's dependencies: lua/dependency_results.lua.
 var dependencyResultsScript = loadScript("dependency_results")
 
-// batchOpen is what opening a batch writes.
+// BatchOpen is what opening a batch writes.
 type BatchOpen struct {
 	Description                   string
 	Keep                          int64
@@ -215,5 +214,5 @@ type BatchOpen struct {
 	OnCompleteName, OnSuccessName string
 }
 
-// batchCounterUnit is 2^26: a batch's counter c holds pending + batchCounterUnit*dead (WK in the scripts).
+// BatchCounterUnit is 2^26: a batch's counter c holds pending + batchCounterUnit*dead (WK in the scripts).
 const BatchCounterUnit = 1 << 26
