@@ -298,7 +298,7 @@ func (a *acker) step(wait *time.Duration) bool {
 			// put them back.
 			a.gaveUp, a.pending, a.writing, a.handed = true, nil, false, false
 			a.mu.Unlock()
-			a.r.heartbeater.keepRegistered()
+			a.r.keepHeartbeat.Store(true)
 			return false
 		}
 		a.mu.Unlock()
@@ -380,7 +380,7 @@ func (a *acker) written(x *rdb.Exchange, now time.Time) {
 				a.counts[statKey{o.Q, minute, 'f'}]++
 			}
 			if o.Kind == rdb.OpRetry || o.Kind == rdb.OpSnooze {
-				a.r.requeuer.at(time.Unix(o.Score, 0))
+				a.r.alarm.at(time.Unix(o.Score, 0))
 			}
 		case '0':
 			logger.Info("work: job was no longer held by this pool (put back already)", "job_name", o.Q.Name, "job_id", o.Ref.(*Job).ID)

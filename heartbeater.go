@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -16,10 +17,9 @@ import (
 // actually holds, hands the pools whose heartbeat stopped to the reaper, and looks for waiting jobs
 // on the fetcher's behalf (so an idle pool sends one command per heartbeat).
 type heartbeater struct {
-	r     *poolRun
+	heartbeaterParams
 	hb    rdb.PoolHeartbeat
 	reap  *reaper
-	keep  atomic.Bool // leave the heartbeat in place at stop: jobs may still be held
 	beats int
 	now   chan struct{} // a registration on the started pool asks for a beat at once
 
@@ -34,16 +34,33 @@ type heartbeater struct {
 // MaxConcurrency, whose counters gate fetches (only their jobs are counted).
 const fullReconcileEvery = 60
 
-func newHeartbeater(r *poolRun) *heartbeater {
-	h := &heartbeater{r: r, reap: newReaper(r), now: make(chan struct{}, 1), written: map[string][2]uint{}}
-	h.hb = rdb.PoolHeartbeat{
-		PoolID:      r.poolID,
-		StartedAt:   r.startedAt,
-		Concurrency: r.wp.concurrency,
-		WorkerIDs:   r.workerIDs(),
-		Host:        hostname(),
-		Pid:         os.Getpid(),
-	}
+// heartbeaterParams are what a heartbeater uses. The pool's registry is reached through functions:
+// registry returns every registered name (some perhaps not served yet), register writes a job set's
+// names and limits, served returns the set the pool serves, and announced makes it serve the names
+// a heartbeat has announced. looked takes what the heartbeat's look for waiting jobs found (the
+// fetcher's readiness); keep, when set, leaves the heartbeat at stop for a reaper, since jobs may
+// still be held.
+type heartbeaterParams struct {
+	ctx             context.Context
+	store           *rdb.Store
+	logger          *slog.Logger
+	interval        time.Duration // WorkerPoolOptions.HeartbeatInterval
+	deadPoolTimeout time.Duration // WorkerPoolOptions.DeadPoolTimeout
+	heartbeat       rdb.PoolHeartbeat
+	registry        func() *jobSet
+	register        func(ctx context.Context, s *jobSet, written map[string][2]uint) error
+	served          func() *jobSet
+	announced       func(names []string)
+	looked          func(rdb.ScanResult)
+	keep            *atomic.Bool
+}
+
+func newHeartbeater(p heartbeaterParams) *heartbeater {
+	h := &heartbeater{heartbeaterParams: p, now: make(chan struct{}, 1), written: map[string][2]uint{}}
+	h.reap = newReaper(reaperParams{store: p.store, logger: p.logger, interval: p.interval,
+		deadPoolTimeout: p.deadPoolTimeout, served: p.served})
+	h.hb = p.heartbeat
+	h.hb.Host, h.hb.Pid = hostname(), os.Getpid()
 	return h
 }
 
@@ -86,14 +103,14 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(h.r.wp.opts.HeartbeatInterval)
+		t := time.NewTicker(h.interval)
 		defer t.Stop()
 		extra := time.NewTimer(time.Hour)
 		extra.Stop()
 		defer extra.Stop()
 		for {
 			select {
-			case <-h.r.ctx.Done():
+			case <-h.ctx.Done():
 				return
 			case <-t.C:
 			case <-extra.C:
@@ -113,23 +130,22 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 func (h *heartbeater) beat() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	opts := h.r.wp.opts
-	ctx, cancel := context.WithTimeout(h.r.ctx, opts.DeadPoolTimeout)
+	ctx, cancel := context.WithTimeout(h.ctx, h.deadPoolTimeout)
 	defer cancel()
 	// The names and limits of the registry go to Redis before any heartbeat names them (at the first
 	// beat, and after a registration on the started pool).
-	full := h.r.full.Load()
-	if err := h.r.registerNames(ctx, full, h.written); err != nil {
-		if h.r.ctx.Err() == nil {
-			h.r.wp.logger.Error("work: registering job names", "err", err)
+	full := h.registry()
+	if err := h.register(ctx, full, h.written); err != nil {
+		if h.ctx.Err() == nil {
+			h.logger.Error("work: registering job names", "err", err)
 		}
 		if full = h.hbSet; full == nil {
-			full = h.r.jobs() // the first beat: the pool serves its names all the same
+			full = h.served() // the first beat: the pool serves its names all the same
 		}
 	}
 	h.describe(full)
-	deadAfter := int64(opts.DeadPoolTimeout / time.Second)
-	lateAfter := int64(opts.HeartbeatInterval/time.Second) + 1
+	deadAfter := int64(h.deadPoolTimeout / time.Second)
+	lateAfter := int64(h.interval/time.Second) + 1
 	fullReconcile := h.beats%fullReconcileEvery == 0
 	h.beats++
 	var reconcile []int
@@ -138,32 +154,28 @@ func (h *heartbeater) beat() time.Duration {
 			reconcile = append(reconcile, i)
 		}
 	}
-	res, err := h.r.wp.store.Heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
+	res, err := h.store.Heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
 	if err != nil {
-		if h.r.ctx.Err() == nil {
-			h.r.wp.logger.Error("work: heartbeat", "err", err)
+		if h.ctx.Err() == nil {
+			h.logger.Error("work: heartbeat", "err", err)
 		}
 		h.reap.unhealthy()
 		return 0
 	}
-	if !covers(h.r.jobs().names, full.names) {
-		h.r.announced(full.names)
+	if !covers(h.served().names, full.names) {
+		h.announced(full.names)
 	}
-	h.r.fetcher.ready.looked(res.Scan)
+	h.looked(res.Scan)
 	h.reap.observe(ctx, res.Now, res.Stale)
 	if res.LateAt == 0 {
 		return 0
 	}
 	d := time.Duration(res.LateAt+deadAfter+1-res.Now) * time.Second
-	if d <= 0 || d >= opts.HeartbeatInterval {
+	if d <= 0 || d >= h.interval {
 		return 0
 	}
 	return d
 }
-
-// keepRegistered makes unregister leave the heartbeat, so that a reaper returns the jobs this pool
-// could not put back itself.
-func (h *heartbeater) keepRegistered() { h.keep.Store(true) }
 
 // unregister removes the stopped pool's heartbeat the way a reaper would: anything still in its
 // in-progress lists goes back to its queue and its share of the concurrency counters is released.
@@ -171,17 +183,17 @@ func (h *heartbeater) keepRegistered() { h.keep.Store(true) }
 // a failover to a replica that had not received it.
 func (h *heartbeater) unregister() {
 	if h.keep.Load() {
-		h.r.wp.logger.Warn("work: pool stopped with jobs still held; another pool will put them back")
+		h.logger.Warn("work: pool stopped with jobs still held; another pool will put them back")
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := h.r.wp.store.Reap(ctx, h.r.poolID, h.r.jobs().names, -1)
+	n, err := h.store.Reap(ctx, h.hb.PoolID, h.served().names, -1)
 	if err != nil {
-		h.r.wp.logger.Error("work: removing the pool's heartbeat", "err", err)
+		h.logger.Error("work: removing the pool's heartbeat", "err", err)
 		return
 	}
 	if n > 0 {
-		h.r.wp.logger.Warn("work: put back jobs the stopped pool no longer held", "jobs_requeued", n)
+		h.logger.Warn("work: put back jobs the stopped pool no longer held", "jobs_requeued", n)
 	}
 }

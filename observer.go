@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -124,13 +125,25 @@ func argsJSON(raw []byte) []byte {
 
 // observer writes worker observations to Redis: once a second, only the workers whose state changed.
 type observer struct {
-	r       *poolRun
+	observerParams
 	written map[string]uint64
+}
+
+// observerParams are what an observer uses: the pool run's context (done when the pool stops), the
+// store, the logger, the pool's ID and the states of its workers.
+type observerParams struct {
+	ctx     context.Context
+	store   *rdb.Store
+	logger  *slog.Logger
+	poolID  string
+	workers []*workerState
 }
 
 const observeEvery = time.Second
 
-func newObserver(r *poolRun) *observer { return &observer{r: r, written: make(map[string]uint64)} }
+func newObserver(p observerParams) *observer {
+	return &observer{observerParams: p, written: make(map[string]uint64)}
+}
 
 func (o *observer) start(wg *sync.WaitGroup) {
 	wg.Add(1)
@@ -140,7 +153,7 @@ func (o *observer) start(wg *sync.WaitGroup) {
 		defer t.Stop()
 		for {
 			select {
-			case <-o.r.ctx.Done():
+			case <-o.ctx.Done():
 				o.clear()
 				return
 			case <-t.C:
@@ -153,13 +166,13 @@ func (o *observer) start(wg *sync.WaitGroup) {
 func (o *observer) flush() {
 	var obs []rdb.Observation
 	var versions []uint64
-	for _, w := range o.r.workers {
-		ob, v := w.state.snapshot()
-		if last, ok := o.written[w.id]; ok && last == v {
+	for _, w := range o.workers {
+		ob, v := w.snapshot()
+		if last, ok := o.written[ob.WorkerID]; ok && last == v {
 			continue
 		}
-		if _, ok := o.written[w.id]; !ok && !ob.Busy {
-			o.written[w.id] = v // idle from the start: nothing to write
+		if _, ok := o.written[ob.WorkerID]; !ok && !ob.Busy {
+			o.written[ob.WorkerID] = v // idle from the start: nothing to write
 			continue
 		}
 		obs = append(obs, ob)
@@ -168,9 +181,9 @@ func (o *observer) flush() {
 	if len(obs) == 0 {
 		return
 	}
-	if err := o.r.wp.store.WriteObservations(o.r.ctx, o.r.poolID, obs); err != nil {
-		if o.r.ctx.Err() == nil { // a write cut short by the pool's stop is no failure: clear follows
-			o.r.wp.logger.Warn("work: writing worker observations", "err", err)
+	if err := o.store.WriteObservations(o.ctx, o.poolID, obs); err != nil {
+		if o.ctx.Err() == nil { // a write cut short by the pool's stop is no failure: clear follows
+			o.logger.Warn("work: writing worker observations", "err", err)
 		}
 		return
 	}
@@ -181,11 +194,11 @@ func (o *observer) flush() {
 
 // clear deletes the observations of a stopping pool.
 func (o *observer) clear() {
-	obs := make([]rdb.Observation, 0, len(o.r.workers))
-	for _, w := range o.r.workers {
-		obs = append(obs, rdb.Observation{WorkerID: w.id})
+	obs := make([]rdb.Observation, 0, len(o.workers))
+	for _, w := range o.workers {
+		obs = append(obs, rdb.Observation{WorkerID: w.workerID})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = o.r.wp.store.WriteObservations(ctx, o.r.poolID, obs)
+	_ = o.store.WriteObservations(ctx, o.poolID, obs)
 }

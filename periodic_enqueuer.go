@@ -1,13 +1,16 @@
 package work
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // periodicEnqueuer puts the next runs of the pool's periodic jobs into the scheduled set, a few
@@ -15,8 +18,19 @@ import (
 // epoch, args null), so every pool writes the same bytes and ZADD keeps a single copy; the requeuer
 // then moves it to its queue once.
 type periodicEnqueuer struct {
-	r       *poolRun
+	periodicEnqueuerParams
 	changes chan struct{} // a periodic job was registered on the started pool
+}
+
+// periodicEnqueuerParams are what a periodicEnqueuer uses: the pool run's context (done when the
+// pool stops), the store, the logger, the alarm it sets for the first run it schedules, and the
+// pool's periodic jobs (they change when one is registered on the started pool).
+type periodicEnqueuerParams struct {
+	ctx    context.Context
+	store  *rdb.Store
+	logger *slog.Logger
+	alarm  *dueAlarm
+	jobs   func() []*periodicJob
 }
 
 type periodicJob struct {
@@ -30,8 +44,8 @@ const (
 	periodicEvery   = time.Minute
 )
 
-func newPeriodicEnqueuer(r *poolRun) *periodicEnqueuer {
-	return &periodicEnqueuer{r: r, changes: make(chan struct{}, 1)}
+func newPeriodicEnqueuer(p periodicEnqueuerParams) *periodicEnqueuer {
+	return &periodicEnqueuer{periodicEnqueuerParams: p, changes: make(chan struct{}, 1)}
 }
 
 // changed schedules the runs of periodic jobs registered on the started pool at once.
@@ -51,7 +65,7 @@ func (p *periodicEnqueuer) start(wg *sync.WaitGroup) {
 			// Jitter spreads the pools' writes; the horizon is far longer than the wait.
 			wait := periodicEvery + time.Duration(rand.Int64N(int64(10*time.Second)))
 			select {
-			case <-p.r.ctx.Done():
+			case <-p.ctx.Done():
 				return
 			case <-p.changes:
 			case <-time.After(wait):
@@ -64,7 +78,7 @@ func (p *periodicEnqueuer) start(wg *sync.WaitGroup) {
 func (p *periodicEnqueuer) enqueue(now time.Time) {
 	var scores []int64
 	var payloads [][]byte
-	for _, pj := range p.r.full.Load().periodic {
+	for _, pj := range p.jobs() {
 		for _, epoch := range periodicTicks(pj.schedule, now) {
 			job := &Job{Name: pj.jobName, ID: periodicJobID(pj.jobName, pj.spec, epoch), EnqueuedAt: epoch}
 			raw, err := job.serialize()
@@ -78,13 +92,13 @@ func (p *periodicEnqueuer) enqueue(now time.Time) {
 	if len(scores) == 0 {
 		return
 	}
-	if _, err := p.r.wp.store.SchedulePeriodic(p.r.ctx, scores, payloads); err != nil {
-		if p.r.ctx.Err() == nil {
-			p.r.wp.logger.Error("work: scheduling periodic jobs", "err", err)
+	if _, err := p.store.SchedulePeriodic(p.ctx, scores, payloads); err != nil {
+		if p.ctx.Err() == nil {
+			p.logger.Error("work: scheduling periodic jobs", "err", err)
 		}
 		return
 	}
-	p.r.requeuer.at(time.Unix(slices.Min(scores), 0))
+	p.alarm.at(time.Unix(slices.Min(scores), 0))
 }
 
 // periodicTicks returns the epochs of a schedule's runs after now, up to now+horizon. A spec that

@@ -196,7 +196,7 @@ func (q *readiness) scanDue() bool {
 // when the next scheduled or retry job is due.
 func (q *readiness) looked(res rdb.ScanResult) {
 	if res.DueIn >= 0 {
-		q.r.requeuer.in(time.Duration(res.DueIn) * time.Second)
+		q.r.alarm.in(time.Duration(res.DueIn) * time.Second)
 	}
 	// A heartbeat also looks at the queues of names it announces for the first time: those are
 	// left alone until the pool serves them.
@@ -352,13 +352,13 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 			// schedule made due sooner (looks leave schedules out: see lua/lib/scan.lua): a
 			// requeuer pass learns when the next one is due.
 			q.markAllReady()
-			q.r.requeuer.in(0)
+			q.r.alarm.in(0)
 		},
 		Wake:      func(name string) { q.notify(name, false) },
 		KeyedWake: func(name string) { q.notify(name, true) },
 		Cancel:    func(id string) { q.r.cancelJob(id) },
 		// An Enqueuer scheduled a job.
-		Due: func(at int64) { q.r.requeuer.at(time.Unix(at, 0)) },
+		Due: func(at int64) { q.r.alarm.at(time.Unix(at, 0)) },
 	})
 	if ctx.Err() != nil {
 		return subscribed.Load(), nil

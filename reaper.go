@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/workqueue/work/internal/rdb"
@@ -16,19 +17,29 @@ import (
 // pool has had the chance to send one too. The reap script checks the heartbeat again atomically, so
 // a pool that comes back is left alone and concurrent reapers do the work once.
 type reaper struct {
-	r            *poolRun
+	reaperParams
 	lastBeat     int64 // server time of this pool's previous heartbeat; 0: none yet or it failed
 	healthySince int64 // server time since which heartbeats have arrived on time
 }
 
-func newReaper(r *poolRun) *reaper { return &reaper{r: r} }
+// reaperParams are what a reaper uses: the store, the logger, the pool's heartbeat interval and dead
+// pool timeout, and the job set the pool serves (whose names it reaps besides a dead pool's own).
+type reaperParams struct {
+	store           *rdb.Store
+	logger          *slog.Logger
+	interval        time.Duration
+	deadPoolTimeout time.Duration
+	served          func() *jobSet
+}
+
+func newReaper(p reaperParams) *reaper { return &reaper{reaperParams: p} }
 
 // unhealthy records a failed heartbeat.
 func (p *reaper) unhealthy() { p.lastBeat = 0 }
 
 // observe takes the result of a heartbeat: the server's clock and the stale pools.
 func (p *reaper) observe(ctx context.Context, now int64, stale []rdb.StalePool) {
-	interval := int64(p.r.wp.opts.HeartbeatInterval / time.Second)
+	interval := int64(p.interval / time.Second)
 	if interval < 1 {
 		interval = 1
 	}
@@ -39,25 +50,25 @@ func (p *reaper) observe(ctx context.Context, now int64, stale []rdb.StalePool) 
 	if len(stale) == 0 || now-p.healthySince < interval {
 		return
 	}
-	deadAfter := int64(p.r.wp.opts.DeadPoolTimeout / time.Second)
+	deadAfter := int64(p.deadPoolTimeout / time.Second)
 	for _, sp := range stale {
 		names := sp.JobNames
 		if names == nil {
 			// Its heartbeat is gone: look at every job name the namespace knows.
-			known, err := p.r.wp.store.KnownJobNames(ctx)
+			known, err := p.store.KnownJobNames(ctx)
 			if err != nil {
-				p.r.wp.logger.Error("work: reaping: listing job names", "err", err)
+				p.logger.Error("work: reaping: listing job names", "err", err)
 				continue
 			}
-			names = union(known, p.r.jobs().names)
+			names = union(known, p.served().names)
 		}
-		n, err := p.r.wp.store.Reap(ctx, sp.Id, names, deadAfter)
+		n, err := p.store.Reap(ctx, sp.Id, names, deadAfter)
 		if err != nil {
-			p.r.wp.logger.Error("work: reaping dead pool", "dead_pool_id", sp.Id, "err", err)
+			p.logger.Error("work: reaping dead pool", "dead_pool_id", sp.Id, "err", err)
 			continue
 		}
 		if n >= 0 {
-			p.r.wp.logger.Warn("work: reaped dead pool", "dead_pool_id", sp.Id, "jobs_requeued", n)
+			p.logger.Warn("work: reaped dead pool", "dead_pool_id", sp.Id, "jobs_requeued", n)
 		}
 	}
 }

@@ -1,52 +1,112 @@
 package work
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/workqueue/work/internal/rdb"
 )
 
-// requeuer moves due jobs from the scheduled and retry sets to the back of their own queues. It runs
-// when a job is due, not on a clock: every look at Redis (a fetcher scan, a heartbeat) says when the
-// earliest job is due, an Enqueuer's scheduled job and this pool's own retries say when they are due,
-// and each pass reports the next. So an idle pool sends no command for it. A job goes to the queue
-// its payload names whether or not this pool handles that name, so pools with different job sets
-// share a namespace. A member that cannot be decoded goes to the dead set with the reason and its
-// bytes instead of blocking the set. The batch index is kept the same way: batches_expiry lists
-// complete batches by when their status expires, and a pass drops the due ones from the index. When
-// schedules are due (schedules:due), a pass pokes the scheduler, which fires them.
+// requeuer is the pool's one timer of due work, gocraft/work's requeuer grown to four sources (the
+// dueSources below): scheduled jobs and retries, which it moves to the back of their own queues;
+// batches whose status expired, which it drops from the batch index; and run-time schedules, which
+// it hands to the scheduler (schedulesDue). It runs when something is due, not on a clock: the
+// dueAlarm it waits on is set by every look at Redis (a fetcher scan, a heartbeat, which say when the
+// earliest member is due), by an Enqueuer's scheduled job and this pool's own retries, by the
+// scheduler and the periodic enqueuer, and by each pass, which reports the next. So an idle pool
+// sends no command for it. A job goes to the queue its payload names whether or not this pool
+// handles that name, so pools with different job sets share a namespace. A member that cannot be
+// decoded goes to the dead set with the reason and its bytes instead of blocking the set.
 type requeuer struct {
-	r    *poolRun
+	ctx          context.Context
+	store        *rdb.Store
+	logger       *slog.Logger
+	alarm        *dueAlarm
+	schedulesDue chan<- struct{}
+}
+
+// requeuerParams are what a requeuer uses: the pool run's context (done when the pool stops), the
+// store, the logger, the alarm it waits on, and where it tells that schedules are due.
+type requeuerParams struct {
+	ctx          context.Context
+	store        *rdb.Store
+	logger       *slog.Logger
+	alarm        *dueAlarm
+	schedulesDue chan<- struct{}
+}
+
+const requeueBatch = 1000
+
+func newRequeuer(p requeuerParams) *requeuer {
+	return &requeuer{ctx: p.ctx, store: p.store, logger: p.logger, alarm: p.alarm, schedulesDue: p.schedulesDue}
+}
+
+// dueSource is a kind of due work: a sorted set of the layout scored by when its members are due.
+type dueSource int
+
+const (
+	dueScheduled   dueSource = iota // scheduled jobs: to their queues
+	dueRetries                      // retries and snoozed jobs: to their queues
+	dueBatchExpiry                  // batches whose status expired: out of the batch index
+	dueSchedules                    // buckets of run-time schedules: the scheduler fires them
+	dueSources
+)
+
+// duePlaces are the sorted sets of the due sources, in their order.
+var duePlaces = [dueSources]rdb.Place{
+	dueScheduled:   rdb.Scheduled,
+	dueRetries:     rdb.Retry,
+	dueBatchExpiry: rdb.BatchesExpiry,
+	dueSchedules:   rdb.SchedulesDue,
+}
+
+// dueAlarm is when the pool wants its next pass over due work: anything that learns when something
+// becomes due sets it, and the requeuer waits on it. Its zero value is not usable: see newDueAlarm.
+type dueAlarm struct {
 	wake chan struct{}
 
 	mu   sync.Mutex
 	next time.Time // when a pass is wanted; zero: none
 }
 
-const requeueBatch = 1000
-
-func newRequeuer(r *poolRun) *requeuer { return &requeuer{r: r, wake: make(chan struct{}, 1)} }
+func newDueAlarm() *dueAlarm { return &dueAlarm{wake: make(chan struct{}, 1)} }
 
 // at asks for a pass at t, unless one is wanted sooner.
-func (q *requeuer) at(t time.Time) {
-	q.mu.Lock()
-	sooner := q.next.IsZero() || t.Before(q.next)
+func (a *dueAlarm) at(t time.Time) {
+	a.mu.Lock()
+	sooner := a.next.IsZero() || t.Before(a.next)
 	if sooner {
-		q.next = t
+		a.next = t
 	}
-	q.mu.Unlock()
+	a.mu.Unlock()
 	if sooner {
 		select {
-		case q.wake <- struct{}{}:
+		case a.wake <- struct{}{}:
 		default:
 		}
 	}
 }
 
 // in asks for a pass in d.
-func (q *requeuer) in(d time.Duration) { q.at(time.Now().Add(d)) }
+func (a *dueAlarm) in(d time.Duration) { a.at(time.Now().Add(d)) }
+
+// take returns how long until the pass wanted (-1: none wanted), clearing the alarm when it is due.
+func (a *dueAlarm) take() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.next.IsZero() {
+		return -1
+	}
+	wait := time.Until(a.next)
+	if wait <= 0 {
+		a.next = time.Time{}
+		return 0
+	}
+	return wait
+}
 
 func (q *requeuer) start(wg *sync.WaitGroup) {
 	wg.Add(1)
@@ -55,16 +115,8 @@ func (q *requeuer) start(wg *sync.WaitGroup) {
 		timer := time.NewTimer(time.Hour)
 		defer timer.Stop()
 		for {
-			q.mu.Lock()
-			next := q.next
-			wait := time.Duration(-1)
-			if !next.IsZero() {
-				if wait = time.Until(next); wait <= 0 {
-					q.next = time.Time{}
-				}
-			}
-			q.mu.Unlock()
-			if !next.IsZero() && wait <= 0 {
+			wait := q.alarm.take()
+			if wait == 0 {
 				q.pass()
 				continue
 			}
@@ -72,9 +124,9 @@ func (q *requeuer) start(wg *sync.WaitGroup) {
 				timer.Reset(wait)
 			}
 			select {
-			case <-q.r.ctx.Done():
+			case <-q.ctx.Done():
 				return
-			case <-q.wake:
+			case <-q.alarm.wake:
 			case <-timer.C:
 			}
 			if !timer.Stop() {
@@ -89,11 +141,11 @@ func (q *requeuer) start(wg *sync.WaitGroup) {
 
 // pass moves every due job, then asks for a pass when the next one is due.
 func (q *requeuer) pass() {
-	for q.r.ctx.Err() == nil {
+	for q.ctx.Err() == nil {
 		more, nextIn := q.once()
 		if !more {
 			if nextIn >= 0 {
-				q.in(time.Duration(nextIn) * time.Millisecond)
+				q.alarm.in(time.Duration(nextIn) * time.Millisecond)
 			}
 			return
 		}
@@ -103,36 +155,41 @@ func (q *requeuer) pass() {
 // once moves one batch of due jobs from each set; it reports whether a set had more due, and the
 // milliseconds until the next job is due (-1: none, or not known after an error).
 func (q *requeuer) once() (bool, int64) {
-	st := q.r.wp.store
-	sets := []rdb.Place{rdb.Scheduled, rdb.Retry, rdb.BatchesExpiry, rdb.SchedulesDue}
-	now, due, nextIn, err := st.Due(q.r.ctx, sets, requeueBatch)
+	st, ctx := q.store, q.ctx
+	now, due, nextIn, err := st.Due(ctx, duePlaces[:], requeueBatch)
 	if err != nil {
-		if q.r.ctx.Err() == nil {
-			q.r.wp.logger.Error("work: looking for due jobs", "err", err)
-			q.in(time.Second) // the next look would find them too; do not wait for it
+		if ctx.Err() == nil {
+			q.logger.Error("work: looking for due jobs", "err", err)
+			q.alarm.in(time.Second) // the next look would find them too; do not wait for it
 		}
 		return false, -1
 	}
 	more := false
 	for i, members := range due {
+		src := dueSource(i)
 		if len(members) == 0 {
 			continue
 		}
-		if sets[i] == rdb.SchedulesDue {
+		switch src {
+		case dueSchedules:
 			// Buckets of schedules are due: the scheduler fires them, and says when the next is.
-			q.r.scheduler.poke()
+			select {
+			case q.schedulesDue <- struct{}{}:
+			default:
+			}
+			continue
+		case dueBatchExpiry:
+			more = more || len(members) == requeueBatch
+			// Batches whose status expired leave the batch index.
+			if _, _, err := st.TrimBatches(ctx, requeueBatch, 0, 0); err != nil && ctx.Err() == nil {
+				q.logger.Error("work: dropping expired batches from the batch index", "err", err)
+			}
 			continue
 		}
 		if len(members) == requeueBatch {
 			more = true
 		}
-		if sets[i] == rdb.BatchesExpiry {
-			// Batches whose status expired leave the batch index.
-			if _, _, err := st.TrimBatches(q.r.ctx, requeueBatch, 0, 0); err != nil && q.r.ctx.Err() == nil {
-				q.r.wp.logger.Error("work: dropping expired batches from the batch index", "err", err)
-			}
-			continue
-		}
+		set := duePlaces[src]
 		good := make([][]byte, 0, len(members))
 		names := make([]string, 0, len(members))
 		keys := make([]string, 0, len(members))
@@ -141,18 +198,18 @@ func (q *requeuer) once() (bool, int64) {
 			job, err := decodeJob(m)
 			if err != nil {
 				rec := deadLetterRecord("", m, err, now)
-				if _, merr := st.ZsetMove(q.r.ctx, sets[i], rdb.Dead, m, now, rec); merr != nil {
-					q.r.wp.logger.Error("work: moving an undecodable job to the dead set", "err", merr)
+				if _, merr := st.ZsetMove(ctx, set, rdb.Dead, m, now, rec); merr != nil {
+					q.logger.Error("work: moving an undecodable job to the dead set", "err", merr)
 				} else {
-					q.r.wp.logger.Error("work: undecodable job sent to the dead set", "set", sets[i], "err", err)
+					q.logger.Error("work: undecodable job sent to the dead set", "set", set, "err", err)
 				}
 				continue
 			}
 			if job.Key != "" && checkKey(job.Key) != nil {
 				// A key no enqueue accepts (written by hand): its job would have no queue to wait in.
 				rec := deadLetterRecord(job.Name, m, fmt.Errorf("job key: %w", checkKey(job.Key)), now)
-				if _, merr := st.ZsetMove(q.r.ctx, sets[i], rdb.Dead, m, now, rec); merr != nil {
-					q.r.wp.logger.Error("work: moving a job with a malformed key to the dead set", "err", merr)
+				if _, merr := st.ZsetMove(ctx, set, rdb.Dead, m, now, rec); merr != nil {
+					q.logger.Error("work: moving a job with a malformed key to the dead set", "err", merr)
 				}
 				continue
 			}
@@ -164,10 +221,10 @@ func (q *requeuer) once() (bool, int64) {
 		if len(good) == 0 {
 			continue
 		}
-		if _, err := st.EnqueueDue(q.r.ctx, sets[i], good, names, keys, holds); err != nil {
-			if q.r.ctx.Err() == nil {
-				q.r.wp.logger.Error("work: moving due jobs to their queues", "err", err)
-				q.in(time.Second)
+		if _, err := st.EnqueueDue(ctx, set, good, names, keys, holds); err != nil {
+			if ctx.Err() == nil {
+				q.logger.Error("work: moving due jobs to their queues", "err", err)
+				q.alarm.in(time.Second)
 			}
 			return false, -1
 		}

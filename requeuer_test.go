@@ -1,13 +1,16 @@
 package work
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 func TestRequeuerMovesAScheduledJobOfAnUnregisteredNameToItsQueueForAnotherPool(t *testing.T) {
@@ -294,4 +297,54 @@ func TestRetriesRunWhenDueWithoutPolling(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the retry to run", func() bool { return attempts.Load() == 2 })
+}
+
+// The alarm keeps the soonest pass asked for, and take clears it once it is due.
+func TestDueAlarmKeepsTheSoonestPass(t *testing.T) {
+	a := newDueAlarm()
+	if got := a.take(); got != -1 {
+		t.Fatalf("take on a new alarm = %v, want -1 (none wanted)", got)
+	}
+	a.in(time.Hour)
+	a.in(2 * time.Hour) // later: ignored
+	if got := a.take(); got <= 0 || got > time.Hour {
+		t.Fatalf("take = %v, want up to an hour", got)
+	}
+	a.at(time.Now().Add(-time.Second)) // sooner, and due
+	if got := a.take(); got != 0 {
+		t.Fatalf("take of a due alarm = %v, want 0", got)
+	}
+	if got := a.take(); got != -1 {
+		t.Fatalf("take after a due pass = %v, want -1", got)
+	}
+}
+
+// A requeuer built alone moves a due scheduled job to its queue and sets the alarm for the next.
+func TestRequeuerAloneMovesDueJobs(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	job := &Job{Name: "alone", ID: "j1", EnqueuedAt: 1}
+	raw, err := job.serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	rdo(t, pool, "ZADD", ns+":scheduled", now-10, raw)
+	rdo(t, pool, "ZADD", ns+":scheduled", now+3600, "later")
+	alarm, due := newDueAlarm(), make(chan struct{}, 1)
+	q := newRequeuer(requeuerParams{ctx: context.Background(), store: rdb.NewStore(ns, PoolBackend(pool)),
+		logger: slog.Default(), alarm: alarm, schedulesDue: due})
+	q.pass()
+	if got := rStrings(t, pool, "LRANGE", ns+":jobs:alone", 0, -1); len(got) != 1 || got[0] != string(raw) {
+		t.Fatalf("queue holds %q, want the due job", got)
+	}
+	if wait := alarm.take(); wait <= 0 || wait > time.Hour+time.Minute {
+		t.Fatalf("alarm in %v, want about an hour (the later member)", wait)
+	}
+	select {
+	case <-due:
+		t.Fatal("told the scheduler of due schedules, and none is stored")
+	default:
+	}
 }

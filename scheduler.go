@@ -12,14 +12,27 @@ import (
 // scheduler fires the namespace's due schedules (schedules.go) from this pool. Like the requeuer, it
 // runs when something is due, not on a clock: the looks the pool makes anyway (fetcher scans,
 // heartbeats) say when the earliest schedule is due, a SetSchedule that makes one due sooner says so
-// on the due channel, and each firing says when the next one is; the requeuer's pass at that time
-// finds the schedules due and pokes the scheduler. So an idle pool sends nothing for schedules,
+// on the due channel, and each firing says when the next one is (the dueAlarm); the requeuer's pass
+// at that time finds the schedules due and says so on due. So an idle pool sends nothing for schedules,
 // however many are stored. A poke runs scheduleFirers loops at once, each claiming, planning and
 // committing batches of due schedules until none is left; the claims' leases keep them, and other
 // pools, on different schedules.
 type scheduler struct {
-	r    *poolRun
-	wake chan struct{}
+	ctx    context.Context
+	store  *rdb.Store
+	logger *slog.Logger
+	due    <-chan struct{}
+	alarm  *dueAlarm
+}
+
+// schedulerParams are what a scheduler uses: the pool run's context (done when the pool stops), the
+// store, the logger, the signal that schedules are due, and the alarm it sets for the next one.
+type schedulerParams struct {
+	ctx    context.Context
+	store  *rdb.Store
+	logger *slog.Logger
+	due    <-chan struct{}
+	alarm  *dueAlarm
 }
 
 const (
@@ -35,14 +48,8 @@ const (
 	scheduleClaimBudget = 2000
 )
 
-func newScheduler(r *poolRun) *scheduler { return &scheduler{r: r, wake: make(chan struct{}, 1)} }
-
-// poke asks for a firing pass: schedules are due.
-func (s *scheduler) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+func newScheduler(p schedulerParams) *scheduler {
+	return &scheduler{ctx: p.ctx, store: p.store, logger: p.logger, due: p.due, alarm: p.alarm}
 }
 
 func (s *scheduler) start(wg *sync.WaitGroup) {
@@ -51,34 +58,34 @@ func (s *scheduler) start(wg *sync.WaitGroup) {
 		defer wg.Done()
 		for {
 			select {
-			case <-s.r.ctx.Done():
+			case <-s.ctx.Done():
 				return
-			case <-s.wake:
+			case <-s.due:
 			}
 			s.pass()
 		}
 	}()
 }
 
-// pass fires the due schedules, then asks the requeuer for a pass when the next one is due.
+// pass fires the due schedules, then sets the alarm for when the next one is due.
 func (s *scheduler) pass() {
 	var wg sync.WaitGroup
 	for range scheduleFirers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for s.r.ctx.Err() == nil {
-				n, next, err := fireSchedules(s.r.ctx, s.r.wp.store, 0, s.r.wp.logger)
+			for s.ctx.Err() == nil {
+				n, next, err := fireSchedules(s.ctx, s.store, 0, s.logger)
 				if err != nil {
-					if s.r.ctx.Err() == nil {
-						s.r.wp.logger.Error("work: firing schedules", "err", err)
-						s.r.requeuer.in(time.Second)
+					if s.ctx.Err() == nil {
+						s.logger.Error("work: firing schedules", "err", err)
+						s.alarm.in(time.Second)
 					}
 					return
 				}
 				if n == 0 {
 					if next >= 0 {
-						s.r.requeuer.at(time.Unix(next, 0))
+						s.alarm.at(time.Unix(next, 0))
 					}
 					return
 				}

@@ -1,9 +1,13 @@
 package work
 
 import (
+	"context"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // upkeep bounds what would otherwise grow in Redis for as long as a service runs: every minute (with
@@ -14,7 +18,7 @@ import (
 // Redis and removes at most upkeepBudget entries, looping while there is more, so a large backlog
 // goes in short steps. Several pools doing it at once is harmless.
 type upkeep struct {
-	r *poolRun
+	upkeepParams
 	// batchWalk is the rank of the batch index from which the next pass checks for entries whose
 	// batch is gone (see store.trimBatches).
 	batchWalk int64
@@ -27,7 +31,17 @@ const (
 	batchBudget = 1000
 )
 
-func newUpkeep(r *poolRun) *upkeep { return &upkeep{r: r} }
+// upkeepParams are what an upkeep uses: the pool run's context (done when the pool stops), the
+// store, the logger, and the bounds of the dead set (WorkerPoolOptions.DeadMaxJobs, DeadMaxAge).
+type upkeepParams struct {
+	ctx         context.Context
+	store       *rdb.Store
+	logger      *slog.Logger
+	deadMaxJobs int
+	deadMaxAge  time.Duration
+}
+
+func newUpkeep(p upkeepParams) *upkeep { return &upkeep{upkeepParams: p} }
 
 func (u *upkeep) start(wg *sync.WaitGroup) {
 	wg.Add(1)
@@ -37,7 +51,7 @@ func (u *upkeep) start(wg *sync.WaitGroup) {
 			u.pass()
 			wait := upkeepEvery + time.Duration(rand.Int64N(int64(5*time.Second)))
 			select {
-			case <-u.r.ctx.Done():
+			case <-u.ctx.Done():
 				return
 			case <-time.After(wait):
 			}
@@ -47,8 +61,7 @@ func (u *upkeep) start(wg *sync.WaitGroup) {
 
 // pass runs every task of the upkeep once.
 func (u *upkeep) pass() {
-	opts := u.r.wp.opts
-	if opts.DeadMaxJobs > 0 || opts.DeadMaxAge > 0 {
+	if u.deadMaxJobs > 0 || u.deadMaxAge > 0 {
 		u.trimDead()
 	}
 	u.trimBatches()
@@ -56,17 +69,16 @@ func (u *upkeep) pass() {
 
 // trimDead runs calls until nothing is left to trim; it returns the number trimmed.
 func (u *upkeep) trimDead() int64 {
-	opts := u.r.wp.opts
 	var minDiedAt int64
-	if opts.DeadMaxAge > 0 {
-		minDiedAt = time.Now().Add(-opts.DeadMaxAge).Unix()
+	if u.deadMaxAge > 0 {
+		minDiedAt = time.Now().Add(-u.deadMaxAge).Unix()
 	}
 	var total int64
-	for u.r.ctx.Err() == nil {
-		n, err := u.r.wp.store.TrimDead(u.r.ctx, int64(max(opts.DeadMaxJobs, 0)), minDiedAt, upkeepBudget)
+	for u.ctx.Err() == nil {
+		n, err := u.store.TrimDead(u.ctx, int64(max(u.deadMaxJobs, 0)), minDiedAt, upkeepBudget)
 		if err != nil {
-			if u.r.ctx.Err() == nil {
-				u.r.wp.logger.Error("work: trimming the dead set", "err", err)
+			if u.ctx.Err() == nil {
+				u.logger.Error("work: trimming the dead set", "err", err)
 			}
 			break
 		}
@@ -76,7 +88,7 @@ func (u *upkeep) trimDead() int64 {
 		}
 	}
 	if total > 0 {
-		u.r.wp.logger.Info("work: trimmed the dead set", "jobs_removed", total)
+		u.logger.Info("work: trimmed the dead set", "jobs_removed", total)
 	}
 	return total
 }
@@ -85,11 +97,11 @@ func (u *upkeep) trimDead() int64 {
 // part of the index for entries whose batch is gone by another way. It returns the number removed.
 func (u *upkeep) trimBatches() int64 {
 	var total int64
-	for u.r.ctx.Err() == nil {
-		n, next, err := u.r.wp.store.TrimBatches(u.r.ctx, batchBudget, batchBudget, u.batchWalk)
+	for u.ctx.Err() == nil {
+		n, next, err := u.store.TrimBatches(u.ctx, batchBudget, batchBudget, u.batchWalk)
 		if err != nil {
-			if u.r.ctx.Err() == nil {
-				u.r.wp.logger.Error("work: trimming the batch index", "err", err)
+			if u.ctx.Err() == nil {
+				u.logger.Error("work: trimming the batch index", "err", err)
 			}
 			break
 		}

@@ -1,11 +1,15 @@
 package work
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // The batch index loses every batch whose status expired, with no reader involved: the pools drop
@@ -53,11 +57,11 @@ func TestUpkeepWalksTheBatchIndexForEntriesWithoutABatch(t *testing.T) {
 	for i := 0; i < orphans; i++ {
 		rdo(t, pool, "ZADD", index, 1000+i, fmt.Sprintf("gone%d", i))
 	}
-	wp := bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("m", func(*Job) error { return nil }))
-	u := newUpkeep(wp.reg.run)
+	st := rdb.NewStore(ns, PoolBackend(pool))
+	u := newUpkeep(upkeepParams{ctx: context.Background(), store: st, logger: slog.Default()})
 	// Each call checks at most batchBudget entries; the walk goes on from where it stopped.
 	for i := 0; i < 5 && rInt(t, pool, "ZCARD", index) > 1; i++ {
-		n, next, err := wp.store.TrimBatches(wp.reg.run.ctx, batchBudget, batchBudget, u.batchWalk)
+		n, next, err := st.TrimBatches(u.ctx, batchBudget, batchBudget, u.batchWalk)
 		if err != nil {
 			t.Fatal(err)
 		}

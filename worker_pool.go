@@ -371,6 +371,13 @@ type poolRun struct {
 	upkeep      *upkeep
 	scheduler   *scheduler
 
+	// alarm is when the pool next looks for due work (the requeuer waits on it), schedulesDue tells
+	// the scheduler that schedules are due, and keepHeartbeat leaves the heartbeat at stop for a
+	// reaper (outcomes could not be written: jobs may still be held).
+	alarm         *dueAlarm
+	schedulesDue  chan struct{}
+	keepHeartbeat atomic.Bool
+
 	abandoned   atomic.Bool // the stop deadline passed: outcomes of running jobs are dropped
 	workersDone sync.WaitGroup
 	bgDone      sync.WaitGroup
@@ -393,17 +400,32 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.jobCtx, r.jobCancel = context.WithCancel(context.Background())
 	r.startedAt = nowEpochSeconds()
+	r.alarm, r.schedulesDue = newDueAlarm(), make(chan struct{}, 1)
 	r.acker = newAcker(r)
 	r.fetcher = newFetcher(r, int(wp.concurrency))
 	for i := uint(0); i < wp.concurrency; i++ {
 		r.workers = append(r.workers, newWorker(r))
 	}
-	r.observer = newObserver(r)
-	r.heartbeater = newHeartbeater(r)
-	r.requeuer = newRequeuer(r)
-	r.periodic = newPeriodicEnqueuer(r)
-	r.upkeep = newUpkeep(r)
-	r.scheduler = newScheduler(r)
+	store, logger, opts := wp.store, wp.logger, wp.opts
+	states := make([]*workerState, len(r.workers))
+	for i, w := range r.workers {
+		states[i] = w.state
+	}
+	r.observer = newObserver(observerParams{ctx: r.ctx, store: store, logger: logger, poolID: r.poolID, workers: states})
+	r.heartbeater = newHeartbeater(heartbeaterParams{ctx: r.ctx, store: store, logger: logger,
+		interval: opts.HeartbeatInterval, deadPoolTimeout: opts.DeadPoolTimeout,
+		heartbeat: rdb.PoolHeartbeat{PoolID: r.poolID, StartedAt: r.startedAt, Concurrency: wp.concurrency,
+			WorkerIDs: r.workerIDs()},
+		registry: r.full.Load, register: r.registerNames, served: r.jobs, announced: r.announced,
+		looked: r.fetcher.ready.looked, keep: &r.keepHeartbeat})
+	r.requeuer = newRequeuer(requeuerParams{ctx: r.ctx, store: store, logger: logger, alarm: r.alarm,
+		schedulesDue: r.schedulesDue})
+	r.periodic = newPeriodicEnqueuer(periodicEnqueuerParams{ctx: r.ctx, store: store, logger: logger, alarm: r.alarm,
+		jobs: func() []*periodicJob { return r.full.Load().periodic }})
+	r.upkeep = newUpkeep(upkeepParams{ctx: r.ctx, store: store, logger: logger, deadMaxJobs: opts.DeadMaxJobs,
+		deadMaxAge: opts.DeadMaxAge})
+	r.scheduler = newScheduler(schedulerParams{ctx: r.ctx, store: store, logger: logger, due: r.schedulesDue,
+		alarm: r.alarm})
 	return r
 }
 
