@@ -163,6 +163,15 @@ func (f *fetcher) isStopped() bool {
 }
 
 // ran records a handler's run time in the moving mean that decides how far ahead to fetch.
+// take hands a worker the next fetched job; false once the pool stopped fetching.
+func (f *fetcher) take() (*Job, bool) {
+	j, ok := <-f.jobs
+	if ok {
+		f.taken.Add(1)
+	}
+	return j, ok
+}
+
 func (f *fetcher) ran(d time.Duration) {
 	m := f.meanRun.Load()
 	f.meanRun.Store(m + (int64(d)-m)/8) // racing workers may drop a sample: it is only a mean

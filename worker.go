@@ -3,8 +3,11 @@ package work
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/workqueue/work/internal/rdb"
@@ -12,20 +15,54 @@ import (
 
 // worker runs jobs handed to it by the fetcher, one at a time, and hands each outcome to the acker.
 type worker struct {
+	workerParams
 	id    string
-	r     *poolRun
 	state *workerState
 }
 
-func newWorker(r *poolRun) *worker {
+// workerParams are what a worker uses: the pool run's context (done when the pool stops), the store
+// (its unique locks, and a running job's own reads), the logger, the pool's options that decide and
+// report outcomes, the type of the pool's context struct, the job set the pool serves (its
+// middleware), the parent of every job's context, where jobs come from (the fetcher) and where
+// outcomes go (the acker's submit), and the pool's flag that its stop deadline passed (outcomes of
+// running jobs are then dropped).
+type workerParams struct {
+	ctx         context.Context
+	store       *rdb.Store
+	logger      *slog.Logger
+	panicPolicy PanicPolicy
+	onOutcome   func(JobOutcome)
+	contextType reflect.Type
+	served      func() *jobSet
+	jobCtx      context.Context
+	source      jobSource
+	submit      func(rdb.FinishOp)
+	abandoned   *atomic.Bool
+}
+
+// jobSource is where a worker takes its jobs and tells how long each ran and when its hold ended:
+// the pool's fetcher, which counts the pool's room in jobs held.
+type jobSource interface {
+	// take waits for the next job; false once the source is closed.
+	take() (*Job, bool)
+	// ran records a handler's run time.
+	ran(d time.Duration)
+	// finished ends a job's hold without an outcome to write (the pool was abandoned).
+	finished()
+}
+
+func newWorker(p workerParams) *worker {
 	id := makeIdentifier()
-	return &worker{id: id, r: r, state: &workerState{workerID: id, store: r.wp.store}}
+	return &worker{workerParams: p, id: id, state: &workerState{workerID: id, store: p.store}}
 }
 
 func (w *worker) loop(wg *sync.WaitGroup) {
 	defer wg.Done()
-	for job := range w.r.fetcher.jobs {
-		w.r.fetcher.taken.Add(1)
+	for {
+		job, ok := w.source.take()
+		if !ok {
+			return
+		}
 		w.process(job)
 	}
 }
@@ -34,15 +71,14 @@ func (w *worker) loop(wg *sync.WaitGroup) {
 func (w *worker) current() *Job { return w.state.currentJob() }
 
 func (w *worker) process(job *Job) {
-	r := w.r
 	if err := decodeFetched(job, job.q.name); err != nil {
-		r.wp.logger.Error("work: payload sent to the dead set", "job_name", job.q.name, "err", err)
-		r.acker.submit(deadLetterOp(job, err))
+		w.logger.Error("work: payload sent to the dead set", "job_name", job.q.name, "err", err)
+		w.submit(deadLetterOp(job, err))
 		return
 	}
 	jt := job.q.jt
 	// The middleware and options registered when the job starts apply to it.
-	set := r.jobs()
+	set := w.served()
 	if job.Unique && job.Fails == 0 {
 		// Only a first attempt holds the lock: by a retry it may belong to a later identical job.
 		w.claimUnique(job)
@@ -50,14 +86,14 @@ func (w *worker) process(job *Job) {
 	job.observer = w.state
 	// A context of its own only when a function of the chain receives it or the job has a timeout:
 	// otherwise nothing could see it, and a cancel is recorded in the worker's state instead.
-	ctx, cancel := r.jobCtx, context.CancelCauseFunc(nil)
+	ctx, cancel := w.jobCtx, context.CancelCauseFunc(nil)
 	if set.contextual(jt) {
-		ctx, cancel = context.WithCancelCause(r.jobCtx)
+		ctx, cancel = context.WithCancelCause(w.jobCtx)
 	}
 	w.state.start(job, cancel)
 	start := time.Now()
 	res := w.runJob(ctx, set, jt, job)
-	r.fetcher.ran(time.Since(start))
+	w.source.ran(time.Since(start))
 	cancelled := w.state.done()
 	res.cancelled = res.err != nil && (cancelled || (cancel != nil && isCancelled(ctx)))
 	if cancel != nil {
@@ -65,19 +101,19 @@ func (w *worker) process(job *Job) {
 	}
 	job.observer = nil
 	if res.err != nil {
-		r.wp.logger.Warn("work: job failed", "job_name", job.Name, "job_id", job.ID, "attempt", job.Fails+1,
+		w.logger.Warn("work: job failed", "job_name", job.Name, "job_id", job.ID, "attempt", job.Fails+1,
 			"duration", time.Since(start), "err", errorText(res.err))
 	}
 	op := w.safeOutcome(jt, job, res)
 	if op.Ext != nil && jt.UniqueUntilDone && job.Unique {
 		op.Ext.UniqueKey = w.uniqueKey(job) // held since the start: released as the job ends
 	}
-	if r.abandoned.Load() {
-		r.fetcher.finished()
+	if w.abandoned.Load() {
+		w.source.finished()
 		return
 	}
-	r.acker.submit(op)
-	if hook := r.wp.opts.OnOutcome; hook != nil {
+	w.submit(op)
+	if hook := w.onOutcome; hook != nil {
 		w.report(hook, JobOutcome{Job: job, Result: resultOf(op), Err: res.err,
 			Panicked: res.panicked, Cancelled: res.cancelled, Duration: time.Since(start)})
 	}
@@ -87,7 +123,7 @@ func (w *worker) process(job *Job) {
 func (w *worker) report(hook func(JobOutcome), o JobOutcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.r.wp.logger.Error("work: OnOutcome panicked", "job_name", o.Job.Name, "job_id", o.Job.ID,
+			w.logger.Error("work: OnOutcome panicked", "job_name", o.Job.Name, "job_id", o.Job.ID,
 				"panic", fmt.Sprintf("%v", p), "stack", string(debug.Stack()))
 		}
 	}()
@@ -100,25 +136,25 @@ func (w *worker) report(hook func(JobOutcome), o JobOutcome) {
 func (w *worker) safeOutcome(jt *jobType, job *Job, res runResult) (op rdb.FinishOp) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.r.wp.logger.Error("work: deciding a job's outcome panicked", "job_name", job.Name, "job_id", job.ID,
+			w.logger.Error("work: deciding a job's outcome panicked", "job_name", job.Name, "job_id", job.ID,
 				"panic", fmt.Sprintf("%v", p), "stack", string(debug.Stack()))
 			safe := *jt
 			safe.Backoff = nil
-			op = outcomeOp(&safe, w.r.wp.opts.PanicPolicy, job,
+			op = outcomeOp(&safe, w.panicPolicy, job,
 				runResult{err: panicError{value: p}, panicked: true})
 		}
 	}()
-	return outcomeOp(jt, w.r.wp.opts.PanicPolicy, job, res)
+	return outcomeOp(jt, w.panicPolicy, job, res)
 }
 
 // claimUnique releases a unique job's lock as it starts, so an identical job may be enqueued while it
 // runs; a ByKey job takes the latest args stored in the lock by duplicate enqueues.
 func (w *worker) claimUnique(job *Job) {
 	key := w.uniqueKey(job)
-	vals, err := w.r.wp.store.ClaimUnique(w.r.ctx, []string{key}, job.q.jt.UniqueUntilDone)
+	vals, err := w.store.ClaimUnique(w.ctx, []string{key}, job.q.jt.UniqueUntilDone)
 	if err != nil {
 		// The lock expires on its own; the job still runs.
-		w.r.wp.logger.Error("work: releasing a unique lock", "job_name", job.Name, "job_id", job.ID, "err", err)
+		w.logger.Error("work: releasing a unique lock", "job_name", job.Name, "job_id", job.ID, "err", err)
 		return
 	}
 	if len(vals) != 1 || len(vals[0]) == 0 || string(vals[0]) == "1" {
@@ -132,10 +168,10 @@ func (w *worker) claimUnique(job *Job) {
 // uniqueKey returns the unique lock of a job. The payload names its lock; only a unique-lock key of
 // this job name is trusted, so a crafted payload cannot make the worker delete another key.
 func (w *worker) uniqueKey(job *Job) string {
-	if w.r.wp.store.IsUniqueLockOf(job.Name, job.UniqueKey) {
+	if w.store.IsUniqueLockOf(job.Name, job.UniqueKey) {
 		return job.UniqueKey
 	}
-	lock, _ := w.r.wp.store.UniqueLock(job.Name, job.Args, job.Key)
+	lock, _ := w.store.UniqueLock(job.Name, job.Args, job.Key)
 	return lock
 }
 
@@ -150,11 +186,11 @@ func (w *worker) runJob(ctx context.Context, set *jobSet, jt *jobType, job *Job)
 	defer func() {
 		if p := recover(); p != nil {
 			res = runResult{err: panicError{value: p}, panicked: true}
-			w.r.wp.logger.Error("work: job panicked", "job_name", job.Name, "job_id", job.ID,
+			w.logger.Error("work: job panicked", "job_name", job.Name, "job_id", job.ID,
 				"panic", res.err.Error(), "stack", string(debug.Stack()))
 		}
 	}()
-	res.err = runChain(w.r.wp.contextType, set.needsCtx, set.middleware, jt.handler, ctx, job)
+	res.err = runChain(w.contextType, set.needsCtx, set.middleware, jt.handler, ctx, job)
 	if res.err == nil && jt.Timeout > 0 && ctx.Err() == context.DeadlineExceeded {
 		res.err = context.DeadlineExceeded
 	}

@@ -404,7 +404,9 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.acker = newAcker(r)
 	r.fetcher = newFetcher(r, int(wp.concurrency))
 	for i := uint(0); i < wp.concurrency; i++ {
-		r.workers = append(r.workers, newWorker(r))
+		r.workers = append(r.workers, newWorker(workerParams{ctx: r.ctx, store: wp.store, logger: wp.logger,
+			panicPolicy: wp.opts.PanicPolicy, onOutcome: wp.opts.OnOutcome, contextType: wp.contextType,
+			served: r.jobs, jobCtx: r.jobCtx, source: r.fetcher, submit: r.acker.submit, abandoned: &r.abandoned}))
 	}
 	store, logger, opts := wp.store, wp.logger, wp.opts
 	states := make([]*workerState, len(r.workers))
