@@ -3,7 +3,6 @@ package work
 import (
 	"context"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/workqueue/work/internal/rdb"
@@ -33,20 +32,19 @@ type acker struct {
 	kick chan struct{} // hands the writing over to the acker's goroutine
 	done chan struct{} // closed when the goroutine has written everything and ended
 
-	mu        sync.Mutex
-	pending   []rdb.FinishOp // submitted, not yet taken by a write
-	spare     []rdb.FinishOp // the last batch written, reused for pending
-	writing   bool           // a write of outcomes is under way
-	handed    bool           // and the acker's goroutine makes it (handed over, or its own)
-	extra     bool           // an extra write is under way beside it (secondAckAt)
-	writeAt   time.Time      // when the chain's write under way began
+	// The outcomes submitted and not yet taken by a write; its writers count the chain's write
+	// (0 or 1), and its mu also guards the fields below.
+	groupCommit[rdb.FinishOp]
+	handed    bool      // the chain's write is the acker's goroutine's (handed over, or its own)
+	extra     bool      // an extra write is under way beside it (secondAckAt)
+	writeAt   time.Time // when the chain's write under way began
 	closed    bool
 	gaveUp    bool // closed, and Redis stayed out of reach
 	counts    map[statKey]int64
 	lastStats time.Time
 	failures  int // writes of the acker's goroutine that failed in a row
 
-	x      rdb.Exchange // the buffer of whoever makes the chain's writes of outcomes alone (writing is set)
+	x      rdb.Exchange // the buffer of whoever makes the chain's writes of outcomes alone (writers is 1)
 	xExtra rdb.Exchange // the extra write's buffer (extra is set)
 }
 
@@ -72,7 +70,9 @@ const (
 const statsEvery = time.Second
 
 func newAcker(r *poolRun) *acker {
-	return &acker{r: r, kick: make(chan struct{}, 1), done: make(chan struct{}), counts: make(map[statKey]int64)}
+	a := &acker{r: r, kick: make(chan struct{}, 1), done: make(chan struct{}), counts: make(map[statKey]int64)}
+	a.maxBatch = maxAckBatch
+	return a
 }
 
 func (a *acker) start() { go a.loop() }
@@ -87,21 +87,21 @@ func (a *acker) submit(op rdb.FinishOp) {
 		a.r.fetcher.finished()
 		return
 	}
-	a.pending = append(a.pending, op)
-	if a.writing {
+	if !a.submitLocked(op) {
 		if a.extra || !a.extraDueLocked() {
 			a.mu.Unlock()
 			a.r.fetcher.finished()
 			return
 		}
 		a.extra = true
-		batch := a.takeBatch()
+		batch := a.takeLocked()
 		a.mu.Unlock()
 		a.r.fetcher.finished()
 		a.writeExtra(batch)
 		return
 	}
-	batch := a.take()
+	a.writeAt = time.Now()
+	batch := a.takeLocked()
 	a.mu.Unlock()
 	// The outcome is pending (the acker is not idle), so a Drain cannot mistake the freed room for
 	// a finished pool; the loop may fetch again while this write is under way.
@@ -113,29 +113,11 @@ func (a *acker) submit(op rdb.FinishOp) {
 	a.handOver(batch)
 }
 
-// take returns the pending outcomes (up to maxAckBatch) for a write and marks a write under way.
-// The caller holds mu.
-func (a *acker) take() []rdb.FinishOp {
-	a.writing = true
-	a.writeAt = time.Now()
-	return a.takeBatch()
-}
-
 // extraDueLocked reports whether the outcomes pending behind the chain's write under way are due an
 // extra write: a submit makes one unless one is under way, and the extra write goes on while it holds.
 // The caller holds mu.
 func (a *acker) extraDueLocked() bool {
-	return a.writing && len(a.pending) >= secondAckAt && time.Since(a.writeAt) >= extraAfter
-}
-
-// takeBatch returns the pending outcomes, up to maxAckBatch. The caller holds mu.
-func (a *acker) takeBatch() []rdb.FinishOp {
-	n := min(len(a.pending), maxAckBatch)
-	batch := a.pending[:n:n]
-	rest := a.pending[n:]
-	a.pending = append(a.spare[:0], rest...)
-	a.spare = nil
-	return batch
+	return a.writers > 0 && len(a.pending) >= secondAckAt && time.Since(a.writeAt) >= extraAfter
 }
 
 // writeExtra makes the extra write, and more while outcomes keep waiting behind the chain's write.
@@ -146,19 +128,19 @@ func (a *acker) writeExtra(batch []rdb.FinishOp) {
 		if err != nil {
 			a.putBack(batch)
 		}
-		clear(batch)
-		a.mu.Lock()
-		a.recycleLocked(batch)
+		a.putAwayLock(batch)
 		if err == nil && a.extraDueLocked() {
-			batch = a.takeBatch()
+			batch = a.takeLocked()
 			a.mu.Unlock()
 			continue
 		}
 		a.extra = false
-		idle := !a.writing && len(a.pending) == 0
-		handOver := !a.writing && (len(a.pending) > 0 || a.closed)
-		if handOver {
-			a.writing, a.handed = len(a.pending) > 0, len(a.pending) > 0
+		idle := a.writers == 0 && len(a.pending) == 0
+		handOver := a.writers == 0 && (len(a.pending) > 0 || a.closed)
+		if handOver && len(a.pending) > 0 {
+			// The chain ended meanwhile: its next write is the goroutine's.
+			a.beginLocked()
+			a.handed = true
 		}
 		a.mu.Unlock()
 		if idle {
@@ -177,18 +159,15 @@ func (a *acker) writeExtra(batch []rdb.FinishOp) {
 // putBack returns outcomes whose write failed to the front of pending.
 func (a *acker) putBack(batch []rdb.FinishOp) {
 	a.mu.Lock()
-	a.pending = append(append(make([]rdb.FinishOp, 0, len(batch)+len(a.pending)), batch...), a.pending...)
+	a.putBackLocked(batch)
 	a.mu.Unlock()
 }
 
 // handOver ends a write: the acker's goroutine makes the next one if outcomes are pending, else no
 // write is under way any more.
 func (a *acker) handOver(batch []rdb.FinishOp) {
-	clear(batch)
-	a.mu.Lock()
-	a.recycleLocked(batch)
-	if len(a.pending) == 0 {
-		a.writing = false
+	a.putAwayLock(batch)
+	if !a.endLocked() {
 		a.mu.Unlock()
 		a.nowIdle()
 		return
@@ -214,10 +193,12 @@ func (a *acker) nowIdle() {
 func (a *acker) takeForFetch() []rdb.FinishOp {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.writing || len(a.pending) == 0 {
+	if a.writers > 0 || len(a.pending) == 0 {
 		return nil
 	}
-	return a.take()
+	a.beginLocked()
+	a.writeAt = time.Now()
+	return a.takeLocked()
 }
 
 // write records a batch of outcomes alone, and the stats when they are due, using x.
@@ -255,7 +236,7 @@ func (a *acker) loop() {
 		for a.step(&wait) {
 		}
 		a.mu.Lock()
-		end := a.gaveUp || (a.closed && len(a.pending) == 0 && !a.writing && !a.extra && len(a.counts) == 0)
+		end := a.gaveUp || (a.closed && len(a.pending) == 0 && a.writers == 0 && !a.extra && len(a.counts) == 0)
 		a.mu.Unlock()
 		if end {
 			return
@@ -267,8 +248,8 @@ func (a *acker) loop() {
 func (a *acker) step(wait *time.Duration) bool {
 	now := time.Now()
 	a.mu.Lock()
-	if a.writing && !a.handed {
-		// A worker or the loop is writing: it hands over, or clears writing, when done.
+	if a.writers > 0 && !a.handed {
+		// A worker or the loop is writing: it hands over, or ends the chain, when done.
 		closed := a.closed
 		a.mu.Unlock()
 		if closed {
@@ -278,16 +259,20 @@ func (a *acker) step(wait *time.Duration) bool {
 		return false
 	}
 	if len(a.pending) == 0 && !a.statsDueLocked(now) {
-		wasWriting := a.writing
-		a.writing, a.handed = false, false
+		wasWriting := a.writers > 0
+		a.writers, a.handed = 0, false
 		a.mu.Unlock()
 		if wasWriting {
 			a.nowIdle()
 		}
 		return false
 	}
-	batch := a.take()
+	if a.writers == 0 {
+		a.beginLocked()
+	}
 	a.handed = true
+	a.writeAt = now
+	batch := a.takeLocked()
 	a.mu.Unlock()
 	if err := a.write(&a.x, batch); err != nil {
 		a.putBack(batch)
@@ -296,7 +281,7 @@ func (a *acker) step(wait *time.Duration) bool {
 		if a.closed && a.failures >= 3 {
 			// The jobs stay in the in-progress list; the pool's heartbeat is left for a reaper to
 			// put them back.
-			a.gaveUp, a.pending, a.writing, a.handed = true, nil, false, false
+			a.gaveUp, a.pending, a.writers, a.handed = true, nil, 0, false
 			a.mu.Unlock()
 			a.r.keepHeartbeat.Store(true)
 			return false
@@ -307,20 +292,10 @@ func (a *acker) step(wait *time.Duration) bool {
 		return true
 	}
 	*wait = 10 * time.Millisecond
-	clear(batch)
-	a.mu.Lock()
+	a.putAwayLock(batch)
 	a.failures = 0
-	a.recycleLocked(batch)
 	a.mu.Unlock()
 	return true
-}
-
-// recycleLocked keeps a written (and cleared) batch's array for the next pending outcomes, the
-// larger one if there are two. The caller holds mu.
-func (a *acker) recycleLocked(batch []rdb.FinishOp) {
-	if cap(batch) > cap(a.spare) {
-		a.spare = batch[:0]
-	}
 }
 
 // close stops taking outcomes and returns once those already submitted are written (or given up
@@ -340,7 +315,7 @@ func (a *acker) close() {
 func (a *acker) idle() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.pending) == 0 && !a.writing && !a.extra
+	return len(a.pending) == 0 && a.writers == 0 && !a.extra
 }
 
 func (a *acker) statsDueLocked(now time.Time) bool {

@@ -39,25 +39,22 @@ type Enqueuer struct {
 	// trip.
 	drained sync.Map // job name -> *atomic.Bool
 
-	// Concurrent Enqueue calls share round trips (group commit): the first caller with nothing under
-	// way writes its job; calls arriving meanwhile wait in queued, and the first of them writes them
-	// all in one pipeline when the write under way is done, or at once when enough wait (see
-	// secondWriteAt).
-	pushMu  sync.Mutex
-	writers int            // writes under way
-	shared  bool           // the last write carried the jobs of more than one call
-	queued  []*pendingPush // calls waiting for a turn to write or for their job to be written
-	spare   []*pendingPush // a written batch, for reuse as queued
-	pushBuf []*rdb.Push    // lent to one writer at a time
+	// Concurrent Enqueue calls share round trips (see write): calls waiting for their job to be
+	// written are pending in pushes, whose mu also guards shared and pushBuf.
+	pushes  groupCommit[*pendingPush]
+	shared  bool        // the last write carried the jobs of more than one call
+	pushBuf []*rdb.Push // lent to one writer at a time
 }
 
 // pendingPush is an Enqueue call waiting for its job to be written.
 type pendingPush struct {
 	rdb.Push
-	done chan bool // receives true when the call is to write the queued jobs itself, false when written
+	// done receives nil when the job is written, or a batch of waiting calls, this one first, when
+	// the call is to write them itself.
+	done chan []*pendingPush
 }
 
-var pendingPushes = sync.Pool{New: func() interface{} { return &pendingPush{done: make(chan bool, 1)} }}
+var pendingPushes = sync.Pool{New: func() interface{} { return &pendingPush{done: make(chan []*pendingPush, 1)} }}
 
 // knownJobsRefresh is how long an Enqueuer trusts that a job name is in known_jobs.
 const knownJobsRefresh = 300
@@ -338,33 +335,39 @@ const keptUp = 2
 // calls: a call that finds no write under way writes at once, so one goroutine's Enqueue costs
 // what it did without sharing. A call that writes takes every waiting call's job with its own.
 func (e *Enqueuer) write(p *pendingPush) {
-	e.pushMu.Lock()
-	if e.writers >= maxPushWriters || (e.writers > 0 && len(e.queued)+1 < secondWriteAt) {
-		e.queued = append(e.queued, p)
-		e.pushMu.Unlock()
-		if lead := <-p.done; !lead {
+	g := &e.pushes
+	g.mu.Lock()
+	var batch []*pendingPush
+	if g.writers >= maxPushWriters || (g.writers > 0 && len(g.pending)+1 < secondWriteAt) {
+		g.addLocked(p)
+		g.mu.Unlock()
+		if batch = <-p.done; batch == nil {
 			return
 		}
-		// A writer that finished handed its turn over (taking this call off queued).
-		e.pushMu.Lock()
+		// A writer that finished handed its turn over, with the calls waiting then.
+		g.mu.Lock()
 	} else {
-		e.writers++
+		g.beginLocked()
 	}
 	if e.shared {
 		// Calls come concurrently, and the callers of the last write are likely on their way
 		// back with their next jobs: a yield lets them queue those for this round trip rather
 		// than the next (from 10 goroutines it halves the round trips per job). A lone caller
 		// never yields.
-		e.pushMu.Unlock()
+		g.mu.Unlock()
 		runtime.Gosched()
-		e.pushMu.Lock()
+		g.mu.Lock()
 	}
-	batch := append(e.queued, p)
+	if batch == nil {
+		g.addLocked(p) // only now: a turn handed over goes to a call that waits, never to p
+		batch = g.takeLocked()
+	} else {
+		batch = g.takeMoreLocked(batch)
+	}
 	e.shared = len(batch) > 1
-	e.queued, e.spare = e.spare[:0], nil
 	pushes := e.pushBuf[:0]
 	e.pushBuf = nil
-	e.pushMu.Unlock()
+	g.mu.Unlock()
 
 	for _, q := range batch {
 		pushes = append(pushes, &q.Push)
@@ -373,25 +376,20 @@ func (e *Enqueuer) write(p *pendingPush) {
 	clear(pushes)
 	for _, q := range batch {
 		if q != p {
-			q.done <- false
+			q.done <- nil
 		}
 	}
-	clear(batch)
 
-	e.pushMu.Lock()
-	e.spare, e.pushBuf = batch[:0], pushes[:0]
-	if n := len(e.queued); n > 0 {
+	g.putAwayLock(batch)
+	e.pushBuf = pushes[:0]
+	if g.endLocked() {
 		// Hand the turn over to the first waiting call rather than keep this caller.
-		next := e.queued[0]
-		copy(e.queued, e.queued[1:])
-		e.queued[n-1] = nil
-		e.queued = e.queued[:n-1]
-		e.pushMu.Unlock()
-		next.done <- true
+		next := g.takeLocked()
+		g.mu.Unlock()
+		next[0].done <- next
 		return
 	}
-	e.writers--
-	e.pushMu.Unlock()
+	g.mu.Unlock()
 }
 
 // A second write may go out while one is under way, on a connection of its own, once it carries
