@@ -2,7 +2,9 @@ package work
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/workqueue/work/internal/rdb"
@@ -28,7 +30,7 @@ import (
 //
 // The acker also sums the per-minute stats, which are written at most once a second.
 type acker struct {
-	r    *poolRun
+	ackerParams
 	kick chan struct{} // hands the writing over to the acker's goroutine
 	done chan struct{} // closed when the goroutine has written everything and ended
 
@@ -69,8 +71,27 @@ const (
 // statsEvery is how often summed stats are written.
 const statsEvery = time.Second
 
-func newAcker(r *poolRun) *acker {
-	a := &acker{r: r, kick: make(chan struct{}, 1), done: make(chan struct{}), counts: make(map[statKey]int64)}
+// ackerParams are what an acker uses: the store, the logger, the pool's ID, and the pool's signals:
+// released ends a job's hold on the pool's room (the fetcher's count), onWritten tells which outcomes
+// are in Redis (the fetcher's sweeper stops holding their jobs), idleNow that every outcome is
+// written (a Drain may be waiting for it), alarm is set when retries and snoozed jobs are due, and
+// keepHeartbeat is set when outcomes could not be written before the pool stopped.
+type ackerParams struct {
+	store         *rdb.Store
+	logger        *slog.Logger
+	poolID        string
+	released      func()
+	onWritten     func(ops []rdb.FinishOp)
+	idleNow       func()
+	alarm         *dueAlarm
+	keepHeartbeat *atomic.Bool
+
+	boxedPoolID interface{} // poolID as a script argument, boxed once
+}
+
+func newAcker(p ackerParams) *acker {
+	p.boxedPoolID = p.poolID
+	a := &acker{ackerParams: p, kick: make(chan struct{}, 1), done: make(chan struct{}), counts: make(map[statKey]int64)}
 	a.maxBatch = maxAckBatch
 	return a
 }
@@ -84,19 +105,19 @@ func (a *acker) submit(op rdb.FinishOp) {
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
-		a.r.fetcher.finished()
+		a.released()
 		return
 	}
 	if !a.submitLocked(op) {
 		if a.extra || !a.extraDueLocked() {
 			a.mu.Unlock()
-			a.r.fetcher.finished()
+			a.released()
 			return
 		}
 		a.extra = true
 		batch := a.takeLocked()
 		a.mu.Unlock()
-		a.r.fetcher.finished()
+		a.released()
 		a.writeExtra(batch)
 		return
 	}
@@ -105,7 +126,7 @@ func (a *acker) submit(op rdb.FinishOp) {
 	a.mu.Unlock()
 	// The outcome is pending (the acker is not idle), so a Drain cannot mistake the freed room for
 	// a finished pool; the loop may fetch again while this write is under way.
-	a.r.fetcher.finished()
+	a.released()
 	if err := a.write(&a.x, batch); err != nil {
 		// Redis is out of reach: the acker's goroutine keeps trying, the worker goes on.
 		a.putBack(batch)
@@ -144,7 +165,7 @@ func (a *acker) writeExtra(batch []rdb.FinishOp) {
 		}
 		a.mu.Unlock()
 		if idle {
-			a.nowIdle()
+			a.idleNow()
 		}
 		if handOver {
 			select {
@@ -169,7 +190,7 @@ func (a *acker) handOver(batch []rdb.FinishOp) {
 	a.putAwayLock(batch)
 	if !a.endLocked() {
 		a.mu.Unlock()
-		a.nowIdle()
+		a.idleNow()
 		return
 	}
 	a.handed = true
@@ -181,15 +202,8 @@ func (a *acker) handOver(batch []rdb.FinishOp) {
 	}
 }
 
-// nowIdle is called when every outcome submitted is written: a Drain waiting for that is told.
-func (a *acker) nowIdle() {
-	if a.r.fetcher.ready.drainPending() {
-		a.r.fetcher.ready.poke()
-	}
-}
-
 // takeForFetch returns the pending outcomes for the loop to carry on a fetch, or nil when a write is
-// under way or none is pending. After the fetch the loop calls handOver.
+// under way or none is pending. After the fetch the loop calls fetched.
 func (a *acker) takeForFetch() []rdb.FinishOp {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -199,6 +213,18 @@ func (a *acker) takeForFetch() []rdb.FinishOp {
 	a.beginLocked()
 	a.writeAt = time.Now()
 	return a.takeLocked()
+}
+
+// fetched takes the result of a fetch that carried batch: written with x, or err, in which case the
+// outcomes are written again (one already applied is then found not held and left alone; jobs that
+// a lost reply fetched are put back by the fetcher's sweep).
+func (a *acker) fetched(batch []rdb.FinishOp, x *rdb.Exchange, err error) {
+	if err != nil {
+		a.putBack(batch)
+	} else {
+		a.written(x, time.Now())
+	}
+	a.handOver(batch)
 }
 
 // write records a batch of outcomes alone, and the stats when they are due, using x.
@@ -211,8 +237,8 @@ func (a *acker) write(x *rdb.Exchange, batch []rdb.FinishOp) error {
 		a.addStatsLocked(x, now)
 	}
 	a.mu.Unlock()
-	if err := a.r.wp.store.RunExchange(context.Background(), a.r.boxedPoolID, x); err != nil {
-		a.r.wp.logger.Error("work: recording job outcomes", "jobs", len(batch), "err", err)
+	if err := a.store.RunExchange(context.Background(), a.boxedPoolID, x); err != nil {
+		a.logger.Error("work: recording job outcomes", "jobs", len(batch), "err", err)
 		return err
 	}
 	a.written(x, now)
@@ -263,7 +289,7 @@ func (a *acker) step(wait *time.Duration) bool {
 		a.writers, a.handed = 0, false
 		a.mu.Unlock()
 		if wasWriting {
-			a.nowIdle()
+			a.idleNow()
 		}
 		return false
 	}
@@ -283,7 +309,7 @@ func (a *acker) step(wait *time.Duration) bool {
 			// put them back.
 			a.gaveUp, a.pending, a.writers, a.handed = true, nil, 0, false
 			a.mu.Unlock()
-			a.r.keepHeartbeat.Store(true)
+			a.keepHeartbeat.Store(true)
 			return false
 		}
 		a.mu.Unlock()
@@ -325,7 +351,7 @@ func (a *acker) statsDueLocked(now time.Time) bool {
 // addStatsLocked puts the summed stats into x and clears them. The caller holds mu.
 func (a *acker) addStatsLocked(x *rdb.Exchange, now time.Time) {
 	for k, c := range a.counts {
-		a.r.wp.store.SetStatsDay(k.q, k.minute/(24*60))
+		a.store.SetStatsDay(k.q, k.minute/(24*60))
 		x.Stats = append(x.Stats, rdb.StatsAdd{Key: k.q.StatsKey, Field: string(k.outcome) + ":" + strconv.FormatInt(k.minute, 10), Count: c})
 	}
 	clear(a.counts)
@@ -336,8 +362,8 @@ func (a *acker) addStatsLocked(x *rdb.Exchange, now time.Time) {
 // and no longer held; the requeuer learns when retries and snoozes are due.
 func (a *acker) written(x *rdb.Exchange, now time.Time) {
 	minute := now.Unix() / 60
-	logger := a.r.wp.logger
-	a.r.fetcher.sweeper.unholdAll(x.Ops)
+	logger := a.logger
+	a.onWritten(x.Ops)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for i, k := range x.Order {
@@ -355,7 +381,7 @@ func (a *acker) written(x *rdb.Exchange, now time.Time) {
 				a.counts[statKey{o.Q, minute, 'f'}]++
 			}
 			if o.Kind == rdb.OpRetry || o.Kind == rdb.OpSnooze {
-				a.r.alarm.at(time.Unix(o.Score, 0))
+				a.alarm.at(time.Unix(o.Score, 0))
 			}
 		case '0':
 			logger.Info("work: job was no longer held by this pool (put back already)", "job_name", o.Q.Name, "job_id", o.Ref.(*Job).ID)

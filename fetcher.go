@@ -1,6 +1,8 @@
 package work
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +26,7 @@ import (
 // a job meanwhile (the workers turned to long jobs), the pool hands them back to the front of their
 // queues, for any pool to take, and fetches ahead no more until one of its jobs ends.
 type fetcher struct {
-	r           *poolRun
+	p           *fetcherParams
 	jobs        chan *Job
 	ready       *readiness
 	sweeper     *sweeper
@@ -66,6 +68,40 @@ type fetcher struct {
 	shares []int
 }
 
+// fetcherParams are what the fetcher and its parts (readiness, sweeper) use: the pool run's context
+// (done when the pool stops), the store, the logger, the pool's ID and the options that pace its
+// looks, the job set the pool serves, where outcomes go (the acker, whose pending outcomes a fetch
+// carries along), the alarm it sets when a look finds due work, and the cancel of a running job
+// that a wake-up message asks for.
+type fetcherParams struct {
+	ctx               context.Context
+	store             *rdb.Store
+	logger            *slog.Logger
+	poolID            string
+	concurrency       int
+	sleepBackoffs     []int64
+	heartbeatInterval time.Duration
+	strictPriority    bool
+	served            func() *jobSet
+	outcomes          outcomeWriter
+	alarm             *dueAlarm
+	cancelJob         func(jobID string)
+
+	boxedPoolID interface{} // poolID as a script argument, boxed once
+}
+
+// outcomeWriter is where the fetcher sends the outcomes it makes (jobs it hands back) and takes the
+// pending outcomes a fetch carries along: the pool's acker.
+type outcomeWriter interface {
+	submit(op rdb.FinishOp)
+	// idle reports whether every outcome submitted is written.
+	idle() bool
+	// takeForFetch returns the pending outcomes for a fetch to carry, or nil; fetched takes the
+	// fetch's result for them (x, or the error that leaves them pending).
+	takeForFetch() []rdb.FinishOp
+	fetched(batch []rdb.FinishOp, x *rdb.Exchange, err error)
+}
+
 // fetchedBatch is one fetch's jobs in the channel: they were put in at at, and the last of them is
 // job number end (counted by pushed).
 type fetchedBatch struct {
@@ -95,13 +131,14 @@ func quickCapacity(concurrency int) int {
 // fetch was under way comes at once, and a round trip on a busy machine takes about this long.
 const streamGap = 500 * time.Microsecond
 
-func newFetcher(r *poolRun, concurrency int) *fetcher {
+func newFetcher(p fetcherParams) *fetcher {
+	p.boxedPoolID = p.poolID
+	concurrency := p.concurrency
 	capacity := quickCapacity(concurrency)
 	f := &fetcher{
-		r:             r,
+		p:             &p,
 		jobs:          make(chan *Job, capacity),
-		ready:         newReadiness(r),
-		sweeper:       newSweeper(r),
+		sweeper:       newSweeper(&p),
 		concurrency:   concurrency,
 		capacity:      capacity,
 		handBackAfter: handBackAfter,
@@ -109,6 +146,7 @@ func newFetcher(r *poolRun, concurrency int) *fetcher {
 		stopped:       make(chan struct{}),
 		done:          make(chan struct{}),
 	}
+	f.ready = newReadiness(&p, f.fetchNow)
 	f.meanRun.Store(int64(time.Second)) // nothing fetched ahead until jobs have shown they are quick
 	return f
 }
@@ -148,7 +186,7 @@ func (f *fetcher) requeueWaiting() int {
 	// Each goes to the fetch end: the last fetched goes first, so that the first ends up there.
 	for i := len(waiting) - 1; i >= 0; i-- {
 		j := waiting[i]
-		f.r.acker.submit(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
+		f.p.outcomes.submit(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
 	}
 	return len(waiting)
 }
@@ -228,14 +266,14 @@ func (f *fetcher) handBack(now time.Time) time.Duration {
 	f.batches = f.batches[:0]
 	if n > 0 {
 		f.noAhead.Store(true)
-		f.r.wp.logger.Debug("work: handed back jobs that waited for a busy worker", "jobs", n)
+		f.p.logger.Debug("work: handed back jobs that waited for a busy worker", "jobs", n)
 	}
 	return 0
 }
 
 func (f *fetcher) loop() {
 	defer close(f.done)
-	logger := f.r.wp.logger
+	logger := f.p.logger
 	errWait := 10 * time.Millisecond
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -262,7 +300,7 @@ func (f *fetcher) loop() {
 		}
 		f.mu.Unlock()
 		if n == 0 {
-			if f.held.Load() == 0 && len(f.jobs) == 0 && f.r.acker.idle() && f.ready.checkDrained() {
+			if f.held.Load() == 0 && len(f.jobs) == 0 && f.p.outcomes.idle() && f.ready.checkDrained() {
 				continue
 			}
 			f.wait(timer, roomBound, handBackIn)
@@ -328,7 +366,7 @@ func (f *fetcher) finished() {
 // is what it waits for.
 func (f *fetcher) want() (n int, roomBound bool) {
 	// The sampler is only used under mu: it takes the priorities of the set served now.
-	f.ready.sampler.priority = f.r.jobs().priority
+	f.ready.sampler.priority = f.p.served().priority
 	f.names, f.gens = f.ready.candidates(f.names, f.gens)
 	if len(f.names) == 0 {
 		return 0, false
@@ -395,25 +433,18 @@ func (f *fetcher) sleep(timer *time.Timer, d time.Duration) {
 // exchange makes one round trip: it fetches up to n jobs from the candidates, carrying the pending
 // outcomes along when no write of outcomes is under way, then hands the jobs to the workers.
 func (f *fetcher) exchange(n int) error {
-	r, a, x := f.r, f.r.acker, &f.x
+	p, x := f.p, &f.x
 	x.Reset()
-	set := r.jobs()
+	set := p.served()
 	f.shares = f.ready.sampler.shares(f.names, n, f.shares)
 	for i, name := range f.names {
 		x.Fetch = append(x.Fetch, rdb.FetchShare{Q: set.queues[name].args, Share: f.shares[i]})
 	}
-	batch := a.takeForFetch()
+	batch := p.outcomes.takeForFetch()
 	x.Ops = batch
-	err := r.wp.store.RunExchange(r.ctx, r.boxedPoolID, x)
+	err := p.store.RunExchange(p.ctx, p.boxedPoolID, x)
 	if batch != nil {
-		if err != nil {
-			// The outcomes are written again: one already applied is then found not held and left
-			// alone. Jobs that a lost reply fetched are put back by the sweep.
-			a.putBack(batch)
-		} else {
-			a.written(x, time.Now())
-		}
-		a.handOver(batch)
+		p.outcomes.fetched(batch, x, err)
 	}
 	if err != nil {
 		return err

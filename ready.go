@@ -23,9 +23,10 @@ import (
 // none, up to the last SleepBackoff. The heartbeat looks too, so an idle pool whose last SleepBackoff
 // is as long as its HeartbeatInterval sends nothing but its heartbeat.
 type readiness struct {
-	r       *poolRun
-	wake    chan struct{}   // poked when there may be something for the loop to do
-	sampler prioritySampler // used only under the fetcher's mu
+	p        *fetcherParams
+	fetchNow func()          // the fetcher's fetch on a wake-up
+	wake     chan struct{}   // poked when there may be something for the loop to do
+	sampler  prioritySampler // used only under the fetcher's mu
 
 	mu       sync.Mutex
 	idle     int       // consecutive looks that found no queue holding jobs
@@ -48,16 +49,17 @@ type drainWaiter struct {
 	after uint64
 }
 
-func newReadiness(r *poolRun) *readiness {
+func newReadiness(p *fetcherParams, fetchNow func()) *readiness {
 	return &readiness{
-		r:       r,
-		wake:    make(chan struct{}, 1),
-		sampler: newPrioritySampler(r.jobs().priority, r.wp.opts.StrictPriority),
-		ready:   make(map[string]bool),
-		gen:     make(map[string]uint64),
-		warned:  make(map[string]time.Time),
+		p:        p,
+		fetchNow: fetchNow,
+		wake:     make(chan struct{}, 1),
+		sampler:  newPrioritySampler(p.served().priority, p.strictPriority),
+		ready:    make(map[string]bool),
+		gen:      make(map[string]uint64),
+		warned:   make(map[string]time.Time),
 		// A pool starts idle: the steps of SleepBackoffs serve a pool that has just run out of work.
-		idle: len(r.wp.opts.SleepBackoffs) - 1,
+		idle: len(p.sleepBackoffs) - 1,
 	}
 }
 
@@ -73,7 +75,7 @@ func (q *readiness) poke() {
 // keyed jobs' (a message on the keyed wake-up channel).
 func (q *readiness) notify(name string, keyed bool) {
 	q.mu.Lock()
-	if _, ok := q.r.jobs().jobTypes[name]; !ok {
+	if _, ok := q.p.served().jobTypes[name]; !ok {
 		q.mu.Unlock()
 		return
 	}
@@ -84,11 +86,11 @@ func (q *readiness) notify(name string, keyed bool) {
 	q.ready[id] = true
 	q.gen[id]++
 	q.mu.Unlock()
-	q.r.fetcher.fetchNow()
+	q.fetchNow()
 }
 
 // markAllReady makes every queue ready: wake-ups may have been missed.
-func (q *readiness) markAllReady() { q.markReady(q.r.jobs().queueIDs) }
+func (q *readiness) markAllReady() { q.markReady(q.p.served().queueIDs) }
 
 // markReady makes the given queues ready.
 func (q *readiness) markReady(ids []string) {
@@ -126,9 +128,9 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 		st, _ := status[i].(int64)
 		if st == -5 && time.Since(q.warned[name]) > time.Minute {
 			q.warned[name] = time.Now()
-			qu := q.r.jobs().queues[name]
-			q.r.wp.logger.Warn("work: WRONGTYPE: a key of this queue holds the wrong type; skipping the queue until it is repaired",
-				"job_name", qu.name, "keyed", qu.keyed, "keys", q.r.wp.store.QueueKeys(qu.name, q.r.poolID, qu.keyed))
+			qu := q.p.served().queues[name]
+			q.p.logger.Warn("work: WRONGTYPE: a key of this queue holds the wrong type; skipping the queue until it is repaired",
+				"job_name", qu.name, "keyed", qu.keyed, "keys", q.p.store.QueueKeys(qu.name, q.p.poolID, qu.keyed))
 		}
 		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 {
 			if q.gen[name] == gens[i] {
@@ -146,7 +148,7 @@ func (q *readiness) jobFinished() {
 }
 
 func (q *readiness) backoff(i int) time.Duration {
-	b := q.r.wp.opts.SleepBackoffs
+	b := q.p.sleepBackoffs
 	if i >= len(b) {
 		i = len(b) - 1
 	}
@@ -158,7 +160,7 @@ func (q *readiness) backoff(i int) time.Duration {
 // quicker looks pointless), and at most a second while wake-ups are not arriving. When the heartbeat
 // will look before then, the scan waits a HeartbeatInterval longer, in case it does not.
 func (q *readiness) scanWait(idle int) time.Duration {
-	floor := q.backoff(len(q.r.wp.opts.SleepBackoffs) - 1)
+	floor := q.backoff(len(q.p.sleepBackoffs) - 1)
 	if floor <= 0 || floor > time.Second {
 		floor = time.Second
 	}
@@ -166,7 +168,7 @@ func (q *readiness) scanWait(idle int) time.Duration {
 	if !q.subscribed.Load() {
 		d = min(d, time.Second)
 	}
-	if hb := q.r.wp.opts.HeartbeatInterval; d >= hb {
+	if hb := q.p.heartbeatInterval; d >= hb {
 		d += hb
 	}
 	return d
@@ -196,11 +198,11 @@ func (q *readiness) scanDue() bool {
 // when the next scheduled or retry job is due.
 func (q *readiness) looked(res rdb.ScanResult) {
 	if res.DueIn >= 0 {
-		q.r.alarm.in(time.Duration(res.DueIn) * time.Second)
+		q.p.alarm.in(time.Duration(res.DueIn) * time.Second)
 	}
 	// A heartbeat also looks at the queues of names it announces for the first time: those are
 	// left alone until the pool serves them.
-	served := q.r.jobs().queues
+	served := q.p.served().queues
 	q.mu.Lock()
 	for _, id := range res.NonEmpty {
 		if served[id] != nil {
@@ -225,7 +227,7 @@ func (q *readiness) scan() error {
 	q.scans++
 	seq := q.scans
 	q.mu.Unlock()
-	res, err := q.r.wp.store.Poll(q.r.ctx, q.r.jobs().names)
+	res, err := q.p.store.Poll(q.p.ctx, q.p.served().names)
 	if err != nil {
 		return err
 	}
@@ -293,10 +295,18 @@ func (q *readiness) releaseDrains() {
 	q.mu.Unlock()
 }
 
+// ackerIdle takes the acker's word that every outcome is written: a Drain waiting for that looks
+// again.
+func (q *readiness) ackerIdle() {
+	if q.drainPending() {
+		q.poke()
+	}
+}
+
 // subscribe listens for wake-up messages until stopped is closed, reconnecting after errors and
 // looking at every queue after each (re)connection, since messages sent meanwhile were missed.
 func (q *readiness) subscribe(stopped <-chan struct{}) {
-	logger := q.r.wp.logger
+	logger := q.p.logger
 	wait := 10 * time.Millisecond
 	for {
 		select {
@@ -331,7 +341,7 @@ func (q *readiness) subscribe(stopped <-chan struct{}) {
 // got as far as listening.
 func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 	var subscribed atomic.Bool
-	ctx, cancel := context.WithCancel(q.r.ctx)
+	ctx, cancel := context.WithCancel(q.p.ctx)
 	defer cancel()
 	go func() {
 		select {
@@ -344,7 +354,7 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 		q.subscribed.Store(false)
 		q.poke() // the loop may be waiting longer than it should without wake-ups
 	}()
-	err := q.r.wp.store.SubscribePool(ctx, rdb.PoolEvents{
+	err := q.p.store.SubscribePool(ctx, rdb.PoolEvents{
 		Subscribed: func() {
 			subscribed.Store(true)
 			q.subscribed.Store(true)
@@ -352,13 +362,13 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 			// schedule made due sooner (looks leave schedules out: see lua/lib/scan.lua): a
 			// requeuer pass learns when the next one is due.
 			q.markAllReady()
-			q.r.alarm.in(0)
+			q.p.alarm.in(0)
 		},
 		Wake:      func(name string) { q.notify(name, false) },
 		KeyedWake: func(name string) { q.notify(name, true) },
-		Cancel:    func(id string) { q.r.cancelJob(id) },
+		Cancel:    q.p.cancelJob,
 		// An Enqueuer scheduled a job.
-		Due: func(at int64) { q.r.alarm.at(time.Unix(at, 0)) },
+		Due: func(at int64) { q.p.alarm.at(time.Unix(at, 0)) },
 	})
 	if ctx.Err() != nil {
 		return subscribed.Load(), nil

@@ -12,7 +12,7 @@ import (
 // reply was lost (Redis restarted, a connection cut, a failover) leaves such entries, which no worker
 // would ever run. The pool's loop holds jobs and sweeps; writers of outcomes unhold them.
 type sweeper struct {
-	r         *poolRun
+	p         *fetcherParams
 	mu        sync.Mutex // guards held and active
 	held      map[*Job]struct{}
 	lastSweep time.Time
@@ -20,8 +20,8 @@ type sweeper struct {
 	sweptErrs uint64 // the store's error count at the last sweep
 }
 
-func newSweeper(r *poolRun) *sweeper {
-	return &sweeper{r: r, held: make(map[*Job]struct{})}
+func newSweeper(p *fetcherParams) *sweeper {
+	return &sweeper{p: p, held: make(map[*Job]struct{})}
 }
 
 // hold records a job just fetched. A worker that decodes the job changes only its exported fields
@@ -45,7 +45,7 @@ func (s *sweeper) unholdAll(ops []rdb.FinishOp) {
 // sweepEvery is how often the pool looks for in-progress entries it does not hold, when it fetched
 // jobs or a Redis call failed since the last look: those are what leave such entries (a fetch or an
 // acknowledgement applied whose reply was lost, a failover). Otherwise it looks every slowSweepEvery.
-func (s *sweeper) sweepEvery() time.Duration { return 2 * s.r.wp.opts.HeartbeatInterval }
+func (s *sweeper) sweepEvery() time.Duration { return 2 * s.p.heartbeatInterval }
 
 const slowSweepEvery = 5 * time.Minute
 
@@ -57,7 +57,7 @@ func (s *sweeper) due() bool {
 	s.mu.Lock()
 	active := s.active
 	s.mu.Unlock()
-	return active || s.r.wp.store.Errs.Load() != s.sweptErrs || since >= slowSweepEvery
+	return active || s.p.store.Errs.Load() != s.sweptErrs || since >= slowSweepEvery
 }
 
 // sweep puts back the in-progress entries the pool does not hold. It runs on the loop, between
@@ -65,8 +65,8 @@ func (s *sweeper) due() bool {
 // acknowledgement is not mistaken for a lost one.
 func (s *sweeper) sweep() {
 	s.lastSweep = time.Now()
-	s.sweptErrs = s.r.wp.store.Errs.Load()
-	set := s.r.jobs()
+	s.sweptErrs = s.p.store.Errs.Load()
+	set := s.p.served()
 	held := make(map[string][][]byte, len(set.queueIDs))
 	s.mu.Lock()
 	s.active = false
@@ -76,14 +76,14 @@ func (s *sweeper) sweep() {
 		held[j.q.id] = append(held[j.q.id], entry)
 	}
 	s.mu.Unlock()
-	n, err := s.r.wp.store.Sweep(s.r.ctx, s.r.poolID, set.names, held)
+	n, err := s.p.store.Sweep(s.p.ctx, s.p.poolID, set.names, held)
 	if err != nil {
-		if s.r.ctx.Err() == nil {
-			s.r.wp.logger.Error("work: looking for in-progress jobs the pool does not hold", "err", err)
+		if s.p.ctx.Err() == nil {
+			s.p.logger.Error("work: looking for in-progress jobs the pool does not hold", "err", err)
 		}
 		return
 	}
 	if n > 0 {
-		s.r.wp.logger.Warn("work: put back in-progress jobs whose fetch reply was lost", "jobs_requeued", n)
+		s.p.logger.Warn("work: put back in-progress jobs whose fetch reply was lost", "jobs_requeued", n)
 	}
 }

@@ -197,17 +197,6 @@ func (w *worker) runJob(ctx context.Context, set *jobSet, jt *jobType, job *Job)
 	return res
 }
 
-// cancelJob cancels the context of the job with the given ID if one of the pool's workers runs it.
-func (r *poolRun) cancelJob(jobID string) bool {
-	found := false
-	for _, w := range r.workers {
-		if w.state.cancelIfRunning(jobID) {
-			found = true
-		}
-	}
-	return found
-}
-
 // errorText is err.Error(), or a description when Error itself panics (a typed nil, say).
 func errorText(err error) (s string) {
 	defer func() {

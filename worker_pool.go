@@ -401,14 +401,25 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.jobCtx, r.jobCancel = context.WithCancel(context.Background())
 	r.startedAt = nowEpochSeconds()
 	r.alarm, r.schedulesDue = newDueAlarm(), make(chan struct{}, 1)
-	r.acker = newAcker(r)
-	r.fetcher = newFetcher(r, int(wp.concurrency))
+	store, logger, opts := wp.store, wp.logger, wp.opts
+	// The acker and the fetcher are built from each other's signals: each gets what it calls as a
+	// function or an interface, wired here, so neither knows the other's type.
+	var f *fetcher
+	r.acker = newAcker(ackerParams{store: store, logger: logger, poolID: r.poolID,
+		released:  func() { f.finished() },
+		onWritten: func(ops []rdb.FinishOp) { f.sweeper.unholdAll(ops) },
+		idleNow:   func() { f.ready.ackerIdle() },
+		alarm:     r.alarm, keepHeartbeat: &r.keepHeartbeat})
+	f = newFetcher(fetcherParams{ctx: r.ctx, store: store, logger: logger, poolID: r.poolID,
+		concurrency: int(wp.concurrency), sleepBackoffs: opts.SleepBackoffs,
+		heartbeatInterval: opts.HeartbeatInterval, strictPriority: opts.StrictPriority, served: r.jobs,
+		outcomes: r.acker, alarm: r.alarm, cancelJob: func(id string) { r.cancelJob(id) }})
+	r.fetcher = f
 	for i := uint(0); i < wp.concurrency; i++ {
 		r.workers = append(r.workers, newWorker(workerParams{ctx: r.ctx, store: wp.store, logger: wp.logger,
 			panicPolicy: wp.opts.PanicPolicy, onOutcome: wp.opts.OnOutcome, contextType: wp.contextType,
 			served: r.jobs, jobCtx: r.jobCtx, source: r.fetcher, submit: r.acker.submit, abandoned: &r.abandoned}))
 	}
-	store, logger, opts := wp.store, wp.logger, wp.opts
 	states := make([]*workerState, len(r.workers))
 	for i, w := range r.workers {
 		states[i] = w.state
@@ -474,6 +485,17 @@ func (r *poolRun) stop(ctx context.Context) error {
 	r.jobCancel()
 	r.heartbeater.unregister()
 	return err
+}
+
+// cancelJob cancels the context of the job with the given ID if one of the pool's workers runs it.
+func (r *poolRun) cancelJob(jobID string) bool {
+	found := false
+	for _, w := range r.workers {
+		if w.state.cancelIfRunning(jobID) {
+			found = true
+		}
+	}
+	return found
 }
 
 func (r *poolRun) drain() { r.fetcher.ready.drain(r.ctx) }
