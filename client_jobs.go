@@ -19,9 +19,6 @@ import (
 // clientPageSize is the number of jobs on one page of ScheduledJobs, RetryJobs and DeadJobs.
 const clientPageSize = 20
 
-// clientBatchSize bounds the members read or moved per round trip by the Client's bulk operations.
-const clientBatchSize = 1000
-
 // ScheduledJobs returns a page of the jobs scheduled to run later (1-based; page 0 is page 1; 20 jobs a
 // page), sorted by RunAt (epoch seconds), and the total number of scheduled jobs. A member that cannot
 // be decoded is returned with Raw holding its bytes and LastErr saying why.
@@ -149,25 +146,19 @@ func (m match) removal() *rdb.RemovedJob {
 }
 
 // findAtScore returns the members of a sorted set whose score reads as score (as the page methods
-// list it: see parseScore) and whose job ID (as listed) is jobID, reading at most clientBatchSize
+// list it: see parseScore) and whose job ID (as listed) is jobID, reading at most rdb.ChunkSize
 // members per round trip.
 func (c *Client) findAtScore(ctx context.Context, key rdb.Place, score int64, jobID string) ([]match, error) {
 	var out []match
-	lo, hi := rdb.ScoreBounds(score)
-	for offset := 0; ; offset += clientBatchSize {
-		members, err := c.store.ZsetByScore(ctx, key, lo, hi, offset, clientBatchSize)
-		if err != nil {
-			return nil, err
-		}
+	err := c.store.EachAtScore(ctx, key, score, func(members []rdb.Zmember) bool {
 		for _, m := range members {
 			if j, ok := decodeMember(m.Member); j.ID == jobID && m.Score == score {
 				out = append(out, match{member: m.Member, job: j, ok: ok})
 			}
 		}
-		if len(members) < clientBatchSize {
-			return out, nil
-		}
-	}
+		return true
+	})
+	return out, err
 }
 
 // deleteAt deletes the members of a sorted set with the given score and job ID, with their unique
@@ -276,11 +267,11 @@ func (c *Client) RetryAllDeadJobs() error {
 }
 
 // retryDead moves the dead jobs that want selects to the back of their queues, in score order and in
-// batches of clientBatchSize, and returns how many it moved.
+// batches of rdb.ChunkSize, and returns how many it moved.
 func (c *Client) retryDead(want func(*Job) bool) (int64, error) {
 	ctx := context.Background()
 	var moved int64
-	err := c.eachDeadBatch(ctx, func(members []rdb.Zmember) (int, error) {
+	err := c.store.WalkSet(ctx, rdb.Dead, func(members []rdb.Zmember) (int, error) {
 		now := nowEpochSeconds()
 		ops := make([]rdb.RequeueOp, 0, len(members))
 		for _, m := range members {
@@ -297,37 +288,6 @@ func (c *Client) retryDead(want func(*Job) bool) (int64, error) {
 		return len(members) - len(ops), err
 	})
 	return moved, err
-}
-
-// eachDeadBatch walks the dead set in score order, up to the newest job dead when the walk began (so
-// that jobs dying meanwhile cannot keep it going), in batches of at most clientBatchSize members. act
-// gets each batch, removes some of its members from the set, and returns how many it left there, which
-// the walk then skips. A member removed by another client during the walk may make it skip as many
-// members again: those stay for a later call.
-func (c *Client) eachDeadBatch(ctx context.Context, act func([]rdb.Zmember) (left int, err error)) error {
-	key := rdb.Dead
-	last, ok, err := c.store.ZsetMaxBound(ctx, key)
-	if err != nil || !ok {
-		return err
-	}
-	offset := 0 // members left behind ahead of the next batch
-	for {
-		members, err := c.store.ZsetByScore(ctx, key, "-inf", last, offset, clientBatchSize)
-		if err != nil {
-			return err
-		}
-		if len(members) == 0 {
-			return nil
-		}
-		left, err := act(members)
-		if err != nil {
-			return err
-		}
-		offset += left
-		if len(members) < clientBatchSize {
-			return nil
-		}
-	}
 }
 
 // DeleteAllDeadJobs deletes every dead job.
@@ -491,7 +451,7 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if loc, err := c.findInList(ctx, JobStateQueued, rdb.Queue(name), jobID, needles, false); loc != nil || err != nil {
+		if loc, err := c.findInList(ctx, JobStateQueued, rdb.Queue(name), jobID, needles); loc != nil || err != nil {
 			return loc, err
 		}
 		if loc, err := c.findKeyed(ctx, name, jobID, needles); loc != nil || err != nil {
@@ -520,7 +480,7 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 			continue
 		}
 		// Every other list is a keyed in-progress list (one of another type reads as empty).
-		loc, err := c.findInList(ctx, JobStateInProgress, key, jobID, needles, i%2 == 1)
+		loc, err := c.findInList(ctx, JobStateInProgress, key, jobID, needles)
 		if i%2 == 1 && errors.Is(err, ErrWrongType) {
 			continue
 		}
@@ -542,82 +502,56 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 // that has jobs waiting all along. Keyed state that another program overwrote with another type is
 // passed over, as the pools pass it over.
 func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]byte) (*JobLocation, error) {
-	cursor := "0"
-	for {
-		next, keys, err := c.store.Zscan(ctx, rdb.KeyedWaiting(name), cursor, "*", clientBatchSize)
-		if errors.Is(err, ErrWrongType) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	var loc *JobLocation
+	var findErr error
+	err := c.store.ScanSet(ctx, rdb.KeyedWaiting(name), "*", func(keys []rdb.Zmember) bool {
 		for _, key := range keys {
-			loc, err := c.findInList(ctx, JobStateQueued, rdb.KeyedQueue(name, string(key.Member)), jobID, needles, false)
+			l, err := c.findInList(ctx, JobStateQueued, rdb.KeyedQueue(name, string(key.Member)), jobID, needles)
 			if errors.Is(err, ErrWrongType) {
 				continue
 			}
-			if loc != nil || err != nil {
-				return loc, err
+			if l != nil || err != nil {
+				loc, findErr = l, err
+				return false
 			}
 		}
-		if cursor = next; cursor == "0" {
-			return nil, nil
-		}
+		return true
+	})
+	if errors.Is(err, ErrWrongType) {
+		return nil, nil
 	}
+	if err == nil {
+		err = findErr
+	}
+	return loc, err
 }
 
-// findInSet looks for a job ID in a sorted set with ZSCAN, at most clientBatchSize members a step.
+// findInSet looks for a job ID in a sorted set with ZSCAN, at most rdb.ChunkSize members a step.
 func (c *Client) findInSet(ctx context.Context, state JobState, key rdb.Place, jobID string, needles [][]byte) (*JobLocation, error) {
 	match := "*"
 	if plainID(jobID) {
 		// Any JSON encoder writes such an ID as it is: let Redis skip the members without it.
 		match = "*" + jobID + "*"
 	}
-	cursor := "0"
-	for {
-		next, members, err := c.store.Zscan(ctx, key, cursor, match, clientBatchSize)
-		if err != nil {
-			return nil, err
-		}
+	var loc *JobLocation
+	err := c.store.ScanSet(ctx, key, match, func(members []rdb.Zmember) bool {
 		for _, m := range members {
 			if j, ok, is := matchID(m.Member, jobID, needles); is {
-				return &JobLocation{State: state, Score: m.Score, Job: j, Decoded: ok, Payload: string(m.Member)}, nil
+				loc = &JobLocation{State: state, Score: m.Score, Job: j, Decoded: ok, Payload: string(m.Member)}
+				return false
 			}
 		}
-		if next == "0" {
-			return nil, nil
-		}
-		cursor = next
-	}
+		return true
+	})
+	return loc, err
 }
 
-// eachListChunk reads a list from its head (the newest job) in chunks of clientBatchSize, one round
-// trip each, until fn returns false or the list ends. Reading by index from the head, a job pushed
-// meanwhile only shifts the jobs not yet read further on, so none is skipped.
-func (c *Client) eachListChunk(ctx context.Context, key rdb.Place, fn func([][]byte) bool) error {
-	for start := int64(0); ; start += clientBatchSize {
-		chunk, err := c.store.ListRange(ctx, key, start, start+clientBatchSize-1)
-		if err != nil {
-			return err
-		}
-		if !fn(chunk) || len(chunk) < clientBatchSize {
-			return nil
-		}
-	}
-}
-
-// findInList looks for a job ID in a list.
-// With entries, the list is a keyed in-progress list, whose members are a key, a line feed, then the
-// job JSON (see lua/lib/keyed.lua): Payload then holds that job JSON.
-func (c *Client) findInList(ctx context.Context, state JobState, key rdb.Place, jobID string, needles [][]byte, entries bool) (*JobLocation, error) {
+// findInList looks for a job ID in a list (the jobs' payloads: the store hands a keyed in-progress
+// list's entries over without their key).
+func (c *Client) findInList(ctx context.Context, state JobState, key rdb.Place, jobID string, needles [][]byte) (*JobLocation, error) {
 	var loc *JobLocation
-	err := c.eachListChunk(ctx, key, func(chunk [][]byte) bool {
+	err := c.store.EachListChunk(ctx, key, func(chunk [][]byte) bool {
 		for _, m := range chunk {
-			if entries {
-				if i := bytes.IndexByte(m, '\n'); i > 0 {
-					m = m[i+1:]
-				}
-			}
 			if j, ok, is := matchID(m, jobID, needles); is {
 				loc = &JobLocation{State: state, Job: j, Decoded: ok, Payload: string(m)}
 				return false
@@ -644,7 +578,7 @@ func (c *Client) DeleteQueuedJob(jobName, jobID string) error {
 	needles := idNeedles(jobID)
 	var found []match
 	seen := map[string]bool{}
-	err := c.eachListChunk(ctx, key, func(chunk [][]byte) bool {
+	err := c.store.EachListChunk(ctx, key, func(chunk [][]byte) bool {
 		for _, m := range chunk {
 			if j, ok, is := matchID(m, jobID, needles); is && !seen[string(m)] {
 				seen[string(m)] = true
@@ -692,7 +626,7 @@ func (c *Client) DeleteDeadJobsByName(jobName string) (int64, error) {
 	}
 	ctx := context.Background()
 	var deleted int64
-	err := c.eachDeadBatch(ctx, func(members []rdb.Zmember) (int, error) {
+	err := c.store.WalkSet(ctx, rdb.Dead, func(members []rdb.Zmember) (int, error) {
 		var drop [][]byte
 		for _, m := range members {
 			if j, _ := decodeMember(m.Member); j.Name == jobName {
@@ -779,11 +713,7 @@ func (c *Client) SearchJobs(state JobState, query string, page uint) ([]*JobLoca
 	needle := []byte(lower)
 	var out []*JobLocation
 	var total uint64
-	for start := int64(0); ; start += clientBatchSize {
-		members, _, err := c.store.ZsetPage(ctx, key, start, start+clientBatchSize-1)
-		if err != nil {
-			return nil, 0, err
-		}
+	err := c.store.EachSetChunk(ctx, key, func(members []rdb.Zmember) bool {
 		for _, m := range members {
 			if !bytes.Contains(bytes.ToLower(m.Member), needle) && bytes.IndexByte(m.Member, '\\') < 0 {
 				continue // cannot hold the query (JSON escapes aside)
@@ -798,9 +728,10 @@ func (c *Client) SearchJobs(state JobState, query string, page uint) ([]*JobLoca
 			}
 			total++
 		}
-		if len(members) < clientBatchSize {
-			break
-		}
+		return true
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	if out == nil {
 		out = []*JobLocation{}

@@ -1,5 +1,5 @@
 -- The library's keyed fetch and acknowledgement, without the rest of the exchange script: appended
--- to lua/lib/keychecks.lua and lua/lib/keyed.lua, it takes ARGV[3] times up to ARGV[2] jobs with
+-- to internal/rdb/lua/lib/keychecks.lua and internal/rdb/lua/lib/keyed.lua, it takes ARGV[3] times up to ARGV[2] jobs with
 -- keyedTake into an in-progress list, then acknowledges them: LREM of each entry and
 -- keyedReleaseMany of their keys.
 --

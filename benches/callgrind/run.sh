@@ -2,7 +2,7 @@
 # Counts the instructions Redis executes per job for three ways of fetching and acknowledging jobs,
 # with callgrind: unkeyed (the exchange script's RPOP with a count), the least dispatch that keeps a
 # queue per key (cycle_floor.lua), and the library's keyed fetch and acknowledgement
-# (cycle_keyed.lua on lua/lib/keyed.lua). Instruction counts hardly depend on the machine's load (the
+# (cycle_keyed.lua on internal/rdb/lua/lib/keyed.lua). Instruction counts hardly depend on the machine's load (the
 # count also holds the command's parsing and a share of Redis's timer tasks), so the three compare
 # where a timed run on a shared machine cannot. It runs the Lua directly, not the whole exchange
 # script, so it leaves out what all three share (the call itself, statistics, locks).
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 n=${1:-50}
 takes=${2:-36}
-lib=../../lua/lib
+lib=../../internal/rdb/lua/lib
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 tmp=$(mktemp -d)
 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \

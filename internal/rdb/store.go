@@ -57,8 +57,9 @@ func (k Keyspace) CancelChannel() string           { return k.P + "cancel" }
 func (k Keyspace) DueChannel() string              { return k.P + "due" }
 func (k Keyspace) UniquePrefix(name string) string { return k.P + "unique:" + name + ":" }
 
-// Workflow state (batch.go, chain.go): a batch's hash and the list of jobs waiting for it, the index
-// of batches, and a job's record and the list of jobs waiting for it.
+// Workflow state: Batch is a batch's hash (and, with a suffix, the list of jobs waiting for it),
+// Batches the index of batches, BatchesExpiry when their entries expire, and JobRecord a job's
+// record (and, with a suffix, the list of jobs waiting for it).
 func (k Keyspace) Batch(id string) string     { return k.P + "batch:" + id }
 func (k Keyspace) batches() string            { return k.P + "batches" }
 func (k Keyspace) BatchesExpiry() string      { return k.P + "batches_expiry" }
