@@ -336,18 +336,18 @@ local function take(g, want)
     vals = {}
     if not keyedTake(keyed[g], n, inprogress, keyDefaults(f), clockMs, vals) then return 0, -5 end
   elseif n == 1 then
-    local v = redis.pcall('rpoplpush', queue, inprogress)
+    local v = pcallReply('rpoplpush', queue, inprogress)
     if type(v) == 'table' then return 0, -5 end
     vals = {}
     if v then vals[1] = v end
   else
-    vals = redis.pcall('rpop', queue, n)
+    vals = pcallReply('rpop', queue, n)
     if type(vals) == 'table' and vals.err then
       if string.find(vals.err, 'WRONGTYPE', 1, true) then return 0, -5 end
       -- A server older than 6.2 has no RPOP count: move them one by one.
       vals = {}
       for i = 1, n do
-        local v = redis.pcall('rpoplpush', queue, inprogress)
+        local v = pcallReply('rpoplpush', queue, inprogress)
         if type(v) == 'table' then return #vals, -5 end
         if not v then break end
         vals[#vals+1] = v

@@ -23,8 +23,14 @@
 -- a resume, an override) gives it a turn (keyedReady), and a fetch drops a key from ready when it
 -- finds it paused or at its limit, so ready never needs a scan.
 --
--- uses: none
+-- Keyed jobs need Redis 6.2 (ZMSCORE, RPOP with a count) or miniredis v2.30.3: on an older server
+-- their scripts fail with an error that says so (KEYED_NEEDS).
+--
+-- uses: keychecks
 -- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedReleaseMany, keyedTake
+
+-- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
+local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
 local function keyedKeys(p)
@@ -48,7 +54,7 @@ end
 local function keyedTypesOK(k)
   for key, want in pairs({ready = 'zset', waiting = 'zset', running = 'hash', delayed = 'zset',
       conf = 'hash', meta = 'hash'}) do
-    local t = redis.call('type', k[key]).ok
+    local t = keyType(k[key])
     if t ~= 'none' and t ~= want then return false end
   end
   return true
@@ -230,8 +236,8 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
     if limit > 0 and (tonumber(had[i] or '') or 0) >= limit then rearm[#rearm + 1] = K end
   end
   if #rearm == 0 then return end
-  local scores = redis.pcall('zmscore', k.waiting, unpack(rearm))
-  if scores.err then return end
+  local scores = pcallReply('zmscore', k.waiting, unpack(rearm))
+  if wrongType(scores, KEYED_NEEDS) then return end
   local waiting = {}
   for i, K in ipairs(rearm) do
     if scores[i] then waiting[#waiting + 1] = K end
@@ -282,8 +288,8 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   end
   while got < n do
     -- The keys with the earliest turns, as many as jobs are wanted: each gives one job at least.
-    local popped = redis.pcall('zpopmin', k.ready, n - got)
-    if popped.err then return nil end
+    local popped = pcallReply('zpopmin', k.ready, n - got)
+    if wrongType(popped, KEYED_NEEDS) then return nil end
     if #popped == 0 then break end
     local keys, scores = {}, {}
     for i = 1, #popped, 2 do
@@ -310,8 +316,8 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     end
     local running = redis.pcall('hmget', k.running, unpack(keys))
     -- The keys' backlogs (the waiting index), which tell whether a key has jobs left after its turn.
-    local left = redis.pcall('zmscore', k.waiting, unpack(keys))
-    if running.err or left.err then
+    local left = pcallReply('zmscore', k.waiting, unpack(keys))
+    if running.err or wrongType(left, KEYED_NEEDS) then
       giveBack(keys, scores)
       return nil
     end
@@ -357,8 +363,8 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           local b = (backlog[K] or tonumber(left[i] or '')) or -1
           local ask = m
           if b <= m then ask = m + 1 end
-          local vals = redis.pcall('rpop', q, ask)
-          if type(vals) == 'table' and vals.err then vals = false end -- the key is skipped
+          local vals = pcallReply('rpop', q, ask)
+          if wrongType(vals, KEYED_NEEDS) then vals = false end -- the key is skipped
           local took = vals and math.min(#vals, m) or 0
           if took == 1 then
             out[#out + 1] = K .. '\n' .. vals[1]
