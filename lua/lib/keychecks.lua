@@ -1,7 +1,7 @@
 -- keychecks: for scripts that must not fail half-way on a key someone overwrote with another type.
 --
 -- uses: none
--- defines: statusText, keyType, pcallReply, wrongType, isType, intOf, numOf
+-- defines: statusText, keyType, pcallReply, lacking, wrongType, isType, intOf, numOf
 --
 -- statusText(r) is the text of a status reply (TYPE's, say). Every script reads status replies
 -- through it: Redis gives them to Lua as a table {ok = text}, but miniredis before v2.19.0 gives
@@ -12,6 +12,8 @@
 -- the server lacks) calls it: miniredis before v2.36.0 hands redis.pcall's errors to Lua as nil,
 -- without their text, which the helper then gets by running the command again through redis.call
 -- under Lua's pcall (a refused command changed nothing).
+-- lacking(r) is true when r, a reply of pcallReply, is an error other than a key's wrong type: a
+-- command or an argument the server lacks.
 -- wrongType(r, need) is true when r, a reply of pcallReply, is the error of a key of another type,
 -- and false when it is no error; any other error stops the script with one that says the server
 -- lacks need.
@@ -33,10 +35,13 @@ local function pcallReply(...)
   if type(e) == 'table' then e = e.err end
   return {err = tostring(e)}
 end
+local function lacking(r)
+  return type(r) == 'table' and r.err ~= nil and not string.find(r.err, 'WRONGTYPE', 1, true)
+end
 local function wrongType(r, need)
   if type(r) ~= 'table' or not r.err then return false end
-  if string.find(r.err, 'WRONGTYPE', 1, true) then return true end
-  error('the server lacks ' .. need .. ': ' .. r.err)
+  if lacking(r) then error('the server lacks ' .. need .. ': ' .. r.err) end
+  return true
 end
 local function isType(key, t)
   local k = keyType(key)

@@ -105,9 +105,13 @@ end
 -- keyedCheckMany checks, before anything is written, that jobs may be pushed for the keys of one job
 -- name: groups is a list of {key, count}. It reads the name's state once and each key's queue once
 -- (its type, and its length against the key's cap). It returns nil when all may go, else the index
--- of the group refused for its cap and that cap, or 0 and a message for a key of the wrong type.
+-- of the group refused for its cap and that cap, or 0 and a message for a key of the wrong type; on
+-- a server that lacks what keyed jobs need, it stops the script with an error that says so.
 local function keyedCheckMany(k, groups)
   if not keyedTypesOK(k) then return 0, 'a key of ' .. k.p .. '* holds another type' end
+  -- A server without ZMSCORE refuses keyed jobs here, before they are queued, rather than when a
+  -- pool fetches them.
+  wrongType(pcallReply('zmscore', k.waiting, ''), KEYED_NEEDS)
   local caps = {}
   local default = tonumber(redis.call('hget', k.meta, 'max_waiting') or '') or 0
   if redis.call('exists', k.conf) == 1 then
@@ -255,7 +259,7 @@ end
 -- reads and writes in one call each, so a take costs a few calls plus one RPOP a key. d holds the
 -- name's defaults: limit (0: none), rateJobs and ratePeriod (0 0: none). nowMs returns the server's
 -- clock in ms. Returns the number of jobs taken, or nil when a key of the name's state holds
--- another type (nothing is taken then).
+-- another type (nothing is taken then), or nil and true when the server lacks ZMSCORE.
 local function keyedTake(k, n, inprogress, d, nowMs, out)
   if redis.call('exists', k.delayed) == 1 then
     -- Keys whose rate window reopened get a turn again.
@@ -317,9 +321,9 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     local running = redis.pcall('hmget', k.running, unpack(keys))
     -- The keys' backlogs (the waiting index), which tell whether a key has jobs left after its turn.
     local left = pcallReply('zmscore', k.waiting, unpack(keys))
-    if running.err or wrongType(left, KEYED_NEEDS) then
+    if running.err or left.err then
       giveBack(keys, scores)
-      return nil
+      return nil, lacking(left)
     end
     for i, K in ipairs(keys) do
       local s = scores[i]
