@@ -119,8 +119,9 @@ func (q *readiness) candidates(names []string, gens []uint64) ([]string, []uint6
 	return names, gens
 }
 
-// fetched takes in what a fetch found: a queue found empty, paused, at its limit, past its rate or
-// broken stops being ready, unless a wake-up named it since the fetch began.
+// fetched takes in what a fetch found: a queue found empty, paused, at its limit, past its rate,
+// broken or keyed on a server too old for keyed jobs stops being ready, unless a wake-up named it
+// since the fetch began.
 func (q *readiness) fetched(names []string, gens []uint64, status []interface{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -132,7 +133,12 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 			q.p.logger.Warn("work: WRONGTYPE: a key of this queue holds the wrong type; skipping the queue until it is repaired",
 				"job_name", qu.name, "keyed", qu.keyed, "keys", q.p.store.QueueKeys(qu.name, q.p.poolID, qu.keyed))
 		}
-		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 {
+		if st == -6 && time.Since(q.warned[name]) > time.Minute {
+			q.warned[name] = time.Now()
+			q.r.wp.logger.Error("work: the Redis server lacks what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2 or later, miniredis v2.30.3 or later); skipping the queue's keyed jobs",
+				"job_name", q.r.jobs().queues[name].name)
+		}
+		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 || st == -6 {
 			if q.gen[name] == gens[i] {
 				delete(q.ready, name)
 			}

@@ -227,3 +227,70 @@ func TestLuaHelpersComeFirstAndOnce(t *testing.T) {
 		t.Errorf("want workflow, then removedbyhand, then the script: at %d, %d, %d", w, r, body)
 	}
 }
+
+// Scripts read status replies (TYPE's) only through keychecks' statusText, which takes both forms a
+// server may hand to Lua: Redis's {ok = text} and the plain text of miniredis before v2.19.0.
+func TestLuaReadsStatusRepliesThroughOneHelper(t *testing.T) {
+	direct := regexp.MustCompile(`\.ok\b|redis\.p?call\('type'`)
+	for _, dir := range []string{"lua", "lua/lib"} {
+		for _, name := range luaNames(t, dir) {
+			file := path.Join(dir, name+".lua")
+			data, err := luaFiles.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(data), "\n") {
+				code, _, _ := strings.Cut(line, "--")
+				if !direct.MatchString(code) {
+					continue
+				}
+				if file == "lua/lib/keychecks.lua" && (strings.Contains(code, "function statusText") ||
+					strings.Contains(code, "return r.ok") || strings.Contains(code, "function keyType")) {
+					continue
+				}
+				t.Errorf("%s:%d reads a status reply itself (use statusText or keyType): %s", file, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+func TestLuaReplyHelpers(t *testing.T) {
+	pool := newTestPool(t)
+	conn := pool.Get()
+	defer conn.Close()
+	_, lib, err := readLua("lua/lib/keychecks.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "work-test-reply-helpers"
+	conn.Do("DEL", key)
+	defer conn.Do("DEL", key)
+	if _, err := conn.Do("SET", key, "v"); err != nil {
+		t.Fatal(err)
+	}
+	body := `
+local out = {}
+out[1] = statusText({ok = 'table form'})
+out[2] = statusText('plain form')
+out[3] = keyType(KEYS[1])
+out[4] = keyType(KEYS[1] .. ':missing')
+local r = pcallReply('llen', KEYS[1])
+out[5] = tostring(wrongType(r, 'nothing'))
+out[6] = tostring(wrongType(pcallReply('strlen', KEYS[1]), 'nothing'))
+local ok, e = pcall(wrongType, pcallReply('lpush', KEYS[1] .. ':missing'), 'LPUSH with no value')
+out[7] = tostring(ok) .. ' ' .. tostring(e)
+return out`
+	got, err := redis.Strings(conn.Do("EVAL", lib+"\n"+body, 1, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"table form", "plain form", "string", "none", "true", "false"}
+	for i, w := range want {
+		if got[i] != w {
+			t.Errorf("reply %d: %q, want %q", i+1, got[i], w)
+		}
+	}
+	if !strings.HasPrefix(got[6], "false ") || !strings.Contains(got[6], "the server lacks LPUSH with no value: ") {
+		t.Errorf("wrongType on another error: %q, want it to stop the script naming what the server lacks", got[6])
+	}
+}

@@ -52,7 +52,8 @@
 -- in the in-progress list, from where the pool's sweep, its stop or a reaper puts it back);
 -- status[g] is 1 when group g gave what was asked (it may hold more), 0 when it ran out, -1 paused,
 -- -2 at its concurrency limit, -3 not a candidate, -4 past its rate limit, -5 a key of the wrong
--- type; counts[g] the jobs taken from it; jobs the payloads, grouped by group in order (oldest first).
+-- type, -6 keyed jobs on a server that lacks what they need (ZMSCORE); counts[g] the jobs taken
+-- from it; jobs the payloads, grouped by group in order (oldest first).
 
 local pool, channel, G = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local NOW
@@ -334,20 +335,21 @@ local function take(g, want)
   local vals
   if keyed[g] then
     vals = {}
-    if not keyedTake(keyed[g], n, inprogress, keyDefaults(f), clockMs, vals) then return 0, -5 end
+    local took, lacks = keyedTake(keyed[g], n, inprogress, keyDefaults(f), clockMs, vals)
+    if not took then return 0, lacks and -6 or -5 end
   elseif n == 1 then
-    local v = redis.pcall('rpoplpush', queue, inprogress)
+    local v = pcallReply('rpoplpush', queue, inprogress)
     if type(v) == 'table' then return 0, -5 end
     vals = {}
     if v then vals[1] = v end
   else
-    vals = redis.pcall('rpop', queue, n)
+    vals = pcallReply('rpop', queue, n)
     if type(vals) == 'table' and vals.err then
       if string.find(vals.err, 'WRONGTYPE', 1, true) then return 0, -5 end
       -- A server older than 6.2 has no RPOP count: move them one by one.
       vals = {}
       for i = 1, n do
-        local v = redis.pcall('rpoplpush', queue, inprogress)
+        local v = pcallReply('rpoplpush', queue, inprogress)
         if type(v) == 'table' then return #vals, -5 end
         if not v then break end
         vals[#vals+1] = v

@@ -58,12 +58,12 @@ for i = 1, (#KEYS - scanEnd) / 5 do
   -- with their own heartbeats.
   local repaired = false
   -- Only strings are ever rewritten: a key of another type may be the queue of a colliding job name.
-  local infoType = redis.call('type', lockInfo).ok
+  local infoType = keyType(lockInfo)
   if infoType == 'string' then redis.call('del', lockInfo); repaired = true end
-  local lockType = redis.call('type', lock).ok
+  local lockType = keyType(lock)
   local lockOK = lockType == 'none' or lockType == 'string'
   if not intOf(lock) then repaired = true end
-  local maxType = redis.call('type', maxKey).ok
+  local maxType = keyType(maxKey)
   if not intOf(maxKey) and maxType == 'string' then redis.call('set', maxKey, max) end
   if max > 0 then repaired = true end
   if infoType ~= 'none' and infoType ~= 'hash' and infoType ~= 'string' then lockOK = false end

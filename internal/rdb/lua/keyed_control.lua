@@ -4,7 +4,7 @@
 -- takes effect without waiting for a job of the key to end.
 --
 -- keys: 1
--- uses: keyed
+-- uses: keychecks, keyed
 --
 -- KEYS[1] the name's conf hash (the other keys of its keyed state are named from ARGV[1], on the
 --   same slot)
@@ -39,6 +39,6 @@ else
 end
 if not redis.call('hget', k.conf, 'p:' .. K) then
   local q = keyedQueue(k, K)
-  if redis.call('type', q).ok == 'list' and redis.call('llen', q) > 0 then keyedReady(k, K, name, channel) end
+  if keyType(q) == 'list' and redis.call('llen', q) > 0 then keyedReady(k, K, name, channel) end
 end
 return 1

@@ -6,7 +6,7 @@
 -- running again.
 --
 -- keys: varies
--- uses: none
+-- uses: keychecks
 --
 -- KEYS: per job, its record (<ns>:job:<id>) and the pool's in-progress list that holds it
 -- ARGV[1] pool ID; ARGV[2] namespace prefix; then per job 8 fields: its in-progress entry, job
@@ -27,7 +27,7 @@ local DAY = 86400
 
 -- held reports whether list holds entry (LPOS where the server has it, a scan otherwise).
 local function held(list, entry)
-  local pos = redis.pcall('lpos', list, entry)
+  local pos = pcallReply('lpos', list, entry)
   if type(pos) == 'number' then return true end
   if type(pos) ~= 'table' then return false end -- nil: not there
   if string.find(pos.err or '', 'WRONGTYPE', 1, true) then return false end

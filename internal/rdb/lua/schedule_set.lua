@@ -9,7 +9,7 @@
 -- for it.
 --
 -- keys: 2
--- uses: schedules
+-- uses: keychecks, schedules
 --
 -- KEYS[1] schedules hash; KEYS[2] schedules:due
 -- ARGV[1] the buckets' key prefix (<ns>:schedules:due:); ARGV[2] the due channel
@@ -20,6 +20,9 @@
 -- tick (not written: its next tick must come after it).
 
 local H, top, bucketPrefix, channel = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+-- Lowering a bucket's score takes ZADD with LT (Redis 6.2, miniredis v2.21.0): a server without it
+-- refuses this call, which changes nothing (XX, and no member is ever ""), before anything is written.
+wrongType(pcallReply('zadd', top, 'XX', 'LT', 0, ''), 'what schedules need (ZADD with LT: Redis 6.2, miniredis v2.21.0)')
 local n = (#ARGV - 2) / 4
 local ids = {}
 for i = 1, n do ids[i] = ARGV[3 + 4 * (i - 1)] end
@@ -64,6 +67,12 @@ for i = 1, n do
   end
 end
 for i = 1, #hset, 1000 do redis.call('hset', H, unpack(hset, i, math.min(#hset, i + 999))) end
-for i = 1, #lower, 1000 do redis.call('zadd', top, 'LT', unpack(lower, i, math.min(#lower, i + 999))) end
+-- NX adds the buckets not in the index, LT lowers those that are: LT alone would do both, but
+-- miniredis before v2.30.4 never adds a member with it.
+for i = 1, #lower, 1000 do
+  local part = {unpack(lower, i, math.min(#lower, i + 999))}
+  redis.call('zadd', top, 'NX', unpack(part))
+  redis.call('zadd', top, 'LT', unpack(part))
+end
 if soonest and (not earliest or soonest < earliest) then redis.call('publish', channel, soonest) end
 return out

@@ -23,8 +23,14 @@
 -- a resume, an override) gives it a turn (keyedReady), and a fetch drops a key from ready when it
 -- finds it paused or at its limit, so ready never needs a scan.
 --
--- uses: none
+-- Keyed jobs need Redis 6.2 (ZMSCORE, RPOP with a count) or miniredis v2.30.3: on an older server
+-- their scripts fail with an error that says so (KEYED_NEEDS).
+--
+-- uses: keychecks
 -- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedReleaseMany, keyedTake
+
+-- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
+local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
 local function keyedKeys(p)
@@ -48,7 +54,7 @@ end
 local function keyedTypesOK(k)
   for key, want in pairs({ready = 'zset', waiting = 'zset', running = 'hash', delayed = 'zset',
       conf = 'hash', meta = 'hash'}) do
-    local t = redis.call('type', k[key]).ok
+    local t = keyType(k[key])
     if t ~= 'none' and t ~= want then return false end
   end
   return true
@@ -99,9 +105,13 @@ end
 -- keyedCheckMany checks, before anything is written, that jobs may be pushed for the keys of one job
 -- name: groups is a list of {key, count}. It reads the name's state once and each key's queue once
 -- (its type, and its length against the key's cap). It returns nil when all may go, else the index
--- of the group refused for its cap and that cap, or 0 and a message for a key of the wrong type.
+-- of the group refused for its cap and that cap, or 0 and a message for a key of the wrong type; on
+-- a server that lacks what keyed jobs need, it stops the script with an error that says so.
 local function keyedCheckMany(k, groups)
   if not keyedTypesOK(k) then return 0, 'a key of ' .. k.p .. '* holds another type' end
+  -- A server without ZMSCORE refuses keyed jobs here, before they are queued, rather than when a
+  -- pool fetches them.
+  wrongType(pcallReply('zmscore', k.waiting, ''), KEYED_NEEDS)
   local caps = {}
   local default = tonumber(redis.call('hget', k.meta, 'max_waiting') or '') or 0
   if redis.call('exists', k.conf) == 1 then
@@ -230,8 +240,8 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
     if limit > 0 and (tonumber(had[i] or '') or 0) >= limit then rearm[#rearm + 1] = K end
   end
   if #rearm == 0 then return end
-  local scores = redis.pcall('zmscore', k.waiting, unpack(rearm))
-  if scores.err then return end
+  local scores = pcallReply('zmscore', k.waiting, unpack(rearm))
+  if wrongType(scores, KEYED_NEEDS) then return end
   local waiting = {}
   for i, K in ipairs(rearm) do
     if scores[i] then waiting[#waiting + 1] = K end
@@ -249,7 +259,7 @@ end
 -- reads and writes in one call each, so a take costs a few calls plus one RPOP a key. d holds the
 -- name's defaults: limit (0: none), rateJobs and ratePeriod (0 0: none). nowMs returns the server's
 -- clock in ms. Returns the number of jobs taken, or nil when a key of the name's state holds
--- another type (nothing is taken then).
+-- another type (nothing is taken then), or nil and true when the server lacks ZMSCORE.
 local function keyedTake(k, n, inprogress, d, nowMs, out)
   if redis.call('exists', k.delayed) == 1 then
     -- Keys whose rate window reopened get a turn again.
@@ -282,8 +292,8 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   end
   while got < n do
     -- The keys with the earliest turns, as many as jobs are wanted: each gives one job at least.
-    local popped = redis.pcall('zpopmin', k.ready, n - got)
-    if popped.err then return nil end
+    local popped = pcallReply('zpopmin', k.ready, n - got)
+    if wrongType(popped, KEYED_NEEDS) then return nil end
     if #popped == 0 then break end
     local keys, scores = {}, {}
     for i = 1, #popped, 2 do
@@ -310,10 +320,10 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     end
     local running = redis.pcall('hmget', k.running, unpack(keys))
     -- The keys' backlogs (the waiting index), which tell whether a key has jobs left after its turn.
-    local left = redis.pcall('zmscore', k.waiting, unpack(keys))
+    local left = pcallReply('zmscore', k.waiting, unpack(keys))
     if running.err or left.err then
       giveBack(keys, scores)
-      return nil
+      return nil, lacking(left)
     end
     for i, K in ipairs(keys) do
       local s = scores[i]
@@ -357,8 +367,8 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           local b = (backlog[K] or tonumber(left[i] or '')) or -1
           local ask = m
           if b <= m then ask = m + 1 end
-          local vals = redis.pcall('rpop', q, ask)
-          if type(vals) == 'table' and vals.err then vals = false end -- the key is skipped
+          local vals = pcallReply('rpop', q, ask)
+          if wrongType(vals, KEYED_NEEDS) then vals = false end -- the key is skipped
           local took = vals and math.min(#vals, m) or 0
           if took == 1 then
             out[#out + 1] = K .. '\n' .. vals[1]

@@ -3,7 +3,7 @@
 -- overwrote with the wrong type must not stop the script that acknowledges a job (its effect is then
 -- lost, and Client.BatchStatus reports the damage).
 --
--- uses: keyed
+-- uses: keychecks, keyed
 -- defines: WK, pc, announceEnd, deadForm, pushJob, settle, batchComplete, batchCount, record
 --
 -- A batch is the hash <ns>:batch:<id>: description, created_at, state (open, closed, complete),
@@ -50,7 +50,7 @@ local function pushJob(prefix, name, payload, channel, now, K)
   if K and K ~= '' then
     local k = keyedKeys(prefix .. 'keyed:' .. name .. ':')
     local q = keyedQueue(k, K)
-    local t = redis.call('type', q).ok
+    local t = keyType(q)
     if keyedTypesOK(k) and (t == 'none' or t == 'list') then
       keyedPush(k, K, name, {payload}, 1, 1, channel)
       return true
