@@ -135,8 +135,8 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 		}
 		if st == -6 && time.Since(q.warned[name]) > time.Minute {
 			q.warned[name] = time.Now()
-			q.r.wp.logger.Error("work: the Redis server lacks what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2 or later, miniredis v2.30.3 or later); skipping the queue's keyed jobs",
-				"job_name", q.r.jobs().queues[name].name)
+			q.p.logger.Error("work: the Redis server lacks what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2 or later, miniredis v2.30.3 or later); skipping the queue's keyed jobs",
+				"job_name", q.p.served().queues[name].name)
 		}
 		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 || st == -6 {
 			if q.gen[name] == gens[i] {
