@@ -338,9 +338,11 @@ func (f *fetcher) fetchNow() {
 		}
 	}
 	f.mu.Unlock()
-	if err != nil || (n > 0 && (f.room() <= 0 || len(f.jobs) > 0)) {
+	if err != nil || (n > 0 && (f.room() <= 0 || len(f.jobs) > 0 || f.ready.anyReady())) {
 		// The loop retries after an error, fetches the rest once room comes back, and hands back
-		// the jobs fetched ahead should they wait too long.
+		// the jobs fetched ahead should they wait too long. A queue still ready may hold more: the
+		// loop must look even when the workers have already run what this fetch took, since their
+		// ends only wake a loop that waits for room.
 		f.ready.poke()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -235,5 +236,39 @@ func TestFetchAheadRefillsBeforeTheWaitingJobsRunOut(t *testing.T) {
 	fill(limit-5, 10)
 	if !f.roomFor() {
 		t.Error("quick jobs: no fetch for a batch of 5")
+	}
+}
+
+// TestOneWakeUpRunsTheWholeBacklog: a pool that looks at Redis only once an hour runs every job of
+// a batch after the batch's one wake-up, also when its workers finish the jobs of the fetch made
+// on the wake-up before that fetch returns (the loop was then told of nothing: neither that room
+// came back, since it did not wait for room, nor that the queue still held jobs). A new pool
+// fetches no further ahead than its workers, which makes that likely: each round starts one.
+func TestOneWakeUpRunsTheWholeBacklog(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	for round := 0; round < 10; round++ {
+		ns := newTestNamespace(t, pool)
+		var done sync.WaitGroup
+		wp := NewWorkerPoolWithOptions(bhvCtx{}, 4, ns, pool, WorkerPoolOptions{
+			SleepBackoffs: []int64{3600 * 1000}, HeartbeatInterval: time.Hour}).
+			Job("quick", func(*Job) error { done.Done(); return nil })
+		bhvStart(t, wp)
+		batch := make([]BatchJob, 400)
+		for i := range batch {
+			batch[i] = BatchJob{Name: "quick"}
+		}
+		done.Add(len(batch))
+		if _, err := NewEnqueuer(ns, pool).EnqueueBatch(batch); err != nil {
+			t.Fatal(err)
+		}
+		ran := make(chan struct{})
+		go func() { done.Wait(); close(ran) }()
+		select {
+		case <-ran:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: %d jobs still queued a minute after their wake-up", round, rInt(t, pool, "LLEN", ns+":jobs:quick"))
+		}
+		wp.Stop()
 	}
 }

@@ -190,6 +190,9 @@ func TestFetchedAheadJobsAreHandedBack(t *testing.T) {
 	first.reg.mu.Lock()
 	f := first.reg.run.fetcher
 	first.reg.mu.Unlock()
+	// A handler returns before its worker hands the outcome over, which ends the job's hold (and,
+	// later than the hand-back below, would let the pool fetch ahead again): wait for all of them.
+	eventually(t, 20*time.Second, "the quick jobs' holds ended", func() bool { return f.held.Load() == 0 })
 	if f.room() <= 4 {
 		t.Fatalf("after 400 quick jobs the pool fetches no further ahead than its 4 workers (room %d)", f.room())
 	}

@@ -89,6 +89,14 @@ func (q *readiness) notify(name string, keyed bool) {
 	q.fetchNow()
 }
 
+// anyReady reports whether a queue is ready: the last fetch from it gave all it was asked, or a
+// wake-up named it since.
+func (q *readiness) anyReady() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.ready) > 0
+}
+
 // markAllReady makes every queue ready: wake-ups may have been missed.
 func (q *readiness) markAllReady() { q.markReady(q.p.served().queueIDs) }
 

@@ -38,12 +38,12 @@ cli ZADD "$ns:scheduled" $((now + 1)) "$job" >/dev/null
 cli PUBLISH "$ns:due" $((now + 1)) >/dev/null
 echo "scheduled send_email $id at $((now + 1))"
 
-# 3. A keyed job: its JSON carries "key". The Go enqueuer's own script, lua/enqueue_keyed.lua after
+# 3. A keyed job: its JSON carries "key". The Go enqueuer's own script, internal/rdb/lua/enqueue_keyed.lua after
 #    the helpers it uses, pushes it onto the key's queue, <ns>:keyed:<name>:{<key>}, and gives the
 #    key its turn, in one step; it refuses the job if the key has as many jobs waiting as its cap.
 #    Its arguments: known_jobs, then the wake-up channel, the namespace's prefix, the number of
 #    groups of jobs, per group the job name, the key and the job count, then the jobs.
-lua=$(dirname "$0")/../../lua
+lua=$(dirname "$0")/../../internal/rdb/lua
 script=$(cat "$lua/lib/keychecks.lua" "$lua/lib/keyed.lua" "$lua/enqueue_keyed.lua")
 id=$(new_id)
 job='{"name":"export_report","id":"'"$id"'","t":'"$now"',"args":{"month":"2024-04"},"key":"acme"}'
