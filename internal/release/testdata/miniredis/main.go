@@ -126,9 +126,6 @@ func run() error {
 		return fmt.Errorf("pausing the queue paused: %v", err)
 	}
 
-	wp.Start()
-	defer wp.Stop()
-
 	enq := work.NewEnqueuer(ns, pool)
 	steps := []struct {
 		what string
@@ -159,11 +156,15 @@ func run() error {
 		{"Enqueue of a job that dies", func() error { _, err := enq.Enqueue("doomed", nil); return err }},
 		{"Enqueue on a paused queue", func() error { _, err := enq.Enqueue("paused", nil); return err }},
 	}
+	// The pool starts after the enqueues: a unique job that ran already would no longer hold its
+	// lock, and its duplicate would be taken.
 	for _, s := range steps {
 		if err := s.err(); err != nil {
 			return fmt.Errorf("%s: %v", s.what, err)
 		}
 	}
+	wp.Start()
+	defer wp.Stop()
 
 	if err := r.waitFor(15*time.Second, map[string]int{
 		"plain": 1, "in": 1, "at": 1, "unique": 1, "unique_in": 1, "flaky": 2, "doomed": 2, "periodic": 1,
