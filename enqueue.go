@@ -49,10 +49,13 @@ type Enqueuer struct {
 // pendingPush is an Enqueue call waiting for its job to be written.
 type pendingPush struct {
 	rdb.Push
-	// done receives nil when the job is written, or a batch of waiting calls, this one first, when
-	// the call is to write them itself.
+	// done receives nil when the job is written, or handedTurn when the call is to write the
+	// pending jobs itself.
 	done chan []*pendingPush
 }
+
+// handedTurn tells a waiting call that the turn to write is its own: a non-nil empty batch.
+var handedTurn = make([]*pendingPush, 0)
 
 var pendingPushes = sync.Pool{New: func() interface{} { return &pendingPush{done: make(chan []*pendingPush, 1)} }}
 
@@ -344,7 +347,7 @@ func (e *Enqueuer) write(p *pendingPush) {
 		if batch = <-p.done; batch == nil {
 			return
 		}
-		// A writer that finished handed its turn over, with the calls waiting then.
+		// A writer that finished handed its turn over.
 		g.mu.Lock()
 	} else {
 		g.beginLocked()
@@ -358,12 +361,8 @@ func (e *Enqueuer) write(p *pendingPush) {
 		runtime.Gosched()
 		g.mu.Lock()
 	}
-	if batch == nil {
-		g.addLocked(p) // only now: a turn handed over goes to a call that waits, never to p
-		batch = g.takeLocked()
-	} else {
-		batch = g.takeMoreLocked(batch)
-	}
+	g.addLocked(p) // only now: a turn handed over goes to a call that waits, never to p
+	batch = g.takeLocked()
 	e.shared = len(batch) > 1
 	pushes := e.pushBuf[:0]
 	e.pushBuf = nil
@@ -383,10 +382,12 @@ func (e *Enqueuer) write(p *pendingPush) {
 	g.putAwayLock(batch)
 	e.pushBuf = pushes[:0]
 	if g.endLocked() {
-		// Hand the turn over to the first waiting call rather than keep this caller.
-		next := g.takeLocked()
+		// Hand the turn over to the first waiting call rather than keep this caller. The others
+		// stay pending until it writes, so that calls arriving meanwhile count them and start a
+		// second write when enough wait (secondWriteAt).
+		next := g.takeFirstLocked()
 		g.mu.Unlock()
-		next[0].done <- next
+		next.done <- handedTurn
 		return
 	}
 	g.mu.Unlock()

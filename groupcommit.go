@@ -56,13 +56,15 @@ func (g *groupCommit[T]) takeLocked() []T {
 	return batch
 }
 
-// takeMoreLocked appends the pending items to batch, taken earlier for the same write (no limit
-// applies). The caller holds mu.
-func (g *groupCommit[T]) takeMoreLocked(batch []T) []T {
-	batch = append(batch, g.pending...)
-	clear(g.pending)
-	g.pending = g.pending[:0]
-	return batch
+// takeFirstLocked removes the first pending item and returns it; the others stay pending. The
+// caller holds mu, and one item at least is pending.
+func (g *groupCommit[T]) takeFirstLocked() T {
+	first := g.pending[0]
+	n := copy(g.pending, g.pending[1:])
+	var zero T
+	g.pending[n] = zero
+	g.pending = g.pending[:n]
+	return first
 }
 
 // putAwayLock clears a written batch (its items are not kept alive by it) and locks mu; the

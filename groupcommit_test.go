@@ -34,8 +34,9 @@ func (c *waitingCommitter) submit(it *waitingItem) {
 		if batch = <-it.done; batch == nil {
 			return
 		}
+		// The turn was handed over (takeFirstLocked): this item first, then what is pending now.
 		c.g.mu.Lock()
-		batch = c.g.takeMoreLocked(batch)
+		batch = append([]*waitingItem{it}, c.g.takeLocked()...)
 	} else {
 		batch = c.g.takeLocked()
 	}
@@ -55,9 +56,9 @@ func (c *waitingCommitter) submit(it *waitingItem) {
 		c.g.mu.Unlock()
 		return
 	}
-	next := c.g.takeLocked()
+	next := c.g.takeFirstLocked()
 	c.g.mu.Unlock()
-	next[0].done <- next
+	next.done <- []*waitingItem{}
 }
 
 // checkWritten fails t unless the batches, in the order written, hold every item of 0..n-1 once,
