@@ -37,22 +37,10 @@ func TestOlderMiniredis(t *testing.T) {
 		release := mr.version
 		t.Run(release, func(t *testing.T) {
 			t.Parallel() // each program runs its own server
-			dir := t.TempDir()
 			gomod := "module example.com/miniredis\n\ngo 1.22\n\nrequire (\n" +
 				"\t" + rootModule + " " + version + "\n" +
 				"\tgithub.com/alicebob/miniredis/v2 " + release + "\n)\n"
-			for name, content := range map[string][]byte{"go.mod": []byte(gomod), "main.go": src} {
-				if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			e.run(t, dir, "mod", "tidy")
-			got := strings.TrimSpace(e.run(t, dir, "list", "-m", "-f", "{{.Version}}", "github.com/alicebob/miniredis/v2"))
-			if got != release {
-				t.Fatalf("the program's build list holds miniredis %s, want %s", got, release)
-			}
-			bin := filepath.Join(t.TempDir(), "miniredis")
-			e.run(t, dir, "build", "-o", bin, ".")
+			bin := e.buildPinned(t, gomod, src, "github.com/alicebob/miniredis/v2", release)
 			cmd := exec.Command(bin)
 			var stdout, stderr strings.Builder
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

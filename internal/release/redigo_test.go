@@ -46,29 +46,38 @@ func TestOlderRedigo(t *testing.T) {
 	for _, redigo := range redigoReleases {
 		t.Run(redigo, func(t *testing.T) {
 			t.Parallel() // each program runs in a namespace of its own
-			dir := t.TempDir()
 			gomod := "module example.com/redigo\n\ngo 1.22\n\nrequire (\n" +
 				"\t" + rootModule + " " + version + "\n" +
 				"\tgithub.com/gomodule/redigo " + redigo + "\n)\n"
 			if !strings.HasPrefix(redigo, "v2.") {
 				gomod += "\nreplace github.com/gomodule/redigo => github.com/gomodule/redigo " + redigo + "\n"
 			}
-			for name, content := range map[string][]byte{"go.mod": []byte(gomod), "main.go": src} {
-				if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			e.run(t, dir, "mod", "tidy")
-			got := strings.TrimSpace(e.run(t, dir, "list", "-m", "-f", "{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}", "github.com/gomodule/redigo"))
-			if got != redigo {
-				t.Fatalf("the program's build list holds redigo %s, want %s", got, redigo)
-			}
-			bin := filepath.Join(t.TempDir(), "redigo")
-			e.run(t, dir, "build", "-o", bin, ".")
+			bin := e.buildPinned(t, gomod, src, "github.com/gomodule/redigo", redigo)
 			out, err := exec.Command(bin, addr).CombinedOutput()
 			if err != nil || strings.TrimSpace(string(out)) != "ok" {
 				t.Fatalf("built against redigo %s, the program failed: %v\n%s", redigo, err, out)
 			}
 		})
 	}
+}
+
+// buildPinned writes a program (main.go, and gomod as its go.mod) in a module of its own, tidies it,
+// checks that its build list holds module at version (as a replacement, if one is given), builds it
+// and returns the binary's path.
+func (e *goEnv) buildPinned(t *testing.T, gomod string, src []byte, module, version string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range map[string][]byte{"go.mod": []byte(gomod), "main.go": src} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run(t, dir, "mod", "tidy")
+	got := strings.TrimSpace(e.run(t, dir, "list", "-m", "-f", "{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}", module))
+	if got != version {
+		t.Fatalf("the program's build list holds %s %s, want %s", module, got, version)
+	}
+	bin := filepath.Join(t.TempDir(), "program")
+	e.run(t, dir, "build", "-o", bin, ".")
+	return bin
 }
