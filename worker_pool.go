@@ -347,9 +347,8 @@ func (wp *WorkerPool) Drain() {
 // poolRun is a started pool: its goroutines and the channels between them. The data flows
 // fetcher -> jobs -> workers -> acker -> (the fetcher's next round trip).
 type poolRun struct {
-	wp          *WorkerPool
-	poolID      string
-	boxedPoolID interface{} // poolID as a script argument
+	wp     *WorkerPool
+	poolID string
 	// served is the job set the pool serves (see registry.go), full the whole registry, which may
 	// hold job names the heartbeat has yet to announce. Both are replaced under the registry's lock.
 	served atomic.Pointer[jobSet]
@@ -393,7 +392,7 @@ func newRateLimit(l RateLimit) rdb.RateLimit {
 }
 
 func newPoolRun(wp *WorkerPool) *poolRun {
-	r := &poolRun{wp: wp, poolID: wp.workerPoolID, boxedPoolID: wp.workerPoolID}
+	r := &poolRun{wp: wp, poolID: wp.workerPoolID}
 	set := wp.reg.newJobSet(r, nil, nil)
 	r.served.Store(set)
 	r.full.Store(set)
