@@ -70,6 +70,10 @@ var (
 	// than asked acknowledged the write within Enqueuer.WaitTimeout. The job is on the primary, and
 	// it may or may not survive a failover that happens before it reaches a replica.
 	ErrNotReplicated = rdb.ErrNotReplicated
+	// ErrDuplicateJobID is returned by an enqueue with EnqueueOptions.ID when a job was enqueued
+	// under that ID within its IDKeep; nothing was written. For a program that sends the same job
+	// again after a failure, it means the job is in already.
+	ErrDuplicateJobID = rdb.ErrJobIDTaken
 )
 
 // Errors of keyed jobs.
