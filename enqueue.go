@@ -125,6 +125,10 @@ type EnqueueOptions struct {
 	// IDKeep is how long an ID given in ID is remembered after its enqueue. Zero: 24 hours.
 	// Enqueuer.ForgetJobIDs ends it sooner.
 	IDKeep time.Duration
+
+	// Debounce makes the enqueue part of a burst that runs once (see Debounce). EnqueueWith then
+	// returns the burst's pending job: this one, or with KeepFirst the first one.
+	Debounce *Debounce
 }
 
 // defaultIDKeep is how long an enqueue's ID is remembered when EnqueueOptions.IDKeep is zero.
@@ -266,6 +270,8 @@ func (e *Enqueuer) enqueue(jobName string, args map[string]interface{}, opts Enq
 		mark = &rdb.JobIDMark{ID: opts.ID, KeepSeconds: max(int64((keep+time.Second-1)/time.Second), 1)}
 	}
 	switch {
+	case opts.Debounce != nil:
+		return e.enqueueDebounced(job, opts.Debounce)
 	case opts.Unique || opts.UniqueBy != nil:
 		return e.enqueueUnique(job, opts.UniqueBy, scheduled, runAt, mark)
 	case len(deps) > 0 || opts.Track:
@@ -304,6 +310,11 @@ func checkEnqueue(jobName string, args map[string]interface{}, opts EnqueueOptio
 	}
 	if opts.IDKeep < 0 {
 		return nil, nil, fmt.Errorf("work: IDKeep %v is negative", opts.IDKeep)
+	}
+	if opts.Debounce != nil {
+		if err := opts.Debounce.check(opts); err != nil {
+			return nil, nil, err
+		}
 	}
 	deps, err := opts.dependencies()
 	if err != nil {

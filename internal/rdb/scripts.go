@@ -79,6 +79,8 @@ var (
 	scheduleCommitScript = loadScript("schedule_commit")
 	// scheduleControlScript deletes or pauses a schedule: lua/schedule_control.lua.
 	scheduleControlScript = loadScript("schedule_control")
+	// debounceScript enqueues a job of a burst, replacing the burst's pending job: lua/debounce.lua.
+	debounceScript = loadScript("debounce")
 )
 
 // The enqueue scripts of a job given its ID by the caller, each wrapped by lua/with_job_id.lua
