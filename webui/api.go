@@ -136,6 +136,8 @@ func (s *Server) getEndpoint(name string) (http.HandlerFunc, bool) {
 		return s.apiSchedules, true
 	case "schedule":
 		return s.apiSchedule, true
+	case "backlogs":
+		return s.apiBacklogs, true
 	}
 	return nil, false
 }
@@ -355,6 +357,12 @@ func (s *Server) apiStats(w http.ResponseWriter, r *http.Request) {
 		pts, err = s.client.NamespaceStats(since, until)
 	}
 	render(w, pts, err)
+}
+
+// apiBacklogs answers the backlogs the relays report (work.Backlog), by source: [] when none does.
+func (s *Server) apiBacklogs(w http.ResponseWriter, r *http.Request) {
+	bs, err := s.client.Backlogs()
+	render(w, bs, err)
 }
 
 func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {

@@ -415,6 +415,30 @@ type overviewData struct {
 	Keyed             []*work.KeyStat
 	Pools             int
 	Workers, Busy     int
+	Backlogs          []*backlogRow
+}
+
+// backlogStaleAfter is how long a backlog's report may go unrenewed before the page says that no
+// relay reports it: relays report on every pass, which comes far more often than this.
+const backlogStaleAfter = time.Minute
+
+// backlogRow is one source of the overview's Backlogs section, its durations in seconds for the
+// templates.
+type backlogRow struct {
+	*work.Backlog
+	AgeSec    int64 // how long the oldest job had waited when reported
+	SilentSec int64 // since the last report
+	Stale     bool  // no report for longer than backlogStaleAfter
+}
+
+// newBacklogRows turns the Client's backlogs into the overview's rows.
+func newBacklogRows(bs []*work.Backlog, now time.Time) []*backlogRow {
+	rows := make([]*backlogRow, len(bs))
+	for i, b := range bs {
+		silent := max(now.Sub(b.ReportedAt), 0)
+		rows[i] = &backlogRow{Backlog: b, AgeSec: int64(b.Age().Seconds()), SilentSec: int64(silent.Seconds()), Stale: silent > backlogStaleAfter}
+	}
+	return rows
 }
 
 func (s *Server) overview() (*overviewData, error) {
@@ -449,6 +473,11 @@ func (s *Server) overview() (*overviewData, error) {
 			d.Busy++
 		}
 	}
+	bs, err := s.client.Backlogs()
+	if err != nil {
+		return nil, err
+	}
+	d.Backlogs = newBacklogRows(bs, time.Now())
 	return d, nil
 }
 

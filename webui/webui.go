@@ -1,6 +1,6 @@
 // Package webui serves a web UI and a JSON API to watch and manage the jobs of a namespace: queues,
 // worker pools and busy workers, throughput, the scheduled, retry and dead sets, batches, the keys of
-// keyed jobs, and schedules.
+// keyed jobs, schedules, and the backlogs that relays report.
 //
 // The JSON API is gocraft/work's, path for path: GET /queues, /worker_pools, /busy_workers,
 // /retry_jobs?page=N, /scheduled_jobs?page=N and /dead_jobs?page=N (the last three answer
@@ -10,8 +10,8 @@
 // /stats?minutes=N[&name=NAME], /job?id=ID (with the job's record, when it has one),
 // /periodic_jobs, /batches?page=N ({"count":N,"batches":[...]}, newest first), /batch/<id>,
 // /key_stats, /keys/<name>?page=N ({"count":N,"keys":[...]}, busiest first),
-// /key/<name>?key=KEY, /schedules?cursor=C&count=N&prefix=P&stored_only=1 (a work.SchedulePage) and
-// /schedule?id=ID (with its next_ticks), and POST /pause_queue/<name>, /unpause_queue/<name>,
+// /key/<name>?key=KEY, /schedules?cursor=C&count=N&prefix=P&stored_only=1 (a work.SchedulePage),
+// /schedule?id=ID (with its next_ticks) and /backlogs (the work.Backlog of each source), and POST /pause_queue/<name>, /unpause_queue/<name>,
 // /cancel_job/<job_id> (409 when the job is not running), /pause_key/<name>?key=KEY,
 // /unpause_key/<name>?key=KEY, /set_key_limits/<name>?key=KEY&concurrency=N&rate=N/DURATION&weight=N&max_waiting=N,
 // /clear_key_limits/<name>?key=KEY, /pause_schedule?id=ID, /resume_schedule?id=ID,

@@ -23,7 +23,13 @@ type statsReport struct {
 	Since       time.Time     `json:"since"`
 	Processed   int64         `json:"processed"`
 	Failed      int64         `json:"failed"`
+	// Backlogs are what relays report waiting in other stores to be enqueued; [] when none does.
+	Backlogs []*work.Backlog `json:"backlogs"`
 }
+
+// backlogStaleAfter is how long a backlog's report may go unrenewed before `work stats` says that
+// no relay reports it: relays report on every pass, which comes far more often than this.
+const backlogStaleAfter = time.Minute
 
 func (a *app) collectStats(c *work.Client, since time.Duration) (*statsReport, error) {
 	sum, err := c.Summary()
@@ -53,6 +59,9 @@ func (a *app) collectStats(c *work.Client, since time.Duration) (*statsReport, e
 		r.Processed += p.Processed
 		r.Failed += p.Failed
 	}
+	if r.Backlogs, err = c.Backlogs(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -66,6 +75,31 @@ func (r *statsReport) print(w io.Writer, since time.Duration) error {
 	t.row("DEAD", strconv.FormatInt(s.Dead, 10))
 	t.row("WORKERS", fmt.Sprintf("%d busy of %d in %d pools", r.BusyWorkers, r.Workers, r.WorkerPools))
 	t.row("LAST "+seconds(int64(since.Seconds())), fmt.Sprintf("%d processed, %d failed", r.Processed, r.Failed))
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return printBacklogs(w, r.Backlogs, time.Now())
+}
+
+// printBacklogs prints the backlogs under the totals, nothing when no relay reports one.
+func printBacklogs(w io.Writer, bs []*work.Backlog, now time.Time) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "BACKLOG", "WAITING", "OLDEST", "REPORTED")
+	for _, b := range bs {
+		oldest := "-"
+		if !b.Oldest.IsZero() {
+			oldest = seconds(int64(b.Age().Seconds()))
+		}
+		silent := max(now.Sub(b.ReportedAt), 0)
+		reported := seconds(int64(silent.Seconds())) + " ago"
+		if silent > backlogStaleAfter {
+			reported += " (no relay reported for " + seconds(int64(silent.Seconds())) + ")"
+		}
+		t.row(b.Source, strconv.FormatInt(b.Waiting, 10), oldest, reported)
+	}
 	return t.flush()
 }
 
@@ -73,7 +107,7 @@ func (a *app) statsCommand() *cobra.Command {
 	var since time.Duration
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Show totals and throughput",
+		Short: "Show totals, throughput and the backlogs relays report",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if since < time.Minute || since > 8*24*time.Hour {

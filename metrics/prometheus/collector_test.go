@@ -438,3 +438,66 @@ jobs_jobs_processed_total{job_name="n",namespace="x"} 2
 		t.Fatalf("GatherAndCount = %d, %v; want 4", n, err)
 	}
 }
+
+func TestCollectorBacklogs(t *testing.T) {
+	pool := testPool(t)
+	ns := testNamespace(t, pool)
+	_, srv := serve(t, workprom.NewCollector(ns, pool))
+	nsl := "namespace=" + ns
+
+	// No relay reports: no backlog series.
+	if body := scrapeText(t, srv); strings.Contains(body, "work_backlog_jobs{") {
+		t.Errorf("backlog series with no report:\n%s", body)
+	}
+
+	if err := work.NewEnqueuer(ns, pool).ReportBacklog("postgres:work_outbox", 42, time.Now().Add(-90*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// A relay that stopped five minutes ago, whose report ReportBacklog could not write (it stamps
+	// the present); and an empty source.
+	now := time.Now()
+	do(t, pool, "HSET", ns+":backlogs", "postgres:gone",
+		fmt.Sprintf(`{"waiting":7,"oldest_ms":%d,"reported_ms":%d}`, now.Add(-10*time.Minute).UnixMilli(), now.Add(-5*time.Minute).UnixMilli()))
+	if err := work.NewEnqueuer(ns, pool).ReportBacklog("postgres:empty", 0, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+
+	body := scrapeText(t, srv)
+	for _, help := range []string{
+		"# HELP work_backlog_jobs Jobs waiting in a source to be enqueued, as its relay last reported.",
+		"# TYPE work_backlog_jobs gauge",
+		"# TYPE work_backlog_oldest_age_seconds gauge",
+		"# TYPE work_backlog_report_age_seconds gauge",
+	} {
+		if !strings.Contains(body, help) {
+			t.Errorf("exposition lacks %q", help)
+		}
+	}
+	fams := parse(t, body)
+	within := func(name, source string, lo, hi float64) {
+		t.Helper()
+		v, ok := value(fams, name, "source="+source, nsl)
+		if !ok || v < lo || v > hi {
+			t.Errorf("%s{source=%q} = %v (present %v), want %v to %v", name, source, v, ok, lo, hi)
+		}
+	}
+	within("work_backlog_jobs", "postgres:work_outbox", 42, 42)
+	within("work_backlog_oldest_age_seconds", "postgres:work_outbox", 90, 91)
+	within("work_backlog_report_age_seconds", "postgres:work_outbox", 0, 10)
+	within("work_backlog_jobs", "postgres:gone", 7, 7)
+	within("work_backlog_oldest_age_seconds", "postgres:gone", 300, 300.01)
+	within("work_backlog_report_age_seconds", "postgres:gone", 300, 310)
+	within("work_backlog_jobs", "postgres:empty", 0, 0)
+	within("work_backlog_oldest_age_seconds", "postgres:empty", 0, 0)
+	if v, _ := value(fams, "work_scrape_success", nsl); v != 1 {
+		t.Errorf("work_scrape_success = %v", v)
+	}
+
+	// A forgotten source leaves the exposition.
+	if err := work.NewClient(ns, pool).ForgetBacklog("postgres:gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := value(scrape(t, srv), "work_backlog_jobs", "source=postgres:gone"); ok {
+		t.Error("a forgotten source is still exported")
+	}
+}
