@@ -32,6 +32,17 @@ func (b *Backlog) Age() time.Duration {
 	return max(b.ReportedAt.Sub(b.Oldest), 0)
 }
 
+// BacklogStaleAfter is how long a backlog's report may go unrenewed before it is stale: no program
+// moves that source's jobs any more, or none can reach Redis. Relays report on every pass, which
+// comes far more often.
+const BacklogStaleAfter = time.Minute
+
+// Silent is how long the report had gone unrenewed at now.
+func (b *Backlog) Silent(now time.Time) time.Duration { return max(now.Sub(b.ReportedAt), 0) }
+
+// Stale reports whether the report had gone unrenewed for longer than BacklogStaleAfter at now.
+func (b *Backlog) Stale(now time.Time) bool { return b.Silent(now) > BacklogStaleAfter }
+
 // ReportBacklog records how many jobs wait in source to be enqueued, and when the oldest was
 // written (zero when none), for Client.Backlogs, the web UI, the CLI and the metrics. A relay calls
 // it on each of its passes; the last report stands until the next.

@@ -418,25 +418,20 @@ type overviewData struct {
 	Backlogs          []*backlogRow
 }
 
-// backlogStaleAfter is how long a backlog's report may go unrenewed before the page says that no
-// relay reports it: relays report on every pass, which comes far more often than this.
-const backlogStaleAfter = time.Minute
-
 // backlogRow is one source of the overview's Backlogs section, its durations in seconds for the
 // templates.
 type backlogRow struct {
 	*work.Backlog
 	AgeSec    int64 // how long the oldest job had waited when reported
 	SilentSec int64 // since the last report
-	Stale     bool  // no report for longer than backlogStaleAfter
+	Stale     bool  // no report for longer than work.BacklogStaleAfter
 }
 
 // newBacklogRows turns the Client's backlogs into the overview's rows.
 func newBacklogRows(bs []*work.Backlog, now time.Time) []*backlogRow {
 	rows := make([]*backlogRow, len(bs))
 	for i, b := range bs {
-		silent := max(now.Sub(b.ReportedAt), 0)
-		rows[i] = &backlogRow{Backlog: b, AgeSec: int64(b.Age().Seconds()), SilentSec: int64(silent.Seconds()), Stale: silent > backlogStaleAfter}
+		rows[i] = &backlogRow{Backlog: b, AgeSec: int64(b.Age().Seconds()), SilentSec: int64(b.Silent(now).Seconds()), Stale: b.Stale(now)}
 	}
 	return rows
 }

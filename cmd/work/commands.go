@@ -27,10 +27,6 @@ type statsReport struct {
 	Backlogs []*work.Backlog `json:"backlogs"`
 }
 
-// backlogStaleAfter is how long a backlog's report may go unrenewed before `work stats` says that
-// no relay reports it: relays report on every pass, which comes far more often than this.
-const backlogStaleAfter = time.Minute
-
 func (a *app) collectStats(c *work.Client, since time.Duration) (*statsReport, error) {
 	sum, err := c.Summary()
 	if err != nil {
@@ -93,9 +89,9 @@ func printBacklogs(w io.Writer, bs []*work.Backlog, now time.Time) error {
 		if !b.Oldest.IsZero() {
 			oldest = seconds(int64(b.Age().Seconds()))
 		}
-		silent := max(now.Sub(b.ReportedAt), 0)
+		silent := b.Silent(now)
 		reported := seconds(int64(silent.Seconds())) + " ago"
-		if silent > backlogStaleAfter {
+		if b.Stale(now) {
 			reported += " (no relay reported for " + seconds(int64(silent.Seconds())) + ")"
 		}
 		t.row(b.Source, strconv.FormatInt(b.Waiting, 10), oldest, reported)
