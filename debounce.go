@@ -21,9 +21,9 @@ import (
 //	})
 type Debounce struct {
 	// ID names the burst within the job name: enqueues with the same name and ID are one burst.
-	// Empty: the job's key (EnqueueOptions.Key), so that by default the name and key make the
-	// burst. The same rules as a key's apply (1 to MaxKeyLen bytes of UTF-8, no control character or
-	// brace), except that it may be empty.
+	// Empty: the job's key (EnqueueOptions.Key), or for a job without one its name, so that by
+	// default the name and key make the burst. The same rules as a key's apply (1 to MaxKeyLen bytes
+	// of UTF-8, no control character or brace), except that it may be empty.
 	ID string
 	// Window is how long after the burst's last enqueue its job runs: 1 second to 24 hours.
 	Window time.Duration
@@ -68,12 +68,15 @@ func (d *Debounce) check(opts EnqueueOptions) error {
 	return nil
 }
 
-// burstID is the ID of the burst: its own, or the job's key.
-func (d *Debounce) burstID(key string) string {
-	if d.ID != "" {
+// burstID is the ID of the burst: its own, or the job's key, or its name.
+func (d *Debounce) burstID(job *Job) string {
+	switch {
+	case d.ID != "":
 		return d.ID
+	case job.Key != "":
+		return job.Key
 	}
-	return key
+	return job.Name
 }
 
 // seconds rounds a duration up to whole seconds, the scheduled set's unit.
@@ -82,11 +85,12 @@ func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.
 // enqueueDebounced is the step of a debounced job: the burst's pending job is this one, or keeps
 // its args (KeepFirst). It returns the pending job and when it runs.
 func (e *Enqueuer) enqueueDebounced(job *Job, d *Debounce) (*Job, int64, error) {
+	job.Debounce = d.burstID(job)
 	raw, err := job.serialize()
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := e.store.EnqueueDebounced(context.Background(), e.replicaWait(), job.Name, d.burstID(job.Key), raw,
+	r, err := e.store.EnqueueDebounced(context.Background(), e.replicaWait(), job.Name, job.Debounce, raw,
 		seconds(d.Window), seconds(d.MaxWait), d.KeepFirst)
 	if err != nil {
 		return nil, 0, err
@@ -99,44 +103,4 @@ func (e *Enqueuer) enqueueDebounced(job *Job, d *Debounce) (*Job, int64, error) 
 		job = pending
 	}
 	return job, r.RunAt, nil
-}
-
-// PendingBurst is a burst of debounced enqueues whose job has not run yet (Client.PendingBursts).
-type PendingBurst struct {
-	// Name and ID are the job name and the debounce ID (the key, when the enqueues gave none).
-	Name string `json:"name"`
-	ID   string `json:"id"`
-	// Job is the pending job, with the args it will run with.
-	Job *Job `json:"job"`
-	// First is when the burst began, RunAt when its job runs (unless more enqueues come).
-	First time.Time `json:"first"`
-	RunAt time.Time `json:"run_at"`
-	// Window and MaxWait are the last enqueue's; Enqueues how many enqueues the burst has had (so
-	// Enqueues-1 replaced or were merged into the pending job).
-	Window   time.Duration `json:"window"`
-	MaxWait  time.Duration `json:"max_wait"`
-	Enqueues int64         `json:"enqueues"`
-}
-
-// maxPendingBursts is the most bursts Client.PendingBursts lists.
-const maxPendingBursts = 1000
-
-// PendingBursts lists the bursts of debounced enqueues whose job has not run yet, the soonest to run
-// first, at most 1,000.
-func (c *Client) PendingBursts() ([]*PendingBurst, error) {
-	bursts, err := c.store.PendingBursts(context.Background(), maxPendingBursts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*PendingBurst, 0, len(bursts))
-	for _, b := range bursts {
-		job := &Job{}
-		if err := job.UnmarshalJSON(b.Payload); err != nil {
-			job = &Job{Name: b.Name, Raw: b.Payload, LastErr: "cannot be read: " + err.Error()}
-		}
-		out = append(out, &PendingBurst{Name: b.Name, ID: b.ID, Job: job, First: time.Unix(b.First, 0),
-			RunAt: time.Unix(b.RunAt, 0), Window: time.Duration(b.Window) * time.Second,
-			MaxWait: time.Duration(b.MaxWait) * time.Second, Enqueues: b.Count})
-	}
-	return out, nil
 }

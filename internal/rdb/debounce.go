@@ -106,3 +106,21 @@ func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, e
 	})
 	return out, err
 }
+
+// Reschedule replaces member of the scheduled or retry set (at) with payload at score, if it is
+// still there; burst names the debounce ID of a job of a burst of name ("" for none), whose pending
+// job the replacement stays. It reports whether it replaced.
+func (s *Store) Reschedule(ctx context.Context, at Place, member []byte, score int64, payload []byte, name, burst string) (bool, error) {
+	set := s.Ks.place(at)
+	hash, isBurst := set, ""
+	if burst != "" {
+		hash, isBurst = s.Ks.Debounce(name, burst), "1"
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(rescheduleScript.Do(c, set, hash, member, score, payload, isBurst))
+		return wrongType(err)
+	})
+	return n == 1, err
+}

@@ -81,6 +81,8 @@ var (
 	scheduleControlScript = loadScript("schedule_control")
 	// debounceScript enqueues a job of a burst, replacing the burst's pending job: lua/debounce.lua.
 	debounceScript = loadScript("debounce")
+	// rescheduleScript replaces a scheduled or retry member by hand: lua/reschedule.lua.
+	rescheduleScript = loadScript("reschedule")
 )
 
 // The enqueue scripts of a job given its ID by the caller, each wrapped by lua/with_job_id.lua
