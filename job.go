@@ -96,7 +96,7 @@ func (j *Job) setWire(w *jobWire) {
 	j.Name, j.ID, j.EnqueuedAt, j.Args, j.Unique, j.UniqueKey = w.Name, w.ID, w.EnqueuedAt, w.Args, w.Unique, w.UniqueKey
 	j.Fails, j.LastErr, j.FailedAt = w.Fails, w.LastErr, w.FailedAt
 	j.Batch, j.Tracked, j.KeyHold, j.Key, j.Raw = w.Batch, w.Tracked, w.KeyHold, w.Key, w.Raw
-	j.ScheduleID, j.Tick = w.ScheduleID, w.Tick
+	j.ScheduleID, j.Tick, j.Debounce = w.ScheduleID, w.Tick, w.Debounce
 }
 
 // ScheduledJob represents a job in the scheduled queue.
