@@ -138,6 +138,8 @@ func (s *Server) getEndpoint(name string) (http.HandlerFunc, bool) {
 		return s.apiSchedule, true
 	case "backlogs":
 		return s.apiBacklogs, true
+	case "debounced":
+		return s.apiDebounced, true
 	}
 	return nil, false
 }
@@ -186,6 +188,10 @@ func (s *Server) postEndpoint(name string) (pathHandler, bool) {
 		return s.apiKeyAction(name, "set_key_limits"), true
 	case "clear_key_limits":
 		return s.apiKeyAction(name, "clear_key_limits"), true
+	case "reschedule_job":
+		return s.apiRescheduleJob, true
+	case "run_scheduled_job":
+		return s.apiRunScheduledJob, true
 	case "pause_schedule", "resume_schedule", "delete_schedule", "run_schedule", "set_schedule":
 		return s.apiScheduleAction(name), true
 	}

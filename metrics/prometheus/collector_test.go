@@ -501,3 +501,75 @@ func TestCollectorBacklogs(t *testing.T) {
 		t.Error("a forgotten source is still exported")
 	}
 }
+
+func TestCollectorDebouncedBursts(t *testing.T) {
+	pool := testPool(t)
+	ns := testNamespace(t, pool)
+	_, srv := serve(t, workprom.NewCollector(ns, pool))
+	nsl := "namespace=" + ns
+
+	// No burst pending: no debounced series.
+	if body := scrapeText(t, srv); strings.Contains(body, "work_debounced_pending{") {
+		t.Errorf("debounced series with no burst:\n%s", body)
+	}
+
+	e := work.NewEnqueuer(ns, pool)
+	enqueue := func(name, id string) *work.Job {
+		t.Helper()
+		j, err := e.EnqueueWith(name, work.Q{"id": id}, work.EnqueueOptions{Debounce: &work.Debounce{ID: id, Window: time.Hour}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	enqueue("reindex", "doc-1")
+	enqueue("reindex", "doc-1")
+	enqueue("reindex", "doc-2")
+	digest := enqueue("digest", "user-7")
+	// A burst that began two minutes ago (an enqueue always stamps the present).
+	do(t, pool, "HSET", ns+":debounce:reindex:{doc-1}", "first", time.Now().Add(-2*time.Minute).Unix())
+
+	body := scrapeText(t, srv)
+	for _, help := range []string{
+		"# HELP work_debounced_pending Bursts of debounced enqueues of a job name whose job has not run yet.",
+		"# TYPE work_debounced_pending gauge",
+		"# TYPE work_debounced_oldest_seconds gauge",
+	} {
+		if !strings.Contains(body, help) {
+			t.Errorf("exposition lacks %q", help)
+		}
+	}
+	fams := parse(t, body)
+	within := func(name, job string, lo, hi float64) {
+		t.Helper()
+		v, ok := value(fams, name, "job_name="+job, nsl)
+		if !ok || v < lo || v > hi {
+			t.Errorf("%s{job_name=%q} = %v (present %v), want %v to %v", name, job, v, ok, lo, hi)
+		}
+	}
+	within("work_debounced_pending", "reindex", 2, 2)
+	within("work_debounced_oldest_seconds", "reindex", 120, 130)
+	within("work_debounced_pending", "digest", 1, 1)
+	within("work_debounced_oldest_seconds", "digest", 0, 10)
+	if v, _ := value(fams, "work_scrape_success", nsl); v != 1 {
+		t.Errorf("work_scrape_success = %v", v)
+	}
+
+	// A burst whose job ran is over: its job name leaves the exposition.
+	bursts, err := work.NewClient(ns, pool).PendingBursts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bursts {
+		if b.Job.ID == digest.ID {
+			if err := work.NewClient(ns, pool).RunScheduledJobNow(b.RunAt.Unix(), digest.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fams = scrape(t, srv)
+	if _, ok := value(fams, "work_debounced_pending", "job_name=digest"); ok {
+		t.Error("a job name with no burst pending is still exported")
+	}
+	within("work_debounced_pending", "reindex", 2, 2)
+}
