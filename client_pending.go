@@ -28,13 +28,13 @@ type PendingBurst struct {
 	Enqueues int64         `json:"enqueues"`
 }
 
-// maxPendingBursts is the most bursts Client.PendingBursts lists.
-const maxPendingBursts = 1000
+// MaxPendingBursts is the most bursts Client.PendingBursts lists.
+const MaxPendingBursts = 1000
 
 // PendingBursts lists the bursts of debounced enqueues whose job has not run yet, the soonest to run
-// first, at most 1,000.
+// first, at most MaxPendingBursts.
 func (c *Client) PendingBursts() ([]*PendingBurst, error) {
-	bursts, err := c.store.PendingBursts(context.Background(), maxPendingBursts)
+	bursts, err := c.store.PendingBursts(context.Background(), MaxPendingBursts)
 	if err != nil {
 		return nil, err
 	}

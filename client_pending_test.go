@@ -88,8 +88,15 @@ func TestReplaceKeepsADebouncedJobInItsBurst(t *testing.T) {
 	if err := c.ReplaceJobArgs(j.ID, Q{"v": 2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RescheduleJob(j.ID, time.Now().Add(2*time.Hour)); err != nil {
+	later := time.Now().Add(2 * time.Hour).Truncate(time.Second)
+	if err := c.RescheduleJob(j.ID, later); err != nil {
 		t.Fatal(err)
+	}
+	if bursts, err := c.PendingBursts(); err != nil || len(bursts) != 1 || !bursts[0].RunAt.Equal(later) || bursts[0].Job.ArgInt64("v") != 2 {
+		t.Fatalf("after the edits, PendingBursts = %v, %v; want the burst with v 2, run at %v", bursts, err, later)
+	}
+	if n := rInt(t, pool, "ZSCORE", bhvKey(ns, "debounces"), "reindex\ndoc"); n != later.Unix() {
+		t.Errorf("the index scores the burst %d, want its new run time %d", n, later.Unix())
 	}
 	if _, err := e.EnqueueWith("reindex", Q{"v": 3}, EnqueueOptions{Debounce: d}); err != nil {
 		t.Fatal(err)

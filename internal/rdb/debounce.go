@@ -112,14 +112,14 @@ func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, e
 // job the replacement stays. It reports whether it replaced.
 func (s *Store) Reschedule(ctx context.Context, at Place, member []byte, score int64, payload []byte, name, burst string) (bool, error) {
 	set := s.Ks.place(at)
-	hash, isBurst := set, ""
+	hash, index, inIndex := set, set, ""
 	if burst != "" {
-		hash, isBurst = s.Ks.Debounce(name, burst), "1"
+		hash, index, inIndex = s.Ks.Debounce(name, burst), s.Ks.Debounces(), debounceMember(name, burst)
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		n, err = redis.Int64(rescheduleScript.Do(c, set, hash, member, score, payload, isBurst))
+		n, err = redis.Int64(rescheduleScript.Do(c, set, hash, index, member, score, payload, inIndex, s.Ks.DueChannel()))
 		return wrongType(err)
 	})
 	return n == 1, err

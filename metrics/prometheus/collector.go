@@ -54,7 +54,7 @@
 //	work_keyed_keys_paused{job_name}          keys paused with Client.PauseKey
 //
 // Debounced enqueues (EnqueueOptions.Debounce), per job name with a burst whose job has not run yet,
-// as Client.PendingBursts lists them (the 1,000 soonest to run at most):
+// as Client.PendingBursts lists them (the work.MaxPendingBursts soonest to run at most):
 //
 //	work_debounced_pending{job_name}          bursts whose job has not run yet
 //	work_debounced_oldest_seconds{job_name}   how long the oldest of them has been open (since its
