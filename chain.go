@@ -61,12 +61,12 @@ func (e *Enqueuer) EnqueueChain(steps ...ChainStep) ([]*Job, error) {
 		}
 		jobs[i] = job
 	}
-	return e.enqueueAfter(jobs, nil, EnqueueOptions{Track: true})
+	return e.enqueueAfter(jobs, nil, EnqueueOptions{Track: true}, nil)
 }
 
 // enqueueAfter is the step of jobs that wait for others (made by newCheckedJob): it enqueues them as
 // tracked jobs, the first waiting for deps and each next one for the job before it.
-func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []rdb.Dep, opts EnqueueOptions) ([]*Job, error) {
+func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []rdb.Dep, opts EnqueueOptions, mark *rdb.JobIDMark) ([]*Job, error) {
 	keep := int64(defaultRecordKeep / time.Second)
 	if opts.Keep > 0 {
 		keep = max(int64((opts.Keep+time.Second-1)/time.Second), 1)
@@ -84,7 +84,7 @@ func (e *Enqueuer) enqueueAfter(jobs []*Job, deps []rdb.Dep, opts EnqueueOptions
 			specs[i].Deps = []rdb.Dep{rdb.JobDep(jobs[i-1].ID)}
 		}
 	}
-	if _, err := e.store.EnqueueAfter(context.Background(), e.replicaWait(), specs); err != nil {
+	if _, err := e.store.EnqueueAfter(context.Background(), e.replicaWait(), specs, mark); err != nil {
 		return nil, err
 	}
 	return jobs, nil

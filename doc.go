@@ -120,6 +120,24 @@
 //	job, err := enqueuer.EnqueueUnique("reindex_catalog", work.Q{"shard": 3})
 //	// job == nil && err == nil: an identical job is already waiting
 //
+// # Debounced jobs and jobs enqueued by ID
+//
+// EnqueueOptions.Debounce turns many enqueues of one thing into one run: the enqueues of a job name
+// and debounce ID (by default the job's key) are a burst whose one pending job runs a window after
+// the last enqueue, never later than MaxWait after the first, with the last enqueue's args (or the
+// first's, KeepFirst). A job that has started is never replaced; the next enqueue begins a new
+// burst. Client.PendingBursts lists the bursts, and Client.RescheduleJob and ReplaceJobArgs edit any
+// job waiting in the scheduled or retry set:
+//
+//	enqueuer.EnqueueWith("reindex", work.Q{"doc": 7}, work.EnqueueOptions{
+//		Debounce: &work.Debounce{ID: "doc-7", Window: 5 * time.Second, MaxWait: time.Minute},
+//	})
+//
+// EnqueueOptions.ID gives a job its ID and makes its enqueue idempotent: a second enqueue of the
+// same ID, within IDKeep, writes nothing and returns ErrDuplicateJobID. A program that may send a
+// job twice (a client retrying after a lost reply, or a relay from another store such as the pgwork
+// module's transactional outbox) makes one job of it.
+//
 // # Periodic jobs
 //
 // PeriodicallyEnqueue enqueues a job on a cron schedule, seconds first as in gocraft/work. Every pool of the

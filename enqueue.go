@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -113,6 +114,72 @@ type EnqueueOptions struct {
 	Track bool
 	// Keep is how long the record of a tracked job stays after the job ended. Zero: 24 hours.
 	Keep time.Duration
+
+	// ID gives the job this ID (1 to 64 letters, digits, '_', '.' or '-') instead of a new one, and
+	// makes the enqueue idempotent by it: while a job enqueued with the same ID is remembered
+	// (IDKeep), EnqueueWith writes nothing and returns ErrDuplicateJobID. A program that may send
+	// the same job twice, such as a relay from another store or a client retrying after a lost
+	// reply, gives each job its ID once (NewJobID) and so makes one job of it. Such an enqueue is a
+	// round trip of its own, not shared with concurrent calls.
+	ID string
+	// IDKeep is how long an ID given in ID is remembered after its enqueue. Zero: 24 hours.
+	// Enqueuer.ForgetJobIDs ends it sooner.
+	IDKeep time.Duration
+
+	// Debounce makes the enqueue part of a burst that runs once (see Debounce). EnqueueWith then
+	// returns the burst's pending job: this one, or with KeepFirst the first one.
+	Debounce *Debounce
+}
+
+// defaultIDKeep is how long an enqueue's ID is remembered when EnqueueOptions.IDKeep is zero.
+const defaultIDKeep = 24 * time.Hour
+
+// NewJobID returns a new job ID, of the form every enqueue gives its job, for EnqueueOptions.ID.
+func NewJobID() string { return makeIdentifier() }
+
+// CheckEnqueue makes every check of a job that EnqueueWith makes before it writes anything (the
+// name, the key, the args, the dependencies' IDs, the ID, and options that cannot go together),
+// without a round trip. It returns the error EnqueueWith would return for them, or nil. A program
+// that stores jobs to enqueue them later (in its database's transaction, say) refuses a bad job at
+// once with it.
+func CheckEnqueue(jobName string, args map[string]interface{}, opts EnqueueOptions) error {
+	job, _, err := checkEnqueue(jobName, args, opts, !opts.At.IsZero())
+	if err != nil {
+		return err
+	}
+	if _, err := job.serialize(); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedArgs, err)
+	}
+	return nil
+}
+
+// EnqueueDead puts what cannot become a job into the dead set, where it can be seen, deleted, or
+// retried once mended: a record under jobName and id (the ID a job would have had; a new one when
+// ""), holding raw (the bytes it came as) and reason as its error. A relay from another store calls
+// it for an entry it cannot enqueue (a malformed name or args), so that the entry neither blocks
+// the ones behind it nor vanishes. Idempotent by id as EnqueueOptions.ID is (ErrDuplicateJobID).
+func (e *Enqueuer) EnqueueDead(id, jobName string, raw []byte, reason string) error {
+	if id == "" {
+		id = NewJobID()
+	}
+	if err := checkBatchID(id); err != nil {
+		return fmt.Errorf("in ID: %w", err)
+	}
+	now := nowEpochSeconds()
+	rec := &Job{Name: jobName, ID: id, EnqueuedAt: now, Fails: 1, LastErr: reason, FailedAt: now, Raw: raw}
+	payload, err := rec.serialize()
+	if err != nil {
+		return err
+	}
+	mark := rdb.JobIDMark{ID: id, KeepSeconds: int64(defaultIDKeep / time.Second)}
+	return e.store.DeadLetterWithID(context.Background(), payload, now, mark)
+}
+
+// ForgetJobIDs ends the memory of IDs given to enqueues (EnqueueOptions.ID) before their IDKeep
+// runs out: those IDs may be enqueued again. A relay calls it once its source has forgotten the
+// jobs it moved, so that the marks do not stay for IDKeep.
+func (e *Enqueuer) ForgetJobIDs(ids ...string) error {
+	return e.store.ForgetJobIDs(context.Background(), ids)
 }
 
 // Enqueue will enqueue the specified job name and arguments. The args param can be nil if no args
@@ -190,38 +257,78 @@ func scheduledJob(job *Job, runAt int64, err error) (*ScheduledJob, error) {
 // others (chain.go), a scheduled job's (into the scheduled set at runAt), or a plain push. It returns
 // the job (nil for a unique duplicate) and when a scheduled job runs.
 func (e *Enqueuer) enqueue(jobName string, args map[string]interface{}, opts EnqueueOptions, scheduled bool, runAt int64) (*Job, int64, error) {
-	job, err := newCheckedJob(jobName, args, opts.Key)
+	job, deps, err := checkEnqueue(jobName, args, opts, scheduled)
 	if err != nil {
 		return nil, 0, err
 	}
-	deps, err := opts.dependencies()
-	if err != nil {
-		return nil, 0, err
+	var mark *rdb.JobIDMark
+	if opts.ID != "" {
+		keep := defaultIDKeep
+		if opts.IDKeep > 0 {
+			keep = opts.IDKeep
+		}
+		mark = &rdb.JobIDMark{ID: opts.ID, KeepSeconds: max(int64((keep+time.Second-1)/time.Second), 1)}
 	}
-	waits := len(deps) > 0 || opts.Track
-	unique := opts.Unique || opts.UniqueBy != nil
 	switch {
-	case unique && waits:
-		return nil, 0, errors.New("work: a unique job cannot have dependencies or a record")
-	case scheduled && waits:
-		return nil, 0, errors.New("work: a scheduled job cannot have dependencies or a record")
-	case unique:
-		return e.enqueueUnique(job, opts.UniqueBy, scheduled, runAt)
-	case waits:
-		jobs, err := e.enqueueAfter([]*Job{job}, deps, opts)
+	case opts.Debounce != nil:
+		return e.enqueueDebounced(job, opts.Debounce)
+	case opts.Unique || opts.UniqueBy != nil:
+		return e.enqueueUnique(job, opts.UniqueBy, scheduled, runAt, mark)
+	case len(deps) > 0 || opts.Track:
+		jobs, err := e.enqueueAfter([]*Job{job}, deps, opts, mark)
 		if err != nil {
 			return nil, 0, err
 		}
 		return jobs[0], 0, nil
 	case scheduled:
-		return e.schedule(job, runAt)
+		return e.schedule(job, runAt, mark)
 	}
 	raw, err := job.serialize()
 	if err != nil {
 		return nil, 0, err
 	}
+	if mark != nil {
+		job, err = e.pushWithID(job, raw, *mark)
+		return job, 0, err
+	}
 	job, err = e.push(job, raw)
 	return job, 0, err
+}
+
+// checkEnqueue makes every check of an enqueue that needs no round trip, and the job (with its ID:
+// opts.ID, or a new one) and its dependencies.
+func checkEnqueue(jobName string, args map[string]interface{}, opts EnqueueOptions, scheduled bool) (*Job, []rdb.Dep, error) {
+	job, err := newCheckedJob(jobName, args, opts.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.ID != "" {
+		if err := checkBatchID(opts.ID); err != nil {
+			return nil, nil, fmt.Errorf("in ID: %w", err)
+		}
+		job.ID = opts.ID
+	}
+	if opts.IDKeep < 0 {
+		return nil, nil, fmt.Errorf("work: IDKeep %v is negative", opts.IDKeep)
+	}
+	if opts.Debounce != nil {
+		if err := opts.Debounce.check(opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	deps, err := opts.dependencies()
+	if err != nil {
+		return nil, nil, err
+	}
+	waits := len(deps) > 0 || opts.Track
+	unique := opts.Unique || opts.UniqueBy != nil
+	switch {
+	case unique && waits:
+		return nil, nil, errors.New("work: a unique job cannot have dependencies or a record")
+	case scheduled && waits:
+		return nil, nil, errors.New("work: a scheduled job cannot have dependencies or a record")
+	}
+	return job, deps, nil
 }
 
 // newCheckedJob makes a new job of a name and args, keyed unless key is "", after checking that a
@@ -246,7 +353,7 @@ func newJob(jobName string, args map[string]interface{}) *Job {
 
 // enqueueUnique is the step of a unique job (into the scheduled set at runAt when scheduled), unique
 // by keyMap when it is non-nil, else by its args; a keyed job's lock holds its key (keyed.go).
-func (e *Enqueuer) enqueueUnique(job *Job, keyMap map[string]interface{}, scheduled bool, runAt int64) (*Job, int64, error) {
+func (e *Enqueuer) enqueueUnique(job *Job, keyMap map[string]interface{}, scheduled bool, runAt int64, mark *rdb.JobIDMark) (*Job, int64, error) {
 	byKey := keyMap != nil
 	if !byKey {
 		keyMap = job.Args
@@ -272,7 +379,7 @@ func (e *Enqueuer) enqueueUnique(job *Job, keyMap map[string]interface{}, schedu
 	if e.UniqueTTL > 0 {
 		ttl = max(int64((e.UniqueTTL+time.Second-1)/time.Second), 1)
 	}
-	ok, err := e.store.EnqueueUnique(context.Background(), e.replicaWait(), job.Name, job.Key, job.UniqueKey, raw, lockValue, runAt, ttl)
+	ok, err := e.store.EnqueueUnique(context.Background(), e.replicaWait(), job.Name, job.Key, job.UniqueKey, raw, lockValue, runAt, ttl, mark)
 	if err != nil || !ok {
 		return nil, 0, err
 	}
@@ -280,10 +387,16 @@ func (e *Enqueuer) enqueueUnique(job *Job, keyMap map[string]interface{}, schedu
 }
 
 // schedule is the step of a scheduled job: into the scheduled set, due at runAt.
-func (e *Enqueuer) schedule(job *Job, runAt int64) (*Job, int64, error) {
+func (e *Enqueuer) schedule(job *Job, runAt int64, mark *rdb.JobIDMark) (*Job, int64, error) {
 	raw, err := job.serialize()
 	if err != nil {
 		return nil, 0, err
+	}
+	if mark != nil {
+		if err := e.store.EnqueueOneWithID(context.Background(), e.replicaWait(), job.Name, runAt, raw, *mark); err != nil {
+			return nil, 0, err
+		}
+		return job, runAt, nil
 	}
 	if err := e.store.Schedule(context.Background(), e.replicaWait(), job.Name, runAt, raw, e.needsKnown(job.Name)); err != nil {
 		e.forgetKnown(job.Name)
@@ -324,6 +437,21 @@ func (e *Enqueuer) push(job *Job, raw []byte) (*Job, error) {
 		return nil, err
 	}
 	drained.Store(n <= keptUp)
+	return job, nil
+}
+
+// pushWithID is the step of a plain job given its ID (EnqueueOptions.ID): a script of its own, which
+// writes nothing when a job was enqueued under the ID already.
+func (e *Enqueuer) pushWithID(job *Job, raw []byte, mark rdb.JobIDMark) (*Job, error) {
+	var err error
+	if job.Key != "" {
+		err = e.store.EnqueueKeyedWithID(context.Background(), e.replicaWait(), &rdb.Push{Name: job.Name, Key: job.Key, Payload: raw}, mark)
+	} else {
+		err = e.store.EnqueueOneWithID(context.Background(), e.replicaWait(), job.Name, 0, raw, mark)
+	}
+	if err != nil {
+		return nil, err
+	}
 	return job, nil
 }
 

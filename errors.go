@@ -59,6 +59,10 @@ var (
 	// ErrMalformedSpec: a schedule spec that cannot be read (ParseCron, PeriodicallyEnqueue's
 	// syntax), or that never fires.
 	ErrMalformedSpec = errors.New("work: malformed spec")
+	// ErrMalformedDebounce: a debounce whose window or maximum wait is out of its bounds, whose ID
+	// no key could be, or that is asked for with options it cannot go with (At, unique,
+	// dependencies, a record, an ID).
+	ErrMalformedDebounce = errors.New("work: malformed debounce")
 	// ErrUnknownLocation: a time zone that is not an IANA zone name the zone database knows
 	// (ParseLocation).
 	ErrUnknownLocation = errors.New("work: unknown time zone")
@@ -70,6 +74,10 @@ var (
 	// than asked acknowledged the write within Enqueuer.WaitTimeout. The job is on the primary, and
 	// it may or may not survive a failover that happens before it reaches a replica.
 	ErrNotReplicated = rdb.ErrNotReplicated
+	// ErrDuplicateJobID is returned by an enqueue with EnqueueOptions.ID when a job was enqueued
+	// under that ID within its IDKeep; nothing was written. For a program that sends the same job
+	// again after a failure, it means the job is in already.
+	ErrDuplicateJobID = rdb.ErrJobIDTaken
 )
 
 // Errors of keyed jobs.

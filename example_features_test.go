@@ -415,3 +415,46 @@ func ExampleClient_SetSchedule() {
 	// true
 	// true
 }
+
+func ExampleDebounce() {
+	pool := exampleRedisPool()
+	ns := exampleNamespace("debounce")
+	defer deleteExampleNamespace(pool, ns)
+	enqueuer := work.NewEnqueuer(ns, pool)
+
+	// Forty edits of one document in a burst: one re-index, with the last edit's args, 5 seconds after
+	// the last edit and at most a minute after the first.
+	d := &work.Debounce{ID: "doc-7", Window: 5 * time.Second, MaxWait: time.Minute}
+	for edit := 1; edit <= 40; edit++ {
+		if _, err := enqueuer.EnqueueWith("reindex", work.Q{"doc": 7, "edit": edit}, work.EnqueueOptions{Debounce: d}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	bursts, _ := work.NewClient(ns, pool).PendingBursts()
+	for _, b := range bursts {
+		fmt.Println(b.Name, b.ID, b.Enqueues, "enqueues; pending edit", b.Job.ArgInt64("edit"))
+	}
+	// Output:
+	// reindex doc-7 40 enqueues; pending edit 40
+}
+
+func ExampleEnqueueOptions_id() {
+	pool := exampleRedisPool()
+	ns := exampleNamespace("enqueue-id")
+	defer deleteExampleNamespace(pool, ns)
+	enqueuer := work.NewEnqueuer(ns, pool)
+
+	// The caller makes the ID once; sending the job again (after a lost reply, say) makes no second job.
+	id := work.NewJobID()
+	for attempt := 1; attempt <= 2; attempt++ {
+		_, err := enqueuer.EnqueueWith("charge", work.Q{"order": 42}, work.EnqueueOptions{ID: id})
+		fmt.Println("attempt", attempt, "duplicate:", errors.Is(err, work.ErrDuplicateJobID))
+	}
+	queues, _ := work.NewClient(ns, pool).Queues()
+	fmt.Println(queues[0].JobName, queues[0].Count)
+	// Output:
+	// attempt 1 duplicate: false
+	// attempt 2 duplicate: true
+	// charge 1
+}

@@ -57,6 +57,10 @@ type Job struct {
 	// idempotency key; a job of Client.RunScheduleNow has the time it was asked for as its Tick.
 	ScheduleID string `json:"schedule_id,omitempty"`
 	Tick       int64  `json:"tick,omitempty"`
+	// Debounce is set on the pending job of a burst of debounced enqueues (EnqueueOptions.Debounce):
+	// the burst's debounce ID, so that the Client can replace or reschedule the job and keep it the
+	// burst's. Empty for other jobs.
+	Debounce string `json:"debounce,omitempty"`
 
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.
@@ -92,7 +96,7 @@ func (j *Job) setWire(w *jobWire) {
 	j.Name, j.ID, j.EnqueuedAt, j.Args, j.Unique, j.UniqueKey = w.Name, w.ID, w.EnqueuedAt, w.Args, w.Unique, w.UniqueKey
 	j.Fails, j.LastErr, j.FailedAt = w.Fails, w.LastErr, w.FailedAt
 	j.Batch, j.Tracked, j.KeyHold, j.Key, j.Raw = w.Batch, w.Tracked, w.KeyHold, w.Key, w.Raw
-	j.ScheduleID, j.Tick = w.ScheduleID, w.Tick
+	j.ScheduleID, j.Tick, j.Debounce = w.ScheduleID, w.Tick, w.Debounce
 }
 
 // ScheduledJob represents a job in the scheduled queue.

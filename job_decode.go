@@ -52,6 +52,7 @@ const (
 	fastKeyHold
 	fastScheduleID
 	fastTick
+	fastDebounce
 )
 
 // decodeFast decodes data into j without reflection when data has the shape that encoders of the
@@ -172,6 +173,13 @@ func decodeFast(j *Job, data []byte, queueName string) bool {
 			if j.Tick, ok = p.int(); !ok {
 				return false
 			}
+		case "debounce":
+			bit = fastDebounce
+			s, ok := p.str()
+			if !ok {
+				return false
+			}
+			j.Debounce = string(s)
 		default:
 			return false
 		}

@@ -136,6 +136,10 @@ func (s *Server) getEndpoint(name string) (http.HandlerFunc, bool) {
 		return s.apiSchedules, true
 	case "schedule":
 		return s.apiSchedule, true
+	case "backlogs":
+		return s.apiBacklogs, true
+	case "debounced":
+		return s.apiDebounced, true
 	}
 	return nil, false
 }
@@ -184,6 +188,10 @@ func (s *Server) postEndpoint(name string) (pathHandler, bool) {
 		return s.apiKeyAction(name, "set_key_limits"), true
 	case "clear_key_limits":
 		return s.apiKeyAction(name, "clear_key_limits"), true
+	case "reschedule_job":
+		return s.apiRescheduleJob, true
+	case "run_scheduled_job":
+		return s.apiRunScheduledJob, true
 	case "pause_schedule", "resume_schedule", "delete_schedule", "run_schedule", "set_schedule":
 		return s.apiScheduleAction(name), true
 	}
@@ -355,6 +363,12 @@ func (s *Server) apiStats(w http.ResponseWriter, r *http.Request) {
 		pts, err = s.client.NamespaceStats(since, until)
 	}
 	render(w, pts, err)
+}
+
+// apiBacklogs answers the backlogs the relays report (work.Backlog), by source: [] when none does.
+func (s *Server) apiBacklogs(w http.ResponseWriter, r *http.Request) {
+	bs, err := s.client.Backlogs()
+	render(w, bs, err)
 }
 
 func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {

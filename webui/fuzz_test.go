@@ -28,6 +28,7 @@ var fuzzGetPaths = []string{
 	"/batches", "/batch/", "/ui/batches", "/ui/batches/",
 	"/key_stats", "/keys/", "/key/", "/ui/keys",
 	"/schedules", "/schedule", "/ui/schedules",
+	"/backlogs",
 }
 
 // layoutScript is the one script element of every page: the UI's own, loaded from a file, relative
@@ -170,6 +171,11 @@ func newFuzzServer(tb testing.TB) *Server {
 			tb.Fatal(err)
 		}
 	}
+	// Backlogs: a source named with HTML, and a report another program wrote.
+	if err := e.ReportBacklog(fuzzEvil, 3, time.Now().Add(-time.Hour)); err != nil {
+		tb.Fatal(err)
+	}
+	rdo(tb, pool, "HSET", key("backlogs"), "<junk>", fuzzEvil)
 	rdo(tb, pool, "SADD", key("known_jobs"), fuzzBrokenKeyedName)
 	rdo(tb, pool, "HSET", key("keyed:"+fuzzBrokenKeyedName+":meta"), "waiting", 1)
 	rdo(tb, pool, "SET", key("keyed:"+fuzzBrokenKeyedName+":waiting"), fuzzEvil)

@@ -24,7 +24,7 @@ import (
 var assets embed.FS
 
 // pageNames are the pages under ui/ ("" is the overview).
-var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "keyed", "keys", "schedules", "notfound"}
+var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "keyed", "keys", "schedules", "debounced", "notfound"}
 
 // pageSet holds one template per page, each the layout with the page's content.
 type pageSet struct{ t map[string]*template.Template }
@@ -242,6 +242,9 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 			tmpl, title, status, err = "notfound", "Schedule not found", http.StatusNotFound, nil
 			content = fmt.Sprintf("No schedule has the ID %s, and no live worker pool declares a periodic job of that ID: it was never set, or it was deleted.", r.URL.Query().Get("id"))
 		}
+	case "debounced":
+		tmpl, title = "debounced", "Debounced"
+		content, err = s.debounced()
 	case "scheduled", "retry", "dead":
 		tmpl, title = "jobs", map[string]string{"scheduled": "Scheduled jobs", "retry": "Retry jobs", "dead": "Dead jobs"}[name]
 		content, err = s.jobList(r, work.JobState(name))
@@ -367,6 +370,8 @@ var flashMessages = map[string]string{
 	"schedule_resumed": "The schedule is resumed from its next tick; the ticks that fell while it was paused are not enqueued.",
 	"schedule_deleted": "The schedule is deleted; its jobs already enqueued stay.",
 	"schedule_run":     "The schedule's job is enqueued.",
+
+	"rescheduled": "The job is moved to its new run time.",
 }
 
 // flashNouns are the words counted by a message's %d, when they are not jobs.
@@ -415,6 +420,25 @@ type overviewData struct {
 	Keyed             []*work.KeyStat
 	Pools             int
 	Workers, Busy     int
+	Backlogs          []*backlogRow
+}
+
+// backlogRow is one source of the overview's Backlogs section, its durations in seconds for the
+// templates.
+type backlogRow struct {
+	*work.Backlog
+	AgeSec    int64 // how long the oldest job had waited when reported
+	SilentSec int64 // since the last report
+	Stale     bool  // no report for longer than work.BacklogStaleAfter
+}
+
+// newBacklogRows turns the Client's backlogs into the overview's rows.
+func newBacklogRows(bs []*work.Backlog, now time.Time) []*backlogRow {
+	rows := make([]*backlogRow, len(bs))
+	for i, b := range bs {
+		rows[i] = &backlogRow{Backlog: b, AgeSec: int64(b.Age().Seconds()), SilentSec: int64(b.Silent(now).Seconds()), Stale: b.Stale(now)}
+	}
+	return rows
 }
 
 func (s *Server) overview() (*overviewData, error) {
@@ -449,6 +473,11 @@ func (s *Server) overview() (*overviewData, error) {
 			d.Busy++
 		}
 	}
+	bs, err := s.client.Backlogs()
+	if err != nil {
+		return nil, err
+	}
+	d.Backlogs = newBacklogRows(bs, time.Now())
 	return d, nil
 }
 
@@ -693,6 +722,13 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		if err = needScore(); err == nil {
 			done, err = "run", s.client.RunScheduledJobNow(score, id)
 		}
+	case "reschedule":
+		var at time.Time
+		if id == "" {
+			err = badRequestf("missing id")
+		} else if at, err = parseRunAt(r.PostFormValue("at")); err == nil {
+			done, err = "rescheduled", s.client.RescheduleJob(id, at)
+		}
 	case "delete_queued":
 		if err = needName(); err == nil && id == "" {
 			err = badRequestf("missing id") // else the client's own error reads as a failure of Redis
@@ -787,7 +823,7 @@ func safeBack(back string) string {
 	switch u.Path {
 	case "./", "":
 		return selfURL("", u.Query())
-	case "queues", "workers", "scheduled", "retry", "dead", "job", "keys", "schedules":
+	case "queues", "workers", "scheduled", "retry", "dead", "job", "keys", "schedules", "debounced":
 		return selfURL(u.Path, u.Query())
 	}
 	return "./"

@@ -1,6 +1,6 @@
 // Package webui serves a web UI and a JSON API to watch and manage the jobs of a namespace: queues,
 // worker pools and busy workers, throughput, the scheduled, retry and dead sets, batches, the keys of
-// keyed jobs, and schedules.
+// keyed jobs, schedules, the pending bursts of debounced enqueues, and the backlogs that relays report.
 //
 // The JSON API is gocraft/work's, path for path: GET /queues, /worker_pools, /busy_workers,
 // /retry_jobs?page=N, /scheduled_jobs?page=N and /dead_jobs?page=N (the last three answer
@@ -10,13 +10,16 @@
 // /stats?minutes=N[&name=NAME], /job?id=ID (with the job's record, when it has one),
 // /periodic_jobs, /batches?page=N ({"count":N,"batches":[...]}, newest first), /batch/<id>,
 // /key_stats, /keys/<name>?page=N ({"count":N,"keys":[...]}, busiest first),
-// /key/<name>?key=KEY, /schedules?cursor=C&count=N&prefix=P&stored_only=1 (a work.SchedulePage) and
-// /schedule?id=ID (with its next_ticks), and POST /pause_queue/<name>, /unpause_queue/<name>,
+// /key/<name>?key=KEY, /schedules?cursor=C&count=N&prefix=P&stored_only=1 (a work.SchedulePage),
+// /schedule?id=ID (with its next_ticks), /backlogs (the work.Backlog of each source) and /debounced
+// (the work.PendingBurst of each burst), and POST /pause_queue/<name>, /unpause_queue/<name>,
 // /cancel_job/<job_id> (409 when the job is not running), /pause_key/<name>?key=KEY,
 // /unpause_key/<name>?key=KEY, /set_key_limits/<name>?key=KEY&concurrency=N&rate=N/DURATION&weight=N&max_waiting=N,
 // /clear_key_limits/<name>?key=KEY, /pause_schedule?id=ID, /resume_schedule?id=ID,
-// /delete_schedule?id=ID, /run_schedule?id=ID and
-// /set_schedule?id=ID&spec=S&location=Z&job=NAME&args=JSON&key=K&jitter=D&missed=M. Bad parameters
+// /delete_schedule?id=ID, /run_schedule?id=ID,
+// /set_schedule?id=ID&spec=S&location=Z&job=NAME&args=JSON&key=K&jitter=D&missed=M,
+// /reschedule_job/<job_id>?at=T (a job waiting in the scheduled or retry set, to epoch seconds or an
+// RFC 3339 time) and /run_scheduled_job/<run_at>/<job_id>. Bad parameters
 // get a 4xx answer, an unknown job, batch or schedule a 404, and a batch, keyed state or schedules
 // whose key another program overwrote with another Redis type, a damaged schedule or a full key a
 // 409, each with {"error":"..."}.

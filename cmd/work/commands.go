@@ -23,6 +23,8 @@ type statsReport struct {
 	Since       time.Time     `json:"since"`
 	Processed   int64         `json:"processed"`
 	Failed      int64         `json:"failed"`
+	// Backlogs are what relays report waiting in other stores to be enqueued; [] when none does.
+	Backlogs []*work.Backlog `json:"backlogs"`
 }
 
 func (a *app) collectStats(c *work.Client, since time.Duration) (*statsReport, error) {
@@ -53,6 +55,9 @@ func (a *app) collectStats(c *work.Client, since time.Duration) (*statsReport, e
 		r.Processed += p.Processed
 		r.Failed += p.Failed
 	}
+	if r.Backlogs, err = c.Backlogs(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -66,6 +71,31 @@ func (r *statsReport) print(w io.Writer, since time.Duration) error {
 	t.row("DEAD", strconv.FormatInt(s.Dead, 10))
 	t.row("WORKERS", fmt.Sprintf("%d busy of %d in %d pools", r.BusyWorkers, r.Workers, r.WorkerPools))
 	t.row("LAST "+seconds(int64(since.Seconds())), fmt.Sprintf("%d processed, %d failed", r.Processed, r.Failed))
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return printBacklogs(w, r.Backlogs, time.Now())
+}
+
+// printBacklogs prints the backlogs under the totals, nothing when no relay reports one.
+func printBacklogs(w io.Writer, bs []*work.Backlog, now time.Time) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "BACKLOG", "WAITING", "OLDEST", "REPORTED")
+	for _, b := range bs {
+		oldest := "-"
+		if !b.Oldest.IsZero() {
+			oldest = seconds(int64(b.Age().Seconds()))
+		}
+		silent := b.Silent(now)
+		reported := seconds(int64(silent.Seconds())) + " ago"
+		if b.Stale(now) {
+			reported += " (no relay reported for " + seconds(int64(silent.Seconds())) + ")"
+		}
+		t.row(b.Source, strconv.FormatInt(b.Waiting, 10), oldest, reported)
+	}
 	return t.flush()
 }
 
@@ -73,7 +103,7 @@ func (a *app) statsCommand() *cobra.Command {
 	var since time.Duration
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Show totals and throughput",
+		Short: "Show totals, throughput and the backlogs relays report",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if since < time.Minute || since > 8*24*time.Hour {

@@ -79,6 +79,22 @@ var (
 	scheduleCommitScript = loadScript("schedule_commit")
 	// scheduleControlScript deletes or pauses a schedule: lua/schedule_control.lua.
 	scheduleControlScript = loadScript("schedule_control")
+	// debounceScript enqueues a job of a burst, replacing the burst's pending job: lua/debounce.lua.
+	debounceScript = loadScript("debounce")
+	// rescheduleScript replaces a scheduled or retry member by hand: lua/reschedule.lua.
+	rescheduleScript = loadScript("reschedule")
+)
+
+// The enqueue scripts of a job given its ID by the caller, each wrapped by lua/with_job_id.lua
+// (loaded there, with loadScript("with_job_id") standing for the wrapper alone), so that enqueueing
+// the same ID twice makes one job.
+var (
+	withJobIDScript     = loadScript("with_job_id")
+	enqueueOneWithID    = loadWithJobID("enqueue_one")
+	enqueueUniqueWithID = loadWithJobID("enqueue_unique")
+	enqueueKeyedWithID  = loadWithJobID("enqueue_keyed")
+	enqueueAfterWithID  = loadWithJobID("enqueue_after")
+	deadLetterWithID    = loadWithJobID("dead_letter")
 )
 
 // loadScript returns the script of lua/<name>.lua with its helpers (see scriptSource). It panics on a
@@ -91,22 +107,60 @@ func loadScript(name string) *redis.Script {
 	return redis.NewScript(keys, src)
 }
 
+// loadWithJobID returns the script of lua/<name>.lua wrapped by lua/with_job_id.lua: idempotent by
+// a job ID, whose mark is its last key and the mark's lifetime its last argument.
+func loadWithJobID(name string) *redis.Script {
+	keys, helpers, body, err := scriptParts(name)
+	if err != nil {
+		panic(err)
+	}
+	_, wrapper, err := readLua("lua/with_job_id.lua")
+	if err != nil {
+		panic(err)
+	}
+	const slot = "--[[wrapped]]"
+	if strings.Count(wrapper, slot) != 1 {
+		panic("lua/with_job_id.lua: want one " + slot + " line")
+	}
+	src, err := fillLuaConstants(helpers + strings.Replace(wrapper, slot, body, 1))
+	if err != nil {
+		panic(fmt.Errorf("lua/%s.lua in with_job_id: %w", name, err))
+	}
+	if keys >= 0 {
+		keys++ // the mark
+	}
+	return redis.NewScript(keys, src)
+}
+
 // scriptSource returns the key count of lua/<name>.lua (-1 for "varies") and the text sent to Redis:
 // the helpers its "uses" line names, each after the helpers it uses in turn and each once, then the
 // script, with the ${name} placeholders of luaConstants filled in.
 func scriptSource(name string) (keys int, src string, err error) {
-	h, body, err := readLua("lua/" + name + ".lua")
+	keys, helpers, body, err := scriptParts(name)
 	if err != nil {
 		return 0, "", err
 	}
+	if src, err = fillLuaConstants(helpers + body); err != nil {
+		return 0, "", fmt.Errorf("lua/%s.lua: %w", name, err)
+	}
+	return keys, src, nil
+}
+
+// scriptParts returns the key count of lua/<name>.lua, the text of the helpers it uses (in order,
+// each once) and its own text, placeholders not yet filled in.
+func scriptParts(name string) (keys int, helpers, body string, err error) {
+	h, body, err := readLua("lua/" + name + ".lua")
+	if err != nil {
+		return 0, "", "", err
+	}
 	switch k := h["keys"]; k {
 	case "":
-		return 0, "", fmt.Errorf("lua/%s.lua: no %q line in its header", name, "-- keys:")
+		return 0, "", "", fmt.Errorf("lua/%s.lua: no %q line in its header", name, "-- keys:")
 	case "varies":
 		keys = -1
 	default:
 		if keys, err = strconv.Atoi(k); err != nil || keys < 0 {
-			return 0, "", fmt.Errorf("lua/%s.lua: keys %q is neither a count nor \"varies\"", name, k)
+			return 0, "", "", fmt.Errorf("lua/%s.lua: keys %q is neither a count nor \"varies\"", name, k)
 		}
 	}
 	var b strings.Builder
@@ -137,14 +191,10 @@ func scriptSource(name string) (keys int, src string, err error) {
 	}
 	for _, u := range luaUses(h) {
 		if err := add("lua/"+name+".lua", u); err != nil {
-			return 0, "", err
+			return 0, "", "", err
 		}
 	}
-	b.WriteString(body)
-	if src, err = fillLuaConstants(b.String()); err != nil {
-		return 0, "", fmt.Errorf("lua/%s.lua: %w", name, err)
-	}
-	return keys, src, nil
+	return keys, b.String(), body, nil
 }
 
 // luaHeaderField matches a machine-read line of a header: "-- keys: 2".

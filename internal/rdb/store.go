@@ -304,7 +304,9 @@ func (s *Store) Schedule(ctx context.Context, w ReplicaWait, name string, runAt 
 }
 
 // EnqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
-func (s *Store) EnqueueUnique(ctx context.Context, w ReplicaWait, name, key, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64) (bool, error) {
+// With m non-nil it is idempotent by m.ID (ErrJobIDTaken, see EnqueueOneWithID); a duplicate by the
+// unique lock leaves the ID's mark too.
+func (s *Store) EnqueueUnique(ctx context.Context, w ReplicaWait, name, key, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64, m *JobIDMark) (bool, error) {
 	dest, score := s.Ks.Jobs(name), ""
 	if key != "" {
 		dest = s.Ks.KeyedQueue(name, key)
@@ -314,9 +316,15 @@ func (s *Store) EnqueueUnique(ctx context.Context, w ReplicaWait, name, key, uni
 	}
 	var res string
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
+		args := []interface{}{dest, uniqueKey, s.Ks.KnownJobs(),
+			payload, lockValue, score, name, s.Ks.WakeChannel(), ttl, s.Ks.DueChannel(), key, s.Ks.Keyed(name)}
 		var err error
-		res, err = redis.String(enqueueUniqueScript.Do(c, dest, uniqueKey, s.Ks.KnownJobs(),
-			payload, lockValue, score, name, s.Ks.WakeChannel(), ttl, s.Ks.DueChannel(), key, s.Ks.Keyed(name)))
+		if m != nil {
+			res, err = redis.String(enqueueUniqueWithID.Do(c, s.withJobID(3, args, *m)...))
+			err = jobIDError(err)
+		} else {
+			res, err = redis.String(enqueueUniqueScript.Do(c, args...))
+		}
 		return keyedError(err, []KeyedGroup{{Name: name, Key: key}})
 	})
 	return res == "ok", err

@@ -70,7 +70,8 @@ func (d Dep) arg() string {
 }
 
 // EnqueueAfter runs enqueueAfterScript; it returns each job's state (queued, waiting or dead).
-func (s *Store) EnqueueAfter(ctx context.Context, w ReplicaWait, jobs []AfterJob) ([]string, error) {
+// With m non-nil it is idempotent by m.ID (ErrJobIDTaken, see EnqueueOneWithID).
+func (s *Store) EnqueueAfter(ctx context.Context, w ReplicaWait, jobs []AfterJob, m *JobIDMark) ([]string, error) {
 	args := []interface{}{1, s.Ks.KnownJobs(), s.Ks.P, s.Ks.WakeChannel(), len(jobs)}
 	for _, j := range jobs {
 		policy := "dead"
@@ -85,6 +86,10 @@ func (s *Store) EnqueueAfter(ctx context.Context, w ReplicaWait, jobs []AfterJob
 	var states []string
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		var err error
+		if m != nil {
+			states, err = redis.Strings(enqueueAfterWithID.Do(c, s.withJobID(-1, args, *m)...))
+			return jobIDError(err)
+		}
 		states, err = redis.Strings(enqueueAfterScript.Do(c, args...))
 		return err
 	})

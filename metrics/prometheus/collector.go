@@ -6,7 +6,8 @@
 //   - its OnOutcome method, given to a WorkerPool as WorkerPoolOptions.OnOutcome, counts the jobs this
 //     process runs by what became of them, and times them, per job name;
 //   - at every scrape it reads the namespace from Redis through work.Client: queue sizes and latencies,
-//     paused queues, the scheduled, retry and dead sets, worker pools and busy or idle workers.
+//     paused queues, the scheduled, retry and dead sets, worker pools and busy or idle workers, the
+//     pending bursts of debounced enqueues, and the backlogs that relays report.
 //
 // Registering it is one line, and wiring the pool another:
 //
@@ -52,10 +53,28 @@
 //	work_keyed_largest_backlog_jobs{job_name} jobs waiting for the key with the most of them
 //	work_keyed_keys_paused{job_name}          keys paused with Client.PauseKey
 //
+// Debounced enqueues (EnqueueOptions.Debounce), per job name with a burst whose job has not run yet,
+// as Client.PendingBursts lists them (the work.MaxPendingBursts soonest to run at most):
+//
+//	work_debounced_pending{job_name}          bursts whose job has not run yet
+//	work_debounced_oldest_seconds{job_name}   how long the oldest of them has been open (since its
+//	                                          first enqueue): a burst that keeps growing up to its
+//	                                          MaxWait, or one without a MaxWait, shows here
+//
+// Backlogs that relays report (Enqueuer.ReportBacklog): jobs waiting in another store, such as a
+// transactional outbox, to be enqueued into the namespace, per source:
+//
+//	work_backlog_jobs{source}                 jobs waiting in the source, as last reported
+//	work_backlog_oldest_age_seconds{source}   age of the oldest of them when reported
+//	work_backlog_report_age_seconds{source}   time since the last report: a growing one means no
+//	                                          relay moves the source's jobs any more
+//
 // The metric prefix "work" can be changed with WithPrefix.
 package workprom
 
 import (
+	"time"
+
 	"github.com/gomodule/redigo/redis"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/workqueue/work"
@@ -121,6 +140,13 @@ type Collector struct {
 	keyedKeysRunning *prometheus.Desc
 	keyedLargest     *prometheus.Desc
 	keyedKeysPaused  *prometheus.Desc
+
+	backlogJobs      *prometheus.Desc
+	backlogOldestAge *prometheus.Desc
+	backlogReportAge *prometheus.Desc
+
+	debouncedPending *prometheus.Desc
+	debouncedOldest  *prometheus.Desc
 }
 
 // NewCollector returns a Collector for the namespace, reading Redis through pool at scrape time.
@@ -185,6 +211,13 @@ func NewCollector(namespace string, pool *redis.Pool, opts ...Option) *Collector
 		keyedKeysRunning: desc("keyed_keys_running", "Keys of a job name with jobs running.", "job_name"),
 		keyedLargest:     desc("keyed_largest_backlog_jobs", "Jobs waiting for the key of a job name that has the most of them.", "job_name"),
 		keyedKeysPaused:  desc("keyed_keys_paused", "Keys of a job name paused with Client.PauseKey.", "job_name"),
+
+		backlogJobs:      desc("backlog_jobs", "Jobs waiting in a source to be enqueued, as its relay last reported.", "source"),
+		backlogOldestAge: desc("backlog_oldest_age_seconds", "Age of the oldest job waiting in a source when its relay last reported, 0 when none waited.", "source"),
+		backlogReportAge: desc("backlog_report_age_seconds", "Time since the relay of a source last reported its backlog.", "source"),
+
+		debouncedPending: desc("debounced_pending", "Bursts of debounced enqueues of a job name whose job has not run yet.", "job_name"),
+		debouncedOldest:  desc("debounced_oldest_seconds", "Time since the first enqueue of the oldest pending burst of a job name.", "job_name"),
 	}
 	return c
 }
@@ -219,7 +252,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	for _, d := range []*prometheus.Desc{c.queueJobs, c.queueLatency, c.queuePaused, c.scheduledJobs,
 		c.retryJobs, c.deadJobs, c.workerPools, c.workers, c.jobsRunning, c.deadTrimmed, c.scrapeSuccess,
-		c.keyedJobsWaiting, c.keyedKeysWaiting, c.keyedKeysRunning, c.keyedLargest, c.keyedKeysPaused} {
+		c.keyedJobsWaiting, c.keyedKeysWaiting, c.keyedKeysRunning, c.keyedLargest, c.keyedKeysPaused,
+		c.backlogJobs, c.backlogOldestAge, c.backlogReportAge, c.debouncedPending, c.debouncedOldest} {
 		ch <- d
 	}
 }
@@ -320,6 +354,34 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.keyedKeysRunning, float64(st.RunningKeys), st.JobName)
 			gauge(c.keyedLargest, float64(st.LargestBacklog), st.JobName)
 			gauge(c.keyedKeysPaused, float64(st.PausedKeys), st.JobName)
+		}
+	}
+
+	if backlogs, err := c.client.Backlogs(); err != nil {
+		ok = false
+	} else {
+		now := time.Now()
+		for _, b := range backlogs {
+			gauge(c.backlogJobs, float64(b.Waiting), b.Source)
+			gauge(c.backlogOldestAge, b.Age().Seconds(), b.Source)
+			gauge(c.backlogReportAge, max(now.Sub(b.ReportedAt), 0).Seconds(), b.Source)
+		}
+	}
+
+	if bursts, err := c.client.PendingBursts(); err != nil {
+		ok = false
+	} else {
+		now := time.Now()
+		pending, oldest := map[string]int{}, map[string]time.Time{}
+		for _, b := range bursts {
+			pending[b.Name]++
+			if o, seen := oldest[b.Name]; !seen || b.First.Before(o) {
+				oldest[b.Name] = b.First
+			}
+		}
+		for name, n := range pending {
+			gauge(c.debouncedPending, float64(n), name)
+			gauge(c.debouncedOldest, max(now.Sub(oldest[name]), 0).Seconds(), name)
 		}
 	}
 

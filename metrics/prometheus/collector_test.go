@@ -438,3 +438,138 @@ jobs_jobs_processed_total{job_name="n",namespace="x"} 2
 		t.Fatalf("GatherAndCount = %d, %v; want 4", n, err)
 	}
 }
+
+func TestCollectorBacklogs(t *testing.T) {
+	pool := testPool(t)
+	ns := testNamespace(t, pool)
+	_, srv := serve(t, workprom.NewCollector(ns, pool))
+	nsl := "namespace=" + ns
+
+	// No relay reports: no backlog series.
+	if body := scrapeText(t, srv); strings.Contains(body, "work_backlog_jobs{") {
+		t.Errorf("backlog series with no report:\n%s", body)
+	}
+
+	if err := work.NewEnqueuer(ns, pool).ReportBacklog("postgres:work_outbox", 42, time.Now().Add(-90*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// A relay that stopped five minutes ago, whose report ReportBacklog could not write (it stamps
+	// the present); and an empty source.
+	now := time.Now()
+	do(t, pool, "HSET", ns+":backlogs", "postgres:gone",
+		fmt.Sprintf(`{"waiting":7,"oldest_ms":%d,"reported_ms":%d}`, now.Add(-10*time.Minute).UnixMilli(), now.Add(-5*time.Minute).UnixMilli()))
+	if err := work.NewEnqueuer(ns, pool).ReportBacklog("postgres:empty", 0, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+
+	body := scrapeText(t, srv)
+	for _, help := range []string{
+		"# HELP work_backlog_jobs Jobs waiting in a source to be enqueued, as its relay last reported.",
+		"# TYPE work_backlog_jobs gauge",
+		"# TYPE work_backlog_oldest_age_seconds gauge",
+		"# TYPE work_backlog_report_age_seconds gauge",
+	} {
+		if !strings.Contains(body, help) {
+			t.Errorf("exposition lacks %q", help)
+		}
+	}
+	fams := parse(t, body)
+	within := func(name, source string, lo, hi float64) {
+		t.Helper()
+		v, ok := value(fams, name, "source="+source, nsl)
+		if !ok || v < lo || v > hi {
+			t.Errorf("%s{source=%q} = %v (present %v), want %v to %v", name, source, v, ok, lo, hi)
+		}
+	}
+	within("work_backlog_jobs", "postgres:work_outbox", 42, 42)
+	within("work_backlog_oldest_age_seconds", "postgres:work_outbox", 90, 91)
+	within("work_backlog_report_age_seconds", "postgres:work_outbox", 0, 10)
+	within("work_backlog_jobs", "postgres:gone", 7, 7)
+	within("work_backlog_oldest_age_seconds", "postgres:gone", 300, 300.01)
+	within("work_backlog_report_age_seconds", "postgres:gone", 300, 310)
+	within("work_backlog_jobs", "postgres:empty", 0, 0)
+	within("work_backlog_oldest_age_seconds", "postgres:empty", 0, 0)
+	if v, _ := value(fams, "work_scrape_success", nsl); v != 1 {
+		t.Errorf("work_scrape_success = %v", v)
+	}
+
+	// A forgotten source leaves the exposition.
+	if err := work.NewClient(ns, pool).ForgetBacklog("postgres:gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := value(scrape(t, srv), "work_backlog_jobs", "source=postgres:gone"); ok {
+		t.Error("a forgotten source is still exported")
+	}
+}
+
+func TestCollectorDebouncedBursts(t *testing.T) {
+	pool := testPool(t)
+	ns := testNamespace(t, pool)
+	_, srv := serve(t, workprom.NewCollector(ns, pool))
+	nsl := "namespace=" + ns
+
+	// No burst pending: no debounced series.
+	if body := scrapeText(t, srv); strings.Contains(body, "work_debounced_pending{") {
+		t.Errorf("debounced series with no burst:\n%s", body)
+	}
+
+	e := work.NewEnqueuer(ns, pool)
+	enqueue := func(name, id string) *work.Job {
+		t.Helper()
+		j, err := e.EnqueueWith(name, work.Q{"id": id}, work.EnqueueOptions{Debounce: &work.Debounce{ID: id, Window: time.Hour}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	enqueue("reindex", "doc-1")
+	enqueue("reindex", "doc-1")
+	enqueue("reindex", "doc-2")
+	digest := enqueue("digest", "user-7")
+	// A burst that began two minutes ago (an enqueue always stamps the present).
+	do(t, pool, "HSET", ns+":debounce:reindex:{doc-1}", "first", time.Now().Add(-2*time.Minute).Unix())
+
+	body := scrapeText(t, srv)
+	for _, help := range []string{
+		"# HELP work_debounced_pending Bursts of debounced enqueues of a job name whose job has not run yet.",
+		"# TYPE work_debounced_pending gauge",
+		"# TYPE work_debounced_oldest_seconds gauge",
+	} {
+		if !strings.Contains(body, help) {
+			t.Errorf("exposition lacks %q", help)
+		}
+	}
+	fams := parse(t, body)
+	within := func(name, job string, lo, hi float64) {
+		t.Helper()
+		v, ok := value(fams, name, "job_name="+job, nsl)
+		if !ok || v < lo || v > hi {
+			t.Errorf("%s{job_name=%q} = %v (present %v), want %v to %v", name, job, v, ok, lo, hi)
+		}
+	}
+	within("work_debounced_pending", "reindex", 2, 2)
+	within("work_debounced_oldest_seconds", "reindex", 120, 130)
+	within("work_debounced_pending", "digest", 1, 1)
+	within("work_debounced_oldest_seconds", "digest", 0, 10)
+	if v, _ := value(fams, "work_scrape_success", nsl); v != 1 {
+		t.Errorf("work_scrape_success = %v", v)
+	}
+
+	// A burst whose job ran is over: its job name leaves the exposition.
+	bursts, err := work.NewClient(ns, pool).PendingBursts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bursts {
+		if b.Job.ID == digest.ID {
+			if err := work.NewClient(ns, pool).RunScheduledJobNow(b.RunAt.Unix(), digest.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fams = scrape(t, srv)
+	if _, ok := value(fams, "work_debounced_pending", "job_name=digest"); ok {
+		t.Error("a job name with no burst pending is still exported")
+	}
+	within("work_debounced_pending", "reindex", 2, 2)
+}

@@ -1,0 +1,110 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/workqueue/work/internal/rdb"
+)
+
+// The Client's view and repair of jobs that have not started: the pending jobs of debounced bursts,
+// and jobs waiting in the scheduled or retry set moved to another time or given other args.
+
+// PendingBurst is a burst of debounced enqueues whose job has not run yet (Client.PendingBursts).
+type PendingBurst struct {
+	// Name and ID are the job name and the debounce ID (the key, when the enqueues gave none).
+	Name string `json:"name"`
+	ID   string `json:"id"`
+	// Job is the pending job, with the args it will run with.
+	Job *Job `json:"job"`
+	// First is when the burst began, RunAt when its job runs (unless more enqueues come).
+	First time.Time `json:"first"`
+	RunAt time.Time `json:"run_at"`
+	// Window and MaxWait are the last enqueue's; Enqueues how many enqueues the burst has had (so
+	// Enqueues-1 replaced or were merged into the pending job).
+	Window   time.Duration `json:"window"`
+	MaxWait  time.Duration `json:"max_wait"`
+	Enqueues int64         `json:"enqueues"`
+}
+
+// MaxPendingBursts is the most bursts Client.PendingBursts lists.
+const MaxPendingBursts = 1000
+
+// PendingBursts lists the bursts of debounced enqueues whose job has not run yet, the soonest to run
+// first, at most MaxPendingBursts.
+func (c *Client) PendingBursts() ([]*PendingBurst, error) {
+	bursts, err := c.store.PendingBursts(context.Background(), MaxPendingBursts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*PendingBurst, 0, len(bursts))
+	for _, b := range bursts {
+		job := &Job{}
+		if err := job.UnmarshalJSON(b.Payload); err != nil {
+			job = &Job{Name: b.Name, Raw: b.Payload, LastErr: "cannot be read: " + err.Error()}
+		}
+		out = append(out, &PendingBurst{Name: b.Name, ID: b.ID, Job: job, First: time.Unix(b.First, 0),
+			RunAt: time.Unix(b.RunAt, 0), Window: time.Duration(b.Window) * time.Second,
+			MaxWait: time.Duration(b.MaxWait) * time.Second, Enqueues: b.Count})
+	}
+	return out, nil
+}
+
+// RescheduleJob moves the job with the given ID, waiting in the scheduled set or the retry set, to
+// run at t (to the second), unchanged otherwise. The pending job of a debounced burst stays the
+// burst's: later enqueues of the burst still replace it and move its time. It returns
+// ErrJobNotFound (wrapped) when no such job waits there: a queued or running job cannot be moved.
+func (c *Client) RescheduleJob(jobID string, t time.Time) error {
+	return c.replacePending(jobID, func(j *Job, score int64) (*Job, int64, error) { return j, t.Unix(), nil })
+}
+
+// ReplaceJobArgs gives the job with the given ID, waiting in the scheduled set or the retry set,
+// other args, keeping its ID, its time and the rest; see RescheduleJob.
+func (c *Client) ReplaceJobArgs(jobID string, args map[string]interface{}) error {
+	return c.replacePending(jobID, func(j *Job, score int64) (*Job, int64, error) {
+		j.Args = args
+		return j, score, nil
+	})
+}
+
+// replacePending finds a job in the scheduled or retry set and replaces it with what edit makes of it.
+func (c *Client) replacePending(jobID string, edit func(j *Job, score int64) (*Job, int64, error)) error {
+	if jobID == "" {
+		return errEmptyJobID
+	}
+	ctx := context.Background()
+	for _, set := range []struct {
+		state JobState
+		at    rdb.Place
+	}{{JobStateScheduled, rdb.Scheduled}, {JobStateRetry, rdb.Retry}} {
+		loc, err := c.findInSet(ctx, set.state, set.at, jobID, idNeedles(jobID))
+		if err != nil {
+			return err
+		}
+		if loc == nil {
+			continue
+		}
+		if !loc.Decoded {
+			return fmt.Errorf("work: the job %s cannot be decoded, so it cannot be edited: %s", jobID, loc.Job.LastErr)
+		}
+		old := loc.Job.Debounce
+		j, score, err := edit(loc.Job, loc.Score)
+		if err != nil {
+			return err
+		}
+		payload, err := j.serialize()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrMalformedArgs, err)
+		}
+		ok, err := c.store.Reschedule(ctx, set.at, []byte(loc.Payload), score, payload, j.Name, old)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s left the %s set meanwhile", ErrJobNotFound, jobID, set.state)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: no job %s waits in the scheduled or retry set", ErrJobNotFound, jobID)
+}

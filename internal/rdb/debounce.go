@@ -1,0 +1,126 @@
+package rdb
+
+// Debounced jobs: a burst of enqueues of one job name and debounce ID becomes one pending job in the
+// scheduled set (lua/debounce.lua); the burst's hash says what is pending, and an index lists the
+// bursts for the Client.
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Debounce is the hash of one burst; Debounces the index of bursts, scored by run time.
+func (k Keyspace) Debounce(name, id string) string { return k.P + "debounce:" + name + ":{" + id + "}" }
+func (k Keyspace) Debounces() string               { return k.P + "debounces" }
+
+// debounceMember is a burst's member in the index.
+func debounceMember(name, id string) string { return name + "\n" + id }
+
+// DebounceResult is what an enqueue of a burst did.
+type DebounceResult struct {
+	State   string // "new", "replaced" or "kept"
+	Payload []byte // the pending job
+	RunAt   int64
+	Count   int64 // enqueues in the burst so far
+}
+
+// EnqueueDebounced runs debounceScript for one enqueue of the burst (name, id).
+func (s *Store) EnqueueDebounced(ctx context.Context, w ReplicaWait, name, id string, payload []byte, window, maxWait int64, keepFirst bool) (DebounceResult, error) {
+	keep := ""
+	if keepFirst {
+		keep = "1"
+	}
+	var r DebounceResult
+	err := s.doWrite(ctx, w, func(c redis.Conn) error {
+		v, err := redis.Values(debounceScript.Do(c, s.Ks.Debounce(name, id), s.Ks.Scheduled(), s.Ks.KnownJobs(), s.Ks.Debounces(),
+			payload, window, maxWait, keep, name, s.Ks.DueChannel(), debounceMember(name, id)))
+		if err != nil {
+			return wrongType(err)
+		}
+		if len(v) != 4 {
+			return redis.Error("work: debounce: unexpected reply")
+		}
+		r.State, _ = redis.String(v[0], nil)
+		r.Payload, _ = redis.Bytes(v[1], nil)
+		r.RunAt, _ = redis.Int64(v[2], nil)
+		r.Count, _ = redis.Int64(v[3], nil)
+		return nil
+	})
+	return r, err
+}
+
+// PendingBurst is a burst whose job still waits in the scheduled set.
+type PendingBurst struct {
+	Name, ID                      string
+	Payload                       []byte
+	First, RunAt, Window, MaxWait int64
+	Count                         int64
+}
+
+// PendingBursts reads the index of bursts and each burst's hash, and drops from the index the
+// bursts that are over (their job left the scheduled set, or the hash expired). At most limit.
+func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, error) {
+	var out []PendingBurst
+	err := s.do(ctx, func(c redis.Conn) error {
+		members, err := redis.Strings(c.Do("ZRANGE", s.Ks.Debounces(), 0, limit-1))
+		if err != nil {
+			return wrongType(err)
+		}
+		var over []interface{}
+		for _, m := range members {
+			name, id, ok := strings.Cut(m, "\n")
+			if !ok {
+				over = append(over, m)
+				continue
+			}
+			h, err := redis.StringMap(c.Do("HGETALL", s.Ks.Debounce(name, id)))
+			if err != nil {
+				return wrongType(err)
+			}
+			if h["member"] == "" {
+				over = append(over, m)
+				continue
+			}
+			if _, err := redis.Int64(c.Do("ZSCORE", s.Ks.Scheduled(), h["member"])); err != nil {
+				if err == redis.ErrNil {
+					over = append(over, m)
+					continue
+				}
+				return err
+			}
+			b := PendingBurst{Name: name, ID: id, Payload: []byte(h["member"])}
+			b.First, _ = strconv.ParseInt(h["first"], 10, 64)
+			b.RunAt, _ = strconv.ParseInt(h["run_at"], 10, 64)
+			b.Window, _ = strconv.ParseInt(h["window"], 10, 64)
+			b.MaxWait, _ = strconv.ParseInt(h["max_wait"], 10, 64)
+			b.Count, _ = strconv.ParseInt(h["count"], 10, 64)
+			out = append(out, b)
+		}
+		if len(over) > 0 {
+			_, err = c.Do("ZREM", append([]interface{}{s.Ks.Debounces()}, over...)...)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Reschedule replaces member of the scheduled or retry set (at) with payload at score, if it is
+// still there; burst names the debounce ID of a job of a burst of name ("" for none), whose pending
+// job the replacement stays. It reports whether it replaced.
+func (s *Store) Reschedule(ctx context.Context, at Place, member []byte, score int64, payload []byte, name, burst string) (bool, error) {
+	set := s.Ks.place(at)
+	hash, index, inIndex := set, set, ""
+	if burst != "" {
+		hash, index, inIndex = s.Ks.Debounce(name, burst), s.Ks.Debounces(), debounceMember(name, burst)
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(rescheduleScript.Do(c, set, hash, index, member, score, payload, inIndex, s.Ks.DueChannel()))
+		return wrongType(err)
+	})
+	return n == 1, err
+}

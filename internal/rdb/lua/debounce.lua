@@ -1,0 +1,52 @@
+-- Enqueues a debounced job: the pending job of its burst (a job name and a debounce ID) waits in the
+-- scheduled set; each enqueue of the burst replaces its payload (or keeps the first) and moves its
+-- run time to a window after now, but never past the burst's maximum wait after its first enqueue.
+-- A burst whose job has left the scheduled set (it is due, running, or was deleted) is over: the
+-- next enqueue starts a new one, so a job that has started is never replaced.
+--
+-- keys: 4
+-- uses: none
+--
+-- KEYS[1] the burst's hash (<ns>:debounce:<name>:{<id>}): member (the pending payload), first (when
+--   the burst began), count (enqueues), run_at, window, max_wait; KEYS[2] scheduled set;
+--   KEYS[3] known_jobs set; KEYS[4] the index of bursts (<ns>:debounces)
+-- ARGV[1] the new job's payload; ARGV[2] window, seconds; ARGV[3] maximum wait, seconds (0: none);
+--   ARGV[4] "1" to keep the first payload; ARGV[5] job name; ARGV[6] due channel; ARGV[7] the
+--   burst's member in the index (<name>\n<id>)
+--
+-- Returns {state, pending payload, run-at second, enqueues in the burst}; state is "new",
+-- "replaced" or "kept".
+
+local now = tonumber(redis.call('time')[1])
+local window, maxWait = tonumber(ARGV[2]), tonumber(ARGV[3])
+local h = redis.call('hmget', KEYS[1], 'member', 'first', 'count')
+local member, first, count = h[1], tonumber(h[2]), tonumber(h[3])
+if not (member and redis.call('zscore', KEYS[2], member)) then
+  member, first, count = nil, now, 0
+end
+local runAt = now + window
+if maxWait > 0 then runAt = math.min(runAt, first + maxWait) end
+local state = 'new'
+if member then
+  if ARGV[4] == '1' then
+    state = 'kept'
+  else
+    state = 'replaced'
+    redis.call('zrem', KEYS[2], member)
+    member = ARGV[1]
+  end
+else
+  member = ARGV[1]
+end
+count = count + 1
+redis.call('zadd', KEYS[2], runAt, member)
+redis.call('sadd', KEYS[3], ARGV[5])
+redis.call('hset', KEYS[1], 'member', member, 'first', first, 'count', count, 'run_at', runAt,
+  'window', window, 'max_wait', maxWait)
+-- The hash outlives its job's run by an hour, for the Client to tell. The index drops bursts whose
+-- run was over an hour ago here (their hashes have expired), and those over sooner when read.
+redis.call('expire', KEYS[1], runAt - now + 3600)
+redis.call('zadd', KEYS[4], runAt, ARGV[7])
+redis.call('zremrangebyscore', KEYS[4], '-inf', now - 3600)
+redis.call('publish', ARGV[6], runAt)
+return {state, member, runAt, count}
