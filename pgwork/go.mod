@@ -2,7 +2,14 @@ module github.com/workqueue/work/pgwork
 
 go 1.25.0
 
-require github.com/jackc/pgx/v5 v5.12.0
+require (
+	github.com/gomodule/redigo v1.9.3
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/workqueue/work v0.1.0
+	go.uber.org/goleak v1.3.0
+)
+
+require github.com/robfig/cron/v3 v3.0.1 // indirect
 
 require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
