@@ -2,6 +2,9 @@ package pgwork
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +17,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// Relays log the failures tests provoke on purpose; WORK_TEST_LOG=1 shows them.
+	if os.Getenv("WORK_TEST_LOG") == "" {
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // env is one test's PostgreSQL database (migrated) and Redis namespace.
 type env struct {

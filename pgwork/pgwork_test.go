@@ -449,3 +449,26 @@ func TestOptionsRoundTrip(t *testing.T) {
 		t.Errorf("options after the column:\n%+v\nwant\n%+v", out, in)
 	}
 }
+
+// A relay whose listening connection is cut listens again, and hears the next commit.
+func TestListenerReconnects(t *testing.T) {
+	e := newEnv(t)
+	r, _ := e.startPool(t, "relistened")
+	relay := NewRelay(e.db, e.enq, RelayOptions{PollInterval: time.Hour})
+	relay.Start()
+	defer relay.Stop()
+	waitListening(t, e)
+	var killed int
+	err := e.db.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminated %d listeners (%v), want 1", killed, err)
+	}
+	time.Sleep(100 * time.Millisecond) // the terminated session leaves pg_stat_activity
+	waitListening(t, e)
+	time.Sleep(50 * time.Millisecond)
+	if _, err := Enqueue(context.Background(), e.db, "relistened", nil, work.EnqueueOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitRuns(t, 1, 5*time.Second)
+}
