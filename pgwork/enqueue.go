@@ -65,7 +65,9 @@ func EnqueueMany(ctx context.Context, tx Execer, jobs []Job) ([]string, error) {
 // job exists if and only if tx commits, and a relay then enqueues it in Redis with that ID and
 // options, as Enqueuer.EnqueueWith would. The job is checked first with the library's rules
 // (work.CheckEnqueue), so that a job Redis would refuse fails here, before anything is written.
-// Its ID is opts.ID, else a new one. opts.IDKeep is the relay's (RelayOptions.IDKeep).
+// Its ID is opts.ID, else a new one. An ID still waiting in the outbox fails the insert with
+// work.ErrDuplicateJobID (and, as any failed statement, aborts tx); one a relay has moved already
+// makes no second job while Redis remembers it. opts.IDKeep is the relay's (RelayOptions.IDKeep).
 func (o *Outbox) Enqueue(ctx context.Context, tx Execer, name string, args map[string]interface{}, opts work.EnqueueOptions) (string, error) {
 	ids, err := o.EnqueueMany(ctx, tx, []Job{{Name: name, Args: args, Options: opts}})
 	if err != nil {
@@ -114,6 +116,10 @@ func (o *Outbox) EnqueueMany(ctx context.Context, tx Execer, jobs []Job) ([]stri
 	q := `INSERT INTO ` + o.outbox + ` (id, name, args, options)
 SELECT r.id, r.name, r.args, r.options FROM jsonb_to_recordset($1::text::jsonb) AS r(id text, name text, args jsonb, options jsonb)`
 	if _, err := tx.Exec(ctx, q, string(payload)); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.TableName == o.outbox {
+			return nil, fmt.Errorf("pgwork: enqueue: %w: %s", work.ErrDuplicateJobID, pgErr.Detail)
+		}
 		return nil, fmt.Errorf("pgwork: enqueue: %w", err)
 	}
 	return ids, nil

@@ -104,6 +104,9 @@ func TestEnqueueMany(t *testing.T) {
 	if len(ids) != len(jobs) || ids[0] == ids[1] {
 		t.Fatalf("ids: %d, want %d distinct", len(ids), len(jobs))
 	}
+	if _, err := Enqueue(ctx, e.db, "bulk", nil, work.EnqueueOptions{ID: ids[3]}); !errors.Is(err, work.ErrDuplicateJobID) {
+		t.Fatalf("an ID already in the outbox: %v, want ErrDuplicateJobID", err)
+	}
 	drain(t, NewRelay(e.db, e.enq, RelayOptions{BatchSize: 64}))
 	if n := e.queued(t, "bulk"); n != int64(len(jobs)) {
 		t.Fatalf("%d jobs in Redis, want %d", n, len(jobs))
