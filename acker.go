@@ -71,16 +71,16 @@ const (
 // statsEvery is how often summed stats are written.
 const statsEvery = time.Second
 
-// ackerParams are what an acker uses: the store, the logger, the pool's ID, and the pool's signals:
-// released ends a job's hold on the pool's room (the fetcher's count), onWritten tells which outcomes
-// are in Redis (the fetcher's sweeper stops holding their jobs), idleNow that every outcome is
-// written (a Drain may be waiting for it), alarm is set when retries and snoozed jobs are due, and
-// keepHeartbeat is set when outcomes could not be written before the pool stopped.
+// ackerParams are what an acker uses: the store, the logger, the pool's ID, the pool's room (a
+// submitted outcome ends its job's hold), and the pool's signals: onWritten tells which outcomes are
+// in Redis (the fetcher's sweeper stops holding their jobs), idleNow that every outcome is written (a
+// Drain may be waiting for it), alarm is set when retries and snoozed jobs are due, and keepHeartbeat
+// is set when outcomes could not be written before the pool stopped.
 type ackerParams struct {
 	store         *rdb.Store
 	logger        *slog.Logger
 	poolID        string
-	released      func()
+	room          *room
 	onWritten     func(ops []rdb.FinishOp)
 	idleNow       func()
 	alarm         *dueAlarm
@@ -105,19 +105,19 @@ func (a *acker) submit(op rdb.FinishOp) {
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
-		a.released()
+		a.room.release()
 		return
 	}
 	if !a.submitLocked(op) {
 		if a.extra || !a.extraDueLocked() {
 			a.mu.Unlock()
-			a.released()
+			a.room.release()
 			return
 		}
 		a.extra = true
 		batch := a.takeLocked()
 		a.mu.Unlock()
-		a.released()
+		a.room.release()
 		a.writeExtra(batch)
 		return
 	}
@@ -126,7 +126,7 @@ func (a *acker) submit(op rdb.FinishOp) {
 	a.mu.Unlock()
 	// The outcome is pending (the acker is not idle), so a Drain cannot mistake the freed room for
 	// a finished pool; the loop may fetch again while this write is under way.
-	a.released()
+	a.room.release()
 	if err := a.write(&a.x, batch); err != nil {
 		// Redis is out of reach: the acker's goroutine keeps trying, the worker goes on.
 		a.putBack(batch)

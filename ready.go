@@ -37,8 +37,10 @@ type readiness struct {
 	drains   []drainWaiter
 	scans    uint64 // scans started
 	scanned  uint64 // the number of the last scan completed
-	busyAt   uint64 // scans started when a job last finished: a Drain needs a scan after that
 	rescan   bool   // a scan is wanted at once (Drain)
+	// scannedReleases is the room's releases when the last scan completed began: a Drain needs a
+	// scan that began after the last job finished (it may have enqueued another).
+	scannedReleases uint64
 
 	subscribed atomic.Bool // wake-up messages are arriving
 }
@@ -154,13 +156,6 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 	}
 }
 
-// jobFinished records that a job finished (a Drain then needs a scan that starts after it).
-func (q *readiness) jobFinished() {
-	q.mu.Lock()
-	q.busyAt = q.scans
-	q.mu.Unlock()
-}
-
 func (q *readiness) backoff(i int) time.Duration {
 	b := q.p.sleepBackoffs
 	if i >= len(b) {
@@ -241,13 +236,14 @@ func (q *readiness) scan() error {
 	q.scans++
 	seq := q.scans
 	q.mu.Unlock()
+	releases := q.p.room.releases.Load()
 	res, err := q.p.store.Poll(q.p.ctx, q.p.served().names)
 	if err != nil {
 		return err
 	}
 	q.looked(res)
 	q.mu.Lock()
-	q.scanned = seq
+	q.scanned, q.scannedReleases = seq, releases
 	q.mu.Unlock()
 	return nil
 }
@@ -286,7 +282,7 @@ func (q *readiness) checkDrained() bool {
 	for _, d := range q.drains {
 		// The scan must have started after the Drain call and after the last job finished (a job
 		// may have enqueued another one).
-		if q.scanned > d.after && q.scanned > q.busyAt {
+		if q.scanned > d.after && q.scannedReleases == q.p.room.releases.Load() {
 			close(d.ch)
 		} else {
 			kept = append(kept, d)
