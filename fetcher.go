@@ -13,8 +13,8 @@ import (
 // fetcher is the pool's loop: the goroutine that moves jobs from Redis to the workers. Each round
 // trip (store.runExchange) fetches as many jobs as the pool has room for from the ready queues
 // (readiness), split between them by priority (prioritySampler), and carries along the outcomes
-// the acker has pending when no write of them is under way; the jobs go to the workers through the
-// jobs channel. An idle pool sends nothing until a wake-up or a look gives it something
+// pending in the pool's outbox when no write of them is under way; the jobs go to the workers
+// through the jobs channel. An idle pool sends nothing until a wake-up or a look gives it something
 // to do.
 //
 // The pool's room (room.go) is counted in jobs held: a job is held from its fetch until its worker
@@ -66,9 +66,9 @@ type fetcher struct {
 // fetcherParams are what the fetcher and its parts (readiness, sweeper) use: the pool run's context
 // (done when the pool stops), the store, the logger, the pool's ID and the options that pace its
 // looks, the job set the pool serves, the pool's room (which it reserves from for each job it
-// fetches), where outcomes go (the acker, whose pending outcomes a fetch carries along), the alarm
-// it sets when a look finds due work, and the cancel of a running job that a wake-up message asks
-// for.
+// fetches) and outbox (whose pending outcomes a fetch carries along, and where the outcomes of jobs
+// it hands back go), the alarm it sets when a look finds due work, and the cancel of a running job
+// that a wake-up message asks for.
 type fetcherParams struct {
 	ctx               context.Context
 	store             *rdb.Store
@@ -79,23 +79,11 @@ type fetcherParams struct {
 	strictPriority    bool
 	served            func() *jobSet
 	room              *room
-	outcomes          outcomeWriter
+	out               *outbox
 	alarm             *dueAlarm
 	cancelJob         func(jobID string)
 
 	boxedPoolID interface{} // poolID as a script argument, boxed once
-}
-
-// outcomeWriter is where the fetcher sends the outcomes it makes (jobs it hands back) and takes the
-// pending outcomes a fetch carries along: the pool's acker.
-type outcomeWriter interface {
-	submit(op rdb.FinishOp)
-	// idle reports whether every outcome submitted is written.
-	idle() bool
-	// takeForFetch returns the pending outcomes for a fetch to carry, or nil; fetched takes the
-	// fetch's result for them (x, or the error that leaves them pending).
-	takeForFetch() []rdb.FinishOp
-	fetched(batch []rdb.FinishOp, x *rdb.Exchange, err error)
 }
 
 // fetchedBatch is one fetch's jobs in the channel: they were put in at at, and the last of them is
@@ -174,10 +162,12 @@ func (f *fetcher) requeueWaiting() int {
 		break
 	}
 	f.taken.Add(uint64(len(waiting)))
-	// Each goes to the fetch end: the last fetched goes first, so that the first ends up there.
+	// Each goes to the fetch end: the last fetched goes first, so that the first ends up there. Its
+	// outcome is pending before its room is freed, so a Drain cannot take the pool for finished.
 	for i := len(waiting) - 1; i >= 0; i-- {
 		j := waiting[i]
-		f.p.outcomes.submit(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
+		f.p.out.post(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
+		f.room.release()
 	}
 	return len(waiting)
 }
@@ -274,7 +264,7 @@ func (f *fetcher) loop() {
 		}
 		f.mu.Unlock()
 		if n == 0 {
-			if f.room.held.Load() == 0 && len(f.jobs) == 0 && f.p.outcomes.idle() && f.ready.checkDrained() {
+			if f.room.held.Load() == 0 && len(f.jobs) == 0 && f.p.out.idle() && f.ready.checkDrained() {
 				continue
 			}
 			f.wait(timer, roomBound, handBackIn)
@@ -353,7 +343,8 @@ func (f *fetcher) roomFor() bool {
 }
 
 // wait blocks until there may be something to do: a wake-up, a look due, a stop, a hand-back due
-// (in handBackIn, when positive), and when roomBound room for a fetch.
+// (in handBackIn, when positive), when roomBound room for a fetch, and while a Drain waits every
+// outcome written.
 func (f *fetcher) wait(timer *time.Timer, roomBound bool, handBackIn time.Duration) {
 	d := time.Until(f.ready.nextScan())
 	if handBackIn > 0 {
@@ -373,6 +364,7 @@ func (f *fetcher) wait(timer *time.Timer, roomBound bool, handBackIn time.Durati
 	select {
 	case <-f.ready.wake:
 	case <-f.room.freed.wait():
+	case <-f.p.out.allWritten.wait(): // watched while a Drain waits (see readiness.drain)
 	case <-timer.C:
 	case <-f.stopped:
 	}
@@ -394,8 +386,8 @@ func (f *fetcher) sleep(timer *time.Timer, d time.Duration) {
 	}
 }
 
-// exchange makes one round trip: it fetches up to n jobs from the candidates, carrying the pending
-// outcomes along when no write of outcomes is under way, then hands the jobs to the workers.
+// exchange makes one round trip: it fetches up to n jobs from the candidates, carrying the outbox's
+// pending outcomes along when no write of outcomes is under way, then hands the jobs to the workers.
 func (f *fetcher) exchange(n int) error {
 	p, x := f.p, &f.x
 	x.Reset()
@@ -404,11 +396,11 @@ func (f *fetcher) exchange(n int) error {
 	for i, name := range f.names {
 		x.Fetch = append(x.Fetch, rdb.FetchShare{Q: set.queues[name].args, Share: f.shares[i]})
 	}
-	batch := p.outcomes.takeForFetch()
+	batch := p.out.takeForCarry()
 	x.Ops = batch
 	err := p.store.RunExchange(p.ctx, p.boxedPoolID, x)
 	if batch != nil {
-		p.outcomes.fetched(batch, x, err)
+		p.out.carried(batch, x, err)
 	}
 	if err != nil {
 		return err
@@ -429,7 +421,7 @@ func (f *fetcher) exchange(n int) error {
 				_, j.raw = rdb.SplitKeyedEntry(raw)
 			}
 			k++
-			f.sweeper.hold(j)
+			p.out.hold(j)
 			f.room.reserve()
 			f.jobs <- j // never blocks: the channel holds as many jobs as the pool has room for
 		}

@@ -255,18 +255,14 @@ func (q *readiness) drain(ctx context.Context) {
 	d.after = q.scans
 	q.drains = append(q.drains, d)
 	q.rescan = true
+	// While a Drain waits, the loop also wakes when the last outcome is written.
+	q.p.out.allWritten.watch(true)
 	q.mu.Unlock()
 	q.poke()
 	select {
 	case <-d.ch:
 	case <-ctx.Done():
 	}
-}
-
-func (q *readiness) drainPending() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.drains) > 0
 }
 
 // checkDrained closes the pending Drain calls that a scan has answered since they began, once no
@@ -291,6 +287,8 @@ func (q *readiness) checkDrained() bool {
 	q.drains = kept
 	if len(kept) > 0 {
 		q.rescan = true
+	} else {
+		q.p.out.allWritten.watch(false)
 	}
 	return q.rescan
 }
@@ -302,15 +300,8 @@ func (q *readiness) releaseDrains() {
 		close(d.ch)
 	}
 	q.drains = nil
+	q.p.out.allWritten.watch(false)
 	q.mu.Unlock()
-}
-
-// ackerIdle takes the acker's word that every outcome is written: a Drain waiting for that looks
-// again.
-func (q *readiness) ackerIdle() {
-	if q.drainPending() {
-		q.poke()
-	}
 }
 
 // subscribe listens for wake-up messages until stopped is closed, reconnecting after errors and
