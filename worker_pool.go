@@ -345,7 +345,8 @@ func (wp *WorkerPool) Drain() {
 }
 
 // poolRun is a started pool: its goroutines and the channels between them. The data flows
-// fetcher -> jobs -> workers -> acker -> (the fetcher's next round trip).
+// fetcher -> jobs -> workers -> acker -> outbox -> (the acker's write, or the fetcher's next round
+// trip).
 type poolRun struct {
 	wp     *WorkerPool
 	poolID string
