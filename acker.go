@@ -15,7 +15,7 @@ import (
 // Writes carry every outcome submitted before they began (group commit). A worker that finishes a
 // job while no write is under way writes the outcome itself, at once, in the script round trip that
 // also updates counters and workflow state; outcomes that arrive during a write wait for it and go in
-// the next one, which the acker's own goroutine makes. The outcomes wait in the pool's outbox, which
+// the next one, which the acker's own goroutine makes. The outcomes wait in the pool's outcome queue, which
 // the fetcher drains too: it carries them along when it fetches and no write is under way. So a
 // finished job's outcome reaches Redis within two round trips of its end (the write under way, then
 // its own), unless Redis cannot be reached: the window in which a crash would make finished work run
@@ -28,12 +28,12 @@ import (
 // crash to make run again. Quick writes get no company, so a busy pool on a quick Redis makes hardly
 // more round trips than with the chain alone.
 //
-// The acker also writes the per-minute stats the outbox sums, at most once a second.
+// The acker also writes the per-minute stats the outcome queue sums, at most once a second.
 type acker struct {
 	ackerParams
 	done chan struct{} // closed when the goroutine has written everything and ended
 
-	// Guarded by the outbox's mu.
+	// Guarded by the outcome queue's mu.
 	gaveUp    bool // closed, and Redis stayed out of reach
 	lastStats time.Time
 	failures  int // writes of the acker's goroutine that failed in a row
@@ -57,7 +57,7 @@ const (
 const statsEvery = time.Second
 
 // ackerParams are what an acker uses: the store, the logger, the pool's ID, the pool's room (a
-// submitted outcome ends its job's hold), the outbox it writes outcomes from (shared with the
+// submitted outcome ends its job's hold), the outcome queue it writes outcomes from (shared with the
 // fetcher, whose round trips carry some of them), and keepHeartbeat, set when outcomes could not be
 // written before the pool stopped.
 type ackerParams struct {
@@ -65,7 +65,7 @@ type ackerParams struct {
 	logger        *slog.Logger
 	poolID        string
 	room          *room
-	out           *outbox
+	out           *outcomeQueue
 	keepHeartbeat *atomic.Bool
 
 	boxedPoolID interface{} // poolID as a script argument, boxed once
@@ -105,7 +105,7 @@ func (a *acker) submit(op rdb.FinishOp) {
 	o.writeAt = time.Now()
 	batch := o.takeLocked()
 	o.mu.Unlock()
-	// The outcome is pending (the outbox is not idle), so a Drain cannot mistake the freed room for
+	// The outcome is pending (the outcome queue is not idle), so a Drain cannot mistake the freed room for
 	// a finished pool; the fetcher may fetch again while this write is under way.
 	a.room.release()
 	if err := a.write(&a.x, batch); err != nil {
@@ -117,7 +117,7 @@ func (a *acker) submit(op rdb.FinishOp) {
 
 // extraDueLocked reports whether the outcomes pending behind the chain's write under way are due an
 // extra write: a submit makes one unless one is under way, and the extra write goes on while it holds.
-// The caller holds the outbox's mu.
+// The caller holds the outcome queue's mu.
 func (a *acker) extraDueLocked() bool {
 	o := a.out
 	return o.writers > 0 && len(o.pending) >= secondAckAt && time.Since(o.writeAt) >= extraAfter
@@ -266,12 +266,12 @@ func (a *acker) close() {
 	<-a.done
 }
 
-// statsDueLocked reports whether the summed stats are due a write. The caller holds the outbox's mu.
+// statsDueLocked reports whether the summed stats are due a write. The caller holds the outcome queue's mu.
 func (a *acker) statsDueLocked(now time.Time) bool {
 	return len(a.out.counts) > 0 && (now.Sub(a.lastStats) >= statsEvery || a.out.closed)
 }
 
-// addStatsLocked puts the summed stats into x and clears them. The caller holds the outbox's mu.
+// addStatsLocked puts the summed stats into x and clears them. The caller holds the outcome queue's mu.
 func (a *acker) addStatsLocked(x *rdb.Exchange, now time.Time) {
 	for k, c := range a.out.counts {
 		a.store.SetStatsDay(k.q, k.minute/(24*60))

@@ -13,7 +13,7 @@ import (
 // fetcher is the pool's loop: the goroutine that moves jobs from Redis to the workers. Each round
 // trip (store.runExchange) fetches as many jobs as the pool has room for from the ready queues
 // (readiness), split between them by priority (prioritySampler), and carries along the outcomes
-// pending in the pool's outbox when no write of them is under way; the jobs go to the workers
+// pending in the pool's outcome queue when no write of them is under way; the jobs go to the workers
 // through the jobs channel. An idle pool sends nothing until a wake-up or a look gives it something
 // to do.
 //
@@ -66,7 +66,7 @@ type fetcher struct {
 // fetcherParams are what the fetcher and its parts (readiness, sweeper) use: the pool run's context
 // (done when the pool stops), the store, the logger, the pool's ID and the options that pace its
 // looks, the job set the pool serves, the pool's room (which it reserves from for each job it
-// fetches) and outbox (whose pending outcomes a fetch carries along, and where the outcomes of jobs
+// fetches) and outcome queue (whose pending outcomes a fetch carries along, and where the outcomes of jobs
 // it hands back go), the alarm it sets when a look finds due work, and the cancel of a running job
 // that a wake-up message asks for.
 type fetcherParams struct {
@@ -79,7 +79,7 @@ type fetcherParams struct {
 	strictPriority    bool
 	served            func() *jobSet
 	room              *room
-	out               *outbox
+	out               *outcomeQueue
 	alarm             *dueAlarm
 	cancelJob         func(jobID string)
 
@@ -386,7 +386,7 @@ func (f *fetcher) sleep(timer *time.Timer, d time.Duration) {
 	}
 }
 
-// exchange makes one round trip: it fetches up to n jobs from the candidates, carrying the outbox's
+// exchange makes one round trip: it fetches up to n jobs from the candidates, carrying the outcome queue's
 // pending outcomes along when no write of outcomes is under way, then hands the jobs to the workers.
 func (f *fetcher) exchange(n int) error {
 	p, x := f.p, &f.x

@@ -3,7 +3,7 @@ package work
 import "time"
 
 // sweeper now and then puts back the entries of the pool's in-progress lists whose jobs the pool
-// does not hold (the outbox knows those it holds: fetched, outcome not yet written): a fetch whose
+// does not hold (the outcome queue knows those it holds: fetched, outcome not yet written): a fetch whose
 // reply was lost (Redis restarted, a connection cut, a failover) leaves such entries, which no worker
 // would ever run. The pool's loop sweeps.
 type sweeper struct {

@@ -345,7 +345,7 @@ func (wp *WorkerPool) Drain() {
 }
 
 // poolRun is a started pool: its goroutines and the channels between them. The data flows
-// fetcher -> jobs -> workers -> acker -> outbox -> (the acker's write, or the fetcher's next round
+// fetcher -> jobs -> workers -> acker -> outcome queue -> (the acker's write, or the fetcher's next round
 // trip).
 type poolRun struct {
 	wp     *WorkerPool
@@ -402,10 +402,10 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.startedAt = nowEpochSeconds()
 	r.alarm, r.schedulesDue = newDueAlarm(), make(chan struct{}, 1)
 	store, logger, opts := wp.store, wp.logger, wp.opts
-	// The acker and the fetcher share the pool's room and outbox, built here: the fetcher reserves
+	// The acker and the fetcher share the pool's room and outcome queue, built here: the fetcher reserves
 	// room and carries outcomes along on its fetches, the acker writes the outcomes and frees the
 	// room, and neither calls the other.
-	room, out := newRoom(int(wp.concurrency)), newOutbox(logger, r.alarm)
+	room, out := newRoom(int(wp.concurrency)), newOutcomeQueue(logger, r.alarm)
 	r.acker = newAcker(ackerParams{store: store, logger: logger, poolID: r.poolID, room: room, out: out,
 		keepHeartbeat: &r.keepHeartbeat})
 	r.fetcher = newFetcher(fetcherParams{ctx: r.ctx, store: store, logger: logger, poolID: r.poolID,

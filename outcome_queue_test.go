@@ -10,8 +10,8 @@ import (
 	"github.com/workqueue/work/internal/rdb"
 )
 
-func newTestOutbox() *outbox {
-	return newOutbox(slog.New(slog.NewTextHandler(io.Discard, nil)), newDueAlarm())
+func newTestOutcomeQueue() *outcomeQueue {
+	return newOutcomeQueue(slog.New(slog.NewTextHandler(io.Discard, nil)), newDueAlarm())
 }
 
 // heldJob returns a job as a fetch of queue q makes it, and the outcome that acknowledges it.
@@ -32,8 +32,8 @@ func reply(x *rdb.Exchange) {
 // A fetch carries what is pending when no write is under way, and nothing while one is; outcomes
 // submitted during the carried write are handed to the acker's goroutine when it ends, and the last
 // write gives allWritten. Jobs stay held until their outcome is written.
-func TestOutboxCarriesPendingOutcomesOnAFetch(t *testing.T) {
-	o := newTestOutbox()
+func TestOutcomeQueueCarriesPendingOutcomesOnAFetch(t *testing.T) {
+	o := newTestOutcomeQueue()
 	o.allWritten.watch(true)
 	q := &queue{id: "q", name: "q", args: &rdb.QueueArgs{Name: "q"}}
 	j1, op1 := heldJob(q, "1")
@@ -98,8 +98,8 @@ func TestOutboxCarriesPendingOutcomesOnAFetch(t *testing.T) {
 }
 
 // A carried write that failed leaves its outcomes pending, first, for the acker's goroutine.
-func TestOutboxCarriedWriteFailedPutsOutcomesBack(t *testing.T) {
-	o := newTestOutbox()
+func TestOutcomeQueueCarriedWriteFailedPutsOutcomesBack(t *testing.T) {
+	o := newTestOutcomeQueue()
 	q := &queue{id: "q", name: "q", args: &rdb.QueueArgs{Name: "q"}}
 	_, op1 := heldJob(q, "1")
 	_, op2 := heldJob(q, "2")
@@ -121,8 +121,8 @@ func TestOutboxCarriedWriteFailedPutsOutcomesBack(t *testing.T) {
 
 // Outcomes posted from many goroutines (jobs handed back) are all kept, the first poster hands the
 // write to the acker's goroutine, and none is taken after close.
-func TestOutboxPostHandsTheWriteToTheAcker(t *testing.T) {
-	o := newTestOutbox()
+func TestOutcomeQueuePostHandsTheWriteToTheAcker(t *testing.T) {
+	o := newTestOutcomeQueue()
 	q := &queue{id: "q", name: "q", args: &rdb.QueueArgs{Name: "q"}}
 	var wg sync.WaitGroup
 	for i := range 20 {

@@ -8,17 +8,17 @@ import (
 	"github.com/workqueue/work/internal/rdb"
 )
 
-// outbox holds the pool's outcomes on their way to Redis, from the fetch of a job until its outcome
+// outcomeQueue holds the pool's outcomes on their way to Redis, from the fetch of a job until its outcome
 // is written. Two components write them, and both drain it: the fetcher carries the pending outcomes
 // along on a fetch's round trip when no write is under way (which is what keeps a busy pool at
 // about one round trip for many jobs), and the acker writes the rest. It is shared state, built by
 // the pool's run, so that neither calls the other: whoever ends a write with outcomes still pending
 // hands the next write to the acker's goroutine through kick.
 //
-// The outbox also knows the jobs held in flight (fetched, outcome not yet written), which the
+// The outcome queue also knows the jobs held in flight (fetched, outcome not yet written), which the
 // fetcher's sweep leaves alone, counts the written outcomes for the acker's per-minute stats, and
 // gives allWritten when the last pending outcome is written (a Drain may wait for that).
-type outbox struct {
+type outcomeQueue struct {
 	logger *slog.Logger
 	alarm  *dueAlarm // set when retries and snoozed jobs are due
 
@@ -46,8 +46,8 @@ type statKey struct {
 	outcome byte
 }
 
-func newOutbox(logger *slog.Logger, alarm *dueAlarm) *outbox {
-	o := &outbox{logger: logger, alarm: alarm, counts: make(map[statKey]int64), kick: make(chan struct{}, 1),
+func newOutcomeQueue(logger *slog.Logger, alarm *dueAlarm) *outcomeQueue {
+	o := &outcomeQueue{logger: logger, alarm: alarm, counts: make(map[statKey]int64), kick: make(chan struct{}, 1),
 		allWritten: newNotice(), held: make(map[*Job]struct{})}
 	o.maxBatch = maxAckBatch
 	return o
@@ -56,7 +56,7 @@ func newOutbox(logger *slog.Logger, alarm *dueAlarm) *outbox {
 // hold records a job just fetched: it is in flight until its outcome is written. A worker that
 // decodes the job changes only its exported fields (Job.setWire), so the sweep may read how it was
 // fetched (q, rawArg) meanwhile.
-func (o *outbox) hold(j *Job) {
+func (o *outcomeQueue) hold(j *Job) {
 	o.heldMu.Lock()
 	o.held[j] = struct{}{}
 	o.heldSince = true
@@ -64,7 +64,7 @@ func (o *outbox) hold(j *Job) {
 }
 
 // heldSinceSweep reports whether a job was held since the last call of heldEntries.
-func (o *outbox) heldSinceSweep() bool {
+func (o *outcomeQueue) heldSinceSweep() bool {
 	o.heldMu.Lock()
 	defer o.heldMu.Unlock()
 	return o.heldSince
@@ -72,7 +72,7 @@ func (o *outbox) heldSinceSweep() bool {
 
 // heldEntries returns the in-progress entries of the jobs held, by the id of the queue whose list
 // holds each.
-func (o *outbox) heldEntries() map[string][][]byte {
+func (o *outcomeQueue) heldEntries() map[string][][]byte {
 	o.heldMu.Lock()
 	defer o.heldMu.Unlock()
 	o.heldSince = false
@@ -87,7 +87,7 @@ func (o *outbox) heldEntries() map[string][][]byte {
 // post adds an outcome whose maker does not write it (a job the fetcher hands back): the acker's
 // goroutine writes it, or the write under way hands it on. After close it is dropped: the job is
 // still in the in-progress list, so it is not lost.
-func (o *outbox) post(op rdb.FinishOp) {
+func (o *outcomeQueue) post(op rdb.FinishOp) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
@@ -106,7 +106,7 @@ func (o *outbox) post(op rdb.FinishOp) {
 }
 
 // kickWriter wakes the acker's goroutine to make the write handed to it.
-func (o *outbox) kickWriter() {
+func (o *outcomeQueue) kickWriter() {
 	select {
 	case o.kick <- struct{}{}:
 	default:
@@ -115,7 +115,7 @@ func (o *outbox) kickWriter() {
 
 // takeForCarry returns the pending outcomes for a fetch to carry, or nil when a write is under way
 // or none is pending. After the fetch its maker calls carried.
-func (o *outbox) takeForCarry() []rdb.FinishOp {
+func (o *outcomeQueue) takeForCarry() []rdb.FinishOp {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.writers > 0 || len(o.pending) == 0 {
@@ -129,7 +129,7 @@ func (o *outbox) takeForCarry() []rdb.FinishOp {
 // carried takes the result of a fetch that carried batch: written with x, or err, in which case the
 // outcomes are written again (one already applied is then found not held and left alone; jobs that
 // a lost reply fetched are put back by the fetcher's sweep).
-func (o *outbox) carried(batch []rdb.FinishOp, x *rdb.Exchange, err error) {
+func (o *outcomeQueue) carried(batch []rdb.FinishOp, x *rdb.Exchange, err error) {
 	if err != nil {
 		o.putBack(batch)
 	} else {
@@ -139,7 +139,7 @@ func (o *outbox) carried(batch []rdb.FinishOp, x *rdb.Exchange, err error) {
 }
 
 // putBack returns outcomes whose write failed to the front of pending.
-func (o *outbox) putBack(batch []rdb.FinishOp) {
+func (o *outcomeQueue) putBack(batch []rdb.FinishOp) {
 	o.mu.Lock()
 	o.putBackLocked(batch)
 	o.mu.Unlock()
@@ -147,7 +147,7 @@ func (o *outbox) putBack(batch []rdb.FinishOp) {
 
 // handOver ends a write: the acker's goroutine makes the next one if outcomes are pending, else no
 // write is under way any more.
-func (o *outbox) handOver(batch []rdb.FinishOp) {
+func (o *outcomeQueue) handOver(batch []rdb.FinishOp) {
 	o.putAwayLock(batch)
 	if !o.endLocked() {
 		o.mu.Unlock()
@@ -161,7 +161,7 @@ func (o *outbox) handOver(batch []rdb.FinishOp) {
 }
 
 // idle reports whether every outcome submitted is written.
-func (o *outbox) idle() bool {
+func (o *outcomeQueue) idle() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.pending) == 0 && o.writers == 0 && !o.extra
@@ -169,7 +169,7 @@ func (o *outbox) idle() bool {
 
 // written takes in the reply to the outcomes x carried: their jobs are no longer held, what was
 // recorded is counted for the stats, and the requeuer learns when retries and snoozes are due.
-func (o *outbox) written(x *rdb.Exchange, now time.Time) {
+func (o *outcomeQueue) written(x *rdb.Exchange, now time.Time) {
 	minute := now.Unix() / 60
 	logger := o.logger
 	o.heldMu.Lock()
