@@ -39,6 +39,7 @@ for m in "${modules[@]}"; do paths+=("${m%%$'\t'*}"); done
 old=$(go work edit -json | tr -d ' \t\n' | grep -o "\"Old\":{\"Path\":\"$root\",\"Version\":\"[^\"]*\"" | sed 's/.*"Version":"//; s/"$//' || true)
 
 # Requirements on this repository's modules, in every module.
+required=()
 for m in "${modules[@]}"; do
   path=${m%%$'\t'*}; dir=${m#*$'\t'}
   reqs=$(cd "$dir" && go mod edit -json | tr -d ' \t\n')
@@ -46,14 +47,21 @@ for m in "${modules[@]}"; do
     if [[ $reqs == *"{\"Path\":\"$p\",\"Version\":"* ]]; then
       (cd "$dir" && go mod edit -require="$p@$version")
       echo "$path: requires $p $version" >&2
+      [ "$p" = "$root" ] || required+=("$p")
     fi
   done
 done
 
-# go.work: the new version is the checkout.
+# go.work: the new version is the checkout, for the root module and for each nested module another
+# one requires (the workspace reads the go.mod of the version a module is required at).
 for v in $old; do go work edit -dropreplace="$root@$v"; done
 go work edit -replace="$root@$version=./"
 echo "go.work: replace $root $version => ./ (was: ${old:-none})" >&2
+for p in $(printf '%s\n' "${required[@]:-}" | sort -u); do
+  for v in $old; do go work edit -dropreplace="$p@$v"; done
+  go work edit -replace="$p@$version=./${p#"$root/"}"
+  echo "go.work: replace $p $version => ./${p#"$root/"}" >&2
+done
 
 # Tidy the nested modules outside the workspace, against a proxy built from this tree. A nested
 # module that requires another nested module needs that one's final go.mod and go.sum in its zip:

@@ -43,20 +43,37 @@ func candidate(t *testing.T, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The root module, and each nested module that another one requires (pgwork, which the
+	// examples require), are mapped at the candidate to their directory: a workspace still reads
+	// the go.mod of the version a module is required at.
 	var version string
+	nested := map[string]string{}
 	for _, r := range wf.Replace {
-		if r.Old.Path != rootModule {
-			t.Errorf("go.work replaces %s: only %s, at the version the modules require, belongs there", r.Old.Path, rootModule)
-			continue
+		switch {
+		case r.Old.Path == rootModule:
+			if r.Old.Version == "" || r.New.Path != "./" && r.New.Path != "." {
+				t.Errorf("go.work: replace %s %s => %s: want %s vX.Y.Z => ./", r.Old.Path, r.Old.Version, r.New.Path, rootModule)
+				continue
+			}
+			version = r.Old.Version
+		case strings.HasPrefix(r.Old.Path, rootModule+"/"):
+			dir := "./" + strings.TrimPrefix(r.Old.Path, rootModule+"/")
+			if r.Old.Version == "" || r.New.Path != dir {
+				t.Errorf("go.work: replace %s %s => %s: want %s vX.Y.Z => %s", r.Old.Path, r.Old.Version, r.New.Path, r.Old.Path, dir)
+				continue
+			}
+			nested[r.Old.Path] = r.Old.Version
+		default:
+			t.Errorf("go.work replaces %s: only this repository's modules, at the version the modules require, belong there", r.Old.Path)
 		}
-		if r.Old.Version == "" || r.New.Path != "./" && r.New.Path != "." {
-			t.Errorf("go.work: replace %s %s => %s: want %s vX.Y.Z => ./", r.Old.Path, r.Old.Version, r.New.Path, rootModule)
-			continue
-		}
-		version = r.Old.Version
 	}
 	if version == "" {
 		t.Fatalf("go.work maps no version of %s to the checkout (replace %s vX.Y.Z => ./)", rootModule, rootModule)
+	}
+	for p, v := range nested {
+		if v != version {
+			t.Errorf("go.work: replace %s %s: want the candidate %s, as for %s", p, v, version, rootModule)
+		}
 	}
 	return version
 }
@@ -221,7 +238,7 @@ func consumer(t *testing.T, imports ...string) string {
 }
 
 // TestConsume fetches the modules as a user's project does, at the candidate version, from a proxy
-// built from this checkout: the core with goredis, otelwork and metrics/prometheus, the core alone
+// built from this checkout: the core with goredis, otelwork, metrics/prometheus and pgwork, the core alone
 // (whose module graph must hold none of what the other modules, the programs, the demo or the
 // browser test need), and the command-line programs with go install.
 func TestConsume(t *testing.T) {
@@ -230,10 +247,10 @@ func TestConsume(t *testing.T) {
 	e := newGoEnv(t, root, version)
 
 	t.Run("core-and-integrations", func(t *testing.T) {
-		dir := consumer(t, rootModule, rootModule+"/goredis", rootModule+"/otelwork", rootModule+"/metrics/prometheus")
+		dir := consumer(t, rootModule, rootModule+"/goredis", rootModule+"/otelwork", rootModule+"/metrics/prometheus", rootModule+"/pgwork")
 		e.run(t, dir, "get",
 			rootModule+"@"+version, rootModule+"/goredis@"+version,
-			rootModule+"/otelwork@"+version, rootModule+"/metrics/prometheus@"+version)
+			rootModule+"/otelwork@"+version, rootModule+"/metrics/prometheus@"+version, rootModule+"/pgwork@"+version)
 		e.run(t, dir, "build", "-o", filepath.Join(t.TempDir(), "consumer"), ".")
 	})
 
@@ -257,6 +274,7 @@ func TestConsume(t *testing.T) {
 		for _, banned := range []string{
 			"github.com/chromedp/", "github.com/spf13/cobra", "github.com/alicebob/miniredis",
 			"github.com/prometheus/", "go.opentelemetry.io/", "github.com/redis/go-redis", "github.com/hibiken/asynq",
+			"github.com/jackc/",
 		} {
 			for _, m := range all {
 				if strings.HasPrefix(m, banned) {

@@ -1,0 +1,20 @@
+module github.com/workqueue/work/pgwork
+
+go 1.25.0
+
+require (
+	github.com/gomodule/redigo v1.9.3
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/workqueue/work v0.1.0
+	go.uber.org/goleak v1.3.0
+)
+
+require github.com/robfig/cron/v3 v3.0.1 // indirect
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
