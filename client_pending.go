@@ -44,9 +44,9 @@ func (c *Client) PendingBursts() ([]*PendingBurst, error) {
 		if err := job.UnmarshalJSON(b.Payload); err != nil {
 			job = &Job{Name: b.Name, Raw: b.Payload, LastErr: "cannot be read: " + err.Error()}
 		}
-		out = append(out, &PendingBurst{Name: b.Name, ID: b.ID, Job: job, First: time.Unix(b.First, 0),
-			RunAt: time.Unix(b.RunAt, 0), Window: time.Duration(b.Window) * time.Second,
-			MaxWait: time.Duration(b.MaxWait) * time.Second, Enqueues: b.Count})
+		out = append(out, &PendingBurst{Name: b.Name, ID: b.ID, Job: job, First: time.UnixMilli(b.FirstMs),
+			RunAt: time.Unix(b.RunAt, 0), Window: time.Duration(b.WindowMs) * time.Millisecond,
+			MaxWait: time.Duration(b.MaxWaitMs) * time.Millisecond, Enqueues: b.Count})
 	}
 	return out, nil
 }

@@ -11,7 +11,9 @@ import (
 // Each enqueue while the burst's job is pending replaces its args (the latest win; KeepFirst keeps
 // the first) and moves its run time. Once the job is due it is an ordinary job: it is never
 // replaced, and the next enqueue begins a new burst. So every burst runs exactly once, with the
-// args of its last enqueue (or its first). Times are to the second, as EnqueueAt's.
+// args of its last enqueue (or its first). The job is due in whole seconds, as EnqueueAt's: at least
+// Window after the last enqueue (less than a second more), and no later than MaxWait after the
+// first.
 //
 // "A user edits a document 40 times in a minute; re-index it once, 5 seconds after the last edit,
 // but never later than a minute after the first":
@@ -79,9 +81,6 @@ func (d *Debounce) burstID(job *Job) string {
 	return job.Name
 }
 
-// seconds rounds a duration up to whole seconds, the scheduled set's unit.
-func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
-
 // enqueueDebounced is the step of a debounced job: the burst's pending job is this one, or keeps
 // its args (KeepFirst). It returns the pending job and when it runs.
 func (e *Enqueuer) enqueueDebounced(job *Job, d *Debounce) (*Job, int64, error) {
@@ -91,7 +90,7 @@ func (e *Enqueuer) enqueueDebounced(job *Job, d *Debounce) (*Job, int64, error) 
 		return nil, 0, err
 	}
 	r, err := e.store.EnqueueDebounced(context.Background(), e.replicaWait(), job.Name, job.Debounce, raw,
-		seconds(d.Window), seconds(d.MaxWait), d.KeepFirst)
+		d.Window.Milliseconds(), d.MaxWait.Milliseconds(), d.KeepFirst)
 	if err != nil {
 		return nil, 0, err
 	}

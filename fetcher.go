@@ -13,12 +13,13 @@ import (
 // fetcher is the pool's loop: the goroutine that moves jobs from Redis to the workers. Each round
 // trip (store.runExchange) fetches as many jobs as the pool has room for from the ready queues
 // (readiness), split between them by priority (prioritySampler), and carries along the outcomes
-// the acker has pending when no write of them is under way; the jobs go to the workers through the
-// jobs channel. An idle pool sends nothing until a wake-up or a look gives it something to do.
+// pending in the pool's outcome queue when no write of them is under way; the jobs go to the workers
+// through the jobs channel. An idle pool sends nothing until a wake-up or a look gives it something
+// to do.
 //
-// The pool's room is counted in jobs held: a job is held from its fetch until its worker hands over
-// its outcome. A pool holds a job for each worker, and fetches ahead only as many more as its
-// workers will start within about aheadWait, judged by the mean run time of its jobs: many for
+// The pool's room (room.go) is counted in jobs held: a job is held from its fetch until its worker
+// hands over its outcome. A pool holds a job for each worker, and fetches ahead only as many more as
+// its workers will start within about aheadWait, judged by the mean run time of its jobs: many for
 // jobs of microseconds (the batches save round trips), a few for jobs of milliseconds, none for
 // longer jobs, which are then fetched only by a free worker, so that no job waits in a busy pool
 // while another pool that serves its name idles, and no key's slot is held by a job that has not
@@ -26,26 +27,20 @@ import (
 // a job meanwhile (the workers turned to long jobs), the pool hands them back to the front of their
 // queues, for any pool to take, and fetches ahead no more until one of its jobs ends.
 type fetcher struct {
-	p           *fetcherParams
-	jobs        chan *Job
-	ready       *readiness
-	sweeper     *sweeper
-	concurrency int
-	capacity    int // the most jobs held, however quick the jobs
+	p       *fetcherParams
+	room    *room // p.room
+	jobs    chan *Job
+	ready   *readiness
+	sweeper *sweeper
 	// handBackAfter is how long a fetched-ahead job may wait for a worker (the constant; tests that
 	// need jobs to stay fetched ahead raise it).
 	handBackAfter time.Duration
-	meanRun       atomic.Int64 // moving mean of handler run times, ns
-	noAhead       atomic.Bool  // fetched-ahead jobs were handed back: none until a job ends
 
 	// mu is held by whoever fetches (the loop, or the subscription's goroutine in fetchNow) and by
 	// the sweep: it guards the fetch state below and keeps a sweep from running during a fetch.
 	mu sync.Mutex
 
-	held        atomic.Int64 // jobs fetched whose outcome was not submitted yet
-	lastWake    atomic.Int64 // when fetchNow last returned, Unix ns: wake-ups coming in a stream
-	waitingRoom atomic.Bool  // the loop waits for room: a finished job pokes freed
-	freed       chan struct{}
+	lastWake atomic.Int64 // when fetchNow last returned, Unix ns: wake-ups coming in a stream
 
 	// What waits in the jobs channel: pushed counts the jobs put in it, taken those workers took out,
 	// and batches when each fetch's jobs went in (oldest first), so the loop knows how long the
@@ -70,36 +65,25 @@ type fetcher struct {
 
 // fetcherParams are what the fetcher and its parts (readiness, sweeper) use: the pool run's context
 // (done when the pool stops), the store, the logger, the pool's ID and the options that pace its
-// looks, the job set the pool serves, where outcomes go (the acker, whose pending outcomes a fetch
-// carries along), the alarm it sets when a look finds due work, and the cancel of a running job
+// looks, the job set the pool serves, the pool's room (which it reserves from for each job it
+// fetches) and outcome queue (whose pending outcomes a fetch carries along, and where the outcomes of jobs
+// it hands back go), the alarm it sets when a look finds due work, and the cancel of a running job
 // that a wake-up message asks for.
 type fetcherParams struct {
 	ctx               context.Context
 	store             *rdb.Store
 	logger            *slog.Logger
 	poolID            string
-	concurrency       int
 	sleepBackoffs     []int64
 	heartbeatInterval time.Duration
 	strictPriority    bool
 	served            func() *jobSet
-	outcomes          outcomeWriter
+	room              *room
+	out               *outcomeQueue
 	alarm             *dueAlarm
 	cancelJob         func(jobID string)
 
 	boxedPoolID interface{} // poolID as a script argument, boxed once
-}
-
-// outcomeWriter is where the fetcher sends the outcomes it makes (jobs it hands back) and takes the
-// pending outcomes a fetch carries along: the pool's acker.
-type outcomeWriter interface {
-	submit(op rdb.FinishOp)
-	// idle reports whether every outcome submitted is written.
-	idle() bool
-	// takeForFetch returns the pending outcomes for a fetch to carry, or nil; fetched takes the
-	// fetch's result for them (x, or the error that leaves them pending).
-	takeForFetch() []rdb.FinishOp
-	fetched(batch []rdb.FinishOp, x *rdb.Exchange, err error)
 }
 
 // fetchedBatch is one fetch's jobs in the channel: they were put in at at, and the last of them is
@@ -133,21 +117,16 @@ const streamGap = 500 * time.Microsecond
 
 func newFetcher(p fetcherParams) *fetcher {
 	p.boxedPoolID = p.poolID
-	concurrency := p.concurrency
-	capacity := quickCapacity(concurrency)
 	f := &fetcher{
 		p:             &p,
-		jobs:          make(chan *Job, capacity),
+		room:          p.room,
+		jobs:          make(chan *Job, p.room.capacity),
 		sweeper:       newSweeper(&p),
-		concurrency:   concurrency,
-		capacity:      capacity,
 		handBackAfter: handBackAfter,
-		freed:         make(chan struct{}, 1),
 		stopped:       make(chan struct{}),
 		done:          make(chan struct{}),
 	}
 	f.ready = newReadiness(&p, f.fetchNow)
-	f.meanRun.Store(int64(time.Second)) // nothing fetched ahead until jobs have shown they are quick
 	return f
 }
 
@@ -183,10 +162,12 @@ func (f *fetcher) requeueWaiting() int {
 		break
 	}
 	f.taken.Add(uint64(len(waiting)))
-	// Each goes to the fetch end: the last fetched goes first, so that the first ends up there.
+	// Each goes to the fetch end: the last fetched goes first, so that the first ends up there. Its
+	// outcome is pending before its room is freed, so a Drain cannot take the pool for finished.
 	for i := len(waiting) - 1; i >= 0; i-- {
 		j := waiting[i]
-		f.p.outcomes.submit(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
+		f.p.out.post(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
+		f.room.release()
 	}
 	return len(waiting)
 }
@@ -200,7 +181,6 @@ func (f *fetcher) isStopped() bool {
 	}
 }
 
-// ran records a handler's run time in the moving mean that decides how far ahead to fetch.
 // take hands a worker the next fetched job; false once the pool stopped fetching.
 func (f *fetcher) take() (*Job, bool) {
 	j, ok := <-f.jobs
@@ -210,24 +190,8 @@ func (f *fetcher) take() (*Job, bool) {
 	return j, ok
 }
 
-func (f *fetcher) ran(d time.Duration) {
-	m := f.meanRun.Load()
-	f.meanRun.Store(m + (int64(d)-m)/8) // racing workers may drop a sample: it is only a mean
-}
-
-// room is how many more jobs the pool may hold now: one per free worker, and as many more as its
-// workers start within aheadWait at the mean run time.
-func (f *fetcher) room() int { return f.limit() - int(f.held.Load()) }
-
-// limit is how many jobs the pool may hold now.
-func (f *fetcher) limit() int {
-	limit := f.concurrency
-	if !f.noAhead.Load() {
-		ahead := int64(f.concurrency) * int64(aheadWait) / max(f.meanRun.Load(), 1)
-		limit += int(min(ahead, int64(f.capacity-f.concurrency)))
-	}
-	return limit
-}
+// ran records a handler's run time in the moving mean that decides how far ahead to fetch.
+func (f *fetcher) ran(d time.Duration) { f.room.ran(d) }
 
 // headWait reports how long the job at the head of the jobs channel has waited for a worker, if
 // one waits. The caller holds mu.
@@ -265,7 +229,7 @@ func (f *fetcher) handBack(now time.Time) time.Duration {
 	n := f.requeueWaiting()
 	f.batches = f.batches[:0]
 	if n > 0 {
-		f.noAhead.Store(true)
+		f.room.handedBack()
 		f.p.logger.Debug("work: handed back jobs that waited for a busy worker", "jobs", n)
 	}
 	return 0
@@ -300,7 +264,7 @@ func (f *fetcher) loop() {
 		}
 		f.mu.Unlock()
 		if n == 0 {
-			if f.held.Load() == 0 && len(f.jobs) == 0 && f.p.outcomes.idle() && f.ready.checkDrained() {
+			if f.room.held.Load() == 0 && len(f.jobs) == 0 && f.p.out.idle() && f.ready.checkDrained() {
 				continue
 			}
 			f.wait(timer, roomBound, handBackIn)
@@ -338,7 +302,7 @@ func (f *fetcher) fetchNow() {
 		}
 	}
 	f.mu.Unlock()
-	if err != nil || (n > 0 && (f.room() <= 0 || len(f.jobs) > 0 || f.ready.anyReady())) {
+	if err != nil || (n > 0 && (f.room.free() <= 0 || len(f.jobs) > 0 || f.ready.anyReady())) {
 		// The loop retries after an error, fetches the rest once room comes back, and hands back
 		// the jobs fetched ahead should they wait too long. A queue still ready may hold more: the
 		// loop must look even when the workers have already run what this fetch took, since their
@@ -347,21 +311,9 @@ func (f *fetcher) fetchNow() {
 	}
 }
 
-// finished ends a job's hold on the pool's room (its outcome was submitted), waking the loop if it
-// waits for room.
-func (f *fetcher) finished() {
-	f.held.Add(-1)
-	if f.noAhead.Load() {
-		f.noAhead.Store(false)
-	}
-	f.ready.jobFinished()
-	if f.waitingRoom.Load() {
-		select {
-		case f.freed <- struct{}{}:
-		default:
-		}
-	}
-}
+// finished ends a job's hold on the pool's room without an outcome (a worker's, when the pool was
+// abandoned), waking the loop if it waits for room.
+func (f *fetcher) finished() { f.room.release() }
 
 // want returns how many jobs to fetch now: the room the pool has if some queue is ready. While
 // fetched jobs still wait for a worker, it waits for room for a batch. roomBound reports that room
@@ -376,22 +328,23 @@ func (f *fetcher) want() (n int, roomBound bool) {
 	if !f.roomFor() {
 		return 0, true
 	}
-	return f.room(), false
+	return f.room.free(), false
 }
 
 // roomFor reports whether the pool has room enough to fetch: any room while its workers are starved,
 // room for a batch while fetched jobs still wait for one.
 func (f *fetcher) roomFor() bool {
-	limit := f.limit()
-	room := limit - int(f.held.Load())
+	limit, concurrency := f.room.limit(), f.room.concurrency
+	room := limit - int(f.room.held.Load())
 	// The batch waited for is at most half the jobs fetched ahead, so that the next fetch is under
 	// way while the other half still waits for workers: with more, workers would idle for it.
-	minBatch := max(1, min(f.concurrency/2, limit/4, (limit-f.concurrency)/2))
+	minBatch := max(1, min(concurrency/2, limit/4, (limit-concurrency)/2))
 	return room > 0 && (len(f.jobs) == 0 || room >= minBatch)
 }
 
 // wait blocks until there may be something to do: a wake-up, a look due, a stop, a hand-back due
-// (in handBackIn, when positive), and when roomBound room for a fetch.
+// (in handBackIn, when positive), when roomBound room for a fetch, and while a Drain waits every
+// outcome written.
 func (f *fetcher) wait(timer *time.Timer, roomBound bool, handBackIn time.Duration) {
 	d := time.Until(f.ready.nextScan())
 	if handBackIn > 0 {
@@ -401,8 +354,8 @@ func (f *fetcher) wait(timer *time.Timer, roomBound bool, handBackIn time.Durati
 		return
 	}
 	if roomBound {
-		f.waitingRoom.Store(true)
-		defer f.waitingRoom.Store(false)
+		f.room.freed.watch(true)
+		defer f.room.freed.watch(false)
 		if f.roomFor() { // a job finished since want looked
 			return
 		}
@@ -410,7 +363,8 @@ func (f *fetcher) wait(timer *time.Timer, roomBound bool, handBackIn time.Durati
 	timer.Reset(d)
 	select {
 	case <-f.ready.wake:
-	case <-f.freed:
+	case <-f.room.freed.wait():
+	case <-f.p.out.allWritten.wait(): // watched while a Drain waits (see readiness.drain)
 	case <-timer.C:
 	case <-f.stopped:
 	}
@@ -432,8 +386,8 @@ func (f *fetcher) sleep(timer *time.Timer, d time.Duration) {
 	}
 }
 
-// exchange makes one round trip: it fetches up to n jobs from the candidates, carrying the pending
-// outcomes along when no write of outcomes is under way, then hands the jobs to the workers.
+// exchange makes one round trip: it fetches up to n jobs from the candidates, carrying the outcome queue's
+// pending outcomes along when no write of outcomes is under way, then hands the jobs to the workers.
 func (f *fetcher) exchange(n int) error {
 	p, x := f.p, &f.x
 	x.Reset()
@@ -442,11 +396,11 @@ func (f *fetcher) exchange(n int) error {
 	for i, name := range f.names {
 		x.Fetch = append(x.Fetch, rdb.FetchShare{Q: set.queues[name].args, Share: f.shares[i]})
 	}
-	batch := p.outcomes.takeForFetch()
+	batch := p.out.takeForCarry()
 	x.Ops = batch
 	err := p.store.RunExchange(p.ctx, p.boxedPoolID, x)
 	if batch != nil {
-		p.outcomes.fetched(batch, x, err)
+		p.out.carried(batch, x, err)
 	}
 	if err != nil {
 		return err
@@ -467,8 +421,8 @@ func (f *fetcher) exchange(n int) error {
 				_, j.raw = rdb.SplitKeyedEntry(raw)
 			}
 			k++
-			f.sweeper.hold(j)
-			f.held.Add(1)
+			p.out.hold(j)
+			f.room.reserve()
 			f.jobs <- j // never blocks: the channel holds as many jobs as the pool has room for
 		}
 	}

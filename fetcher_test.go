@@ -203,7 +203,7 @@ func TestAStreamOfWakeUpsIsFetchedInFewRoundTrips(t *testing.T) {
 // A pool refills its fetched-ahead jobs while half of them still wait for workers, so that its
 // workers do not idle for the next fetch; jobs of microseconds still wait for a batch of room.
 func TestFetchAheadRefillsBeforeTheWaitingJobsRunOut(t *testing.T) {
-	f := &fetcher{concurrency: 10, capacity: quickCapacity(10), jobs: make(chan *Job, quickCapacity(10))}
+	f := &fetcher{room: newRoom(10), jobs: make(chan *Job, quickCapacity(10))}
 	fill := func(held, waiting int) {
 		for len(f.jobs) > 0 {
 			<-f.jobs
@@ -211,11 +211,11 @@ func TestFetchAheadRefillsBeforeTheWaitingJobsRunOut(t *testing.T) {
 		for range waiting {
 			f.jobs <- &Job{}
 		}
-		f.held.Store(int64(held))
+		f.room.held.Store(int64(held))
 	}
 	// Jobs of 10 ms: 5 fetched ahead of the 10 workers.
-	f.meanRun.Store(int64(10 * time.Millisecond))
-	if got := f.limit(); got != 15 {
+	f.room.meanRun.Store(int64(10 * time.Millisecond))
+	if got := f.room.limit(); got != 15 {
 		t.Fatalf("limit %d for jobs of 10 ms, want 15", got)
 	}
 	fill(13, 3)
@@ -227,8 +227,8 @@ func TestFetchAheadRefillsBeforeTheWaitingJobsRunOut(t *testing.T) {
 		t.Error("10 running and 4 waiting: a fetch for 1 job, where one for 2 was due soon")
 	}
 	// Jobs of 10 µs: the pool holds its most, and fetches in batches of half its workers.
-	f.meanRun.Store(int64(10 * time.Microsecond))
-	limit := f.limit()
+	f.room.meanRun.Store(int64(10 * time.Microsecond))
+	limit := f.room.limit()
 	fill(limit-4, 10)
 	if f.roomFor() {
 		t.Error("quick jobs: a fetch for 4 jobs while 10 wait, want a batch of 5")

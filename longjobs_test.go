@@ -192,9 +192,9 @@ func TestFetchedAheadJobsAreHandedBack(t *testing.T) {
 	first.reg.mu.Unlock()
 	// A handler returns before its worker hands the outcome over, which ends the job's hold (and,
 	// later than the hand-back below, would let the pool fetch ahead again): wait for all of them.
-	eventually(t, 20*time.Second, "the quick jobs' holds ended", func() bool { return f.held.Load() == 0 })
-	if f.room() <= 4 {
-		t.Fatalf("after 400 quick jobs the pool fetches no further ahead than its 4 workers (room %d)", f.room())
+	eventually(t, 20*time.Second, "the quick jobs' holds ended", func() bool { return f.room.held.Load() == 0 })
+	if f.room.free() <= 4 {
+		t.Fatalf("after 400 quick jobs the pool fetches no further ahead than its 4 workers (room %d)", f.room.free())
 	}
 	// 6 long jobs in one push: the pool takes them all, runs 4 and hands back the other 2.
 	long := make([]BatchJob, 6)
@@ -211,7 +211,7 @@ func TestFetchedAheadJobsAreHandedBack(t *testing.T) {
 	if held := rInt(t, pool, "LLEN", ks.InProgress("long", first.workerPoolID)); held != 4 {
 		t.Errorf("the first pool holds %d long jobs while it runs 4", held)
 	}
-	if !f.noAhead.Load() {
+	if !f.room.noAhead.Load() {
 		t.Errorf("after handing jobs back the pool would fetch ahead again before a job ends")
 	}
 	// Another pool takes the 2 handed back.

@@ -37,8 +37,10 @@ type readiness struct {
 	drains   []drainWaiter
 	scans    uint64 // scans started
 	scanned  uint64 // the number of the last scan completed
-	busyAt   uint64 // scans started when a job last finished: a Drain needs a scan after that
 	rescan   bool   // a scan is wanted at once (Drain)
+	// scannedReleases is the room's releases when the last scan completed began: a Drain needs a
+	// scan that began after the last job finished (it may have enqueued another).
+	scannedReleases uint64
 
 	subscribed atomic.Bool // wake-up messages are arriving
 }
@@ -154,13 +156,6 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 	}
 }
 
-// jobFinished records that a job finished (a Drain then needs a scan that starts after it).
-func (q *readiness) jobFinished() {
-	q.mu.Lock()
-	q.busyAt = q.scans
-	q.mu.Unlock()
-}
-
 func (q *readiness) backoff(i int) time.Duration {
 	b := q.p.sleepBackoffs
 	if i >= len(b) {
@@ -241,13 +236,14 @@ func (q *readiness) scan() error {
 	q.scans++
 	seq := q.scans
 	q.mu.Unlock()
+	releases := q.p.room.releases.Load()
 	res, err := q.p.store.Poll(q.p.ctx, q.p.served().names)
 	if err != nil {
 		return err
 	}
 	q.looked(res)
 	q.mu.Lock()
-	q.scanned = seq
+	q.scanned, q.scannedReleases = seq, releases
 	q.mu.Unlock()
 	return nil
 }
@@ -259,18 +255,14 @@ func (q *readiness) drain(ctx context.Context) {
 	d.after = q.scans
 	q.drains = append(q.drains, d)
 	q.rescan = true
+	// While a Drain waits, the loop also wakes when the last outcome is written.
+	q.p.out.allWritten.watch(true)
 	q.mu.Unlock()
 	q.poke()
 	select {
 	case <-d.ch:
 	case <-ctx.Done():
 	}
-}
-
-func (q *readiness) drainPending() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.drains) > 0
 }
 
 // checkDrained closes the pending Drain calls that a scan has answered since they began, once no
@@ -286,7 +278,7 @@ func (q *readiness) checkDrained() bool {
 	for _, d := range q.drains {
 		// The scan must have started after the Drain call and after the last job finished (a job
 		// may have enqueued another one).
-		if q.scanned > d.after && q.scanned > q.busyAt {
+		if q.scanned > d.after && q.scannedReleases == q.p.room.releases.Load() {
 			close(d.ch)
 		} else {
 			kept = append(kept, d)
@@ -295,6 +287,8 @@ func (q *readiness) checkDrained() bool {
 	q.drains = kept
 	if len(kept) > 0 {
 		q.rescan = true
+	} else {
+		q.p.out.allWritten.watch(false)
 	}
 	return q.rescan
 }
@@ -306,15 +300,8 @@ func (q *readiness) releaseDrains() {
 		close(d.ch)
 	}
 	q.drains = nil
+	q.p.out.allWritten.watch(false)
 	q.mu.Unlock()
-}
-
-// ackerIdle takes the acker's word that every outcome is written: a Drain waiting for that looks
-// again.
-func (q *readiness) ackerIdle() {
-	if q.drainPending() {
-		q.poke()
-	}
 }
 
 // subscribe listens for wake-up messages until stopped is closed, reconnecting after errors and

@@ -85,7 +85,7 @@ func TestStopWaitsForRunningJobsAndReturnsFetchedOnesToTheFrontOfTheQueue(t *tes
 	// Jobs judged quick are fetched ahead; here they stay so (never handed back) until Stop.
 	f := wp.reg.run.fetcher
 	f.mu.Lock()
-	f.meanRun.Store(int64(aheadWait)) // a job fetched ahead per worker
+	f.room.meanRun.Store(int64(aheadWait)) // a job fetched ahead per worker
 	f.handBackAfter = time.Hour
 	f.mu.Unlock()
 	for _, n := range []string{"1", "2", "3", "4"} {

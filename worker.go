@@ -41,7 +41,7 @@ type workerParams struct {
 }
 
 // jobSource is where a worker takes its jobs and tells how long each ran and when its hold ended:
-// the pool's fetcher, which counts the pool's room in jobs held.
+// the pool's fetcher, which ends the hold on the pool's room.
 type jobSource interface {
 	// take waits for the next job; false once the source is closed.
 	take() (*Job, bool)

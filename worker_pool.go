@@ -345,7 +345,8 @@ func (wp *WorkerPool) Drain() {
 }
 
 // poolRun is a started pool: its goroutines and the channels between them. The data flows
-// fetcher -> jobs -> workers -> acker -> (the fetcher's next round trip).
+// fetcher -> jobs -> workers -> acker -> outcome queue -> (the acker's write, or the fetcher's next round
+// trip).
 type poolRun struct {
 	wp     *WorkerPool
 	poolID string
@@ -401,19 +402,16 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.startedAt = nowEpochSeconds()
 	r.alarm, r.schedulesDue = newDueAlarm(), make(chan struct{}, 1)
 	store, logger, opts := wp.store, wp.logger, wp.opts
-	// The acker and the fetcher are built from each other's signals: each gets what it calls as a
-	// function or an interface, wired here, so neither knows the other's type.
-	var f *fetcher
-	r.acker = newAcker(ackerParams{store: store, logger: logger, poolID: r.poolID,
-		released:  func() { f.finished() },
-		onWritten: func(ops []rdb.FinishOp) { f.sweeper.unholdAll(ops) },
-		idleNow:   func() { f.ready.ackerIdle() },
-		alarm:     r.alarm, keepHeartbeat: &r.keepHeartbeat})
-	f = newFetcher(fetcherParams{ctx: r.ctx, store: store, logger: logger, poolID: r.poolID,
-		concurrency: int(wp.concurrency), sleepBackoffs: opts.SleepBackoffs,
-		heartbeatInterval: opts.HeartbeatInterval, strictPriority: opts.StrictPriority, served: r.jobs,
-		outcomes: r.acker, alarm: r.alarm, cancelJob: func(id string) { r.cancelJob(id) }})
-	r.fetcher = f
+	// The acker and the fetcher share the pool's room and outcome queue, built here: the fetcher reserves
+	// room and carries outcomes along on its fetches, the acker writes the outcomes and frees the
+	// room, and neither calls the other.
+	room, out := newRoom(int(wp.concurrency)), newOutcomeQueue(logger, r.alarm)
+	r.acker = newAcker(ackerParams{store: store, logger: logger, poolID: r.poolID, room: room, out: out,
+		keepHeartbeat: &r.keepHeartbeat})
+	r.fetcher = newFetcher(fetcherParams{ctx: r.ctx, store: store, logger: logger, poolID: r.poolID,
+		sleepBackoffs: opts.SleepBackoffs, heartbeatInterval: opts.HeartbeatInterval,
+		strictPriority: opts.StrictPriority, served: r.jobs, room: room, out: out, alarm: r.alarm,
+		cancelJob: func(id string) { r.cancelJob(id) }})
 	for i := uint(0); i < wp.concurrency; i++ {
 		r.workers = append(r.workers, newWorker(workerParams{ctx: r.ctx, store: wp.store, logger: wp.logger,
 			panicPolicy: wp.opts.PanicPolicy, onOutcome: wp.opts.OnOutcome, contextType: wp.contextType,

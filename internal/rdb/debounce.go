@@ -27,7 +27,8 @@ type DebounceResult struct {
 	Count   int64 // enqueues in the burst so far
 }
 
-// EnqueueDebounced runs debounceScript for one enqueue of the burst (name, id).
+// EnqueueDebounced runs debounceScript for one enqueue of the burst (name, id); window and maxWait
+// in ms.
 func (s *Store) EnqueueDebounced(ctx context.Context, w ReplicaWait, name, id string, payload []byte, window, maxWait int64, keepFirst bool) (DebounceResult, error) {
 	keep := ""
 	if keepFirst {
@@ -52,12 +53,13 @@ func (s *Store) EnqueueDebounced(ctx context.Context, w ReplicaWait, name, id st
 	return r, err
 }
 
-// PendingBurst is a burst whose job still waits in the scheduled set.
+// PendingBurst is a burst whose job still waits in the scheduled set: when it began (Unix ms), the
+// second it runs, its window and maximum wait (ms).
 type PendingBurst struct {
-	Name, ID                      string
-	Payload                       []byte
-	First, RunAt, Window, MaxWait int64
-	Count                         int64
+	Name, ID                   string
+	Payload                    []byte
+	FirstMs, RunAt             int64
+	WindowMs, MaxWaitMs, Count int64
 }
 
 // PendingBursts reads the index of bursts and each burst's hash, and drops from the index the
@@ -92,10 +94,10 @@ func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, e
 				return err
 			}
 			b := PendingBurst{Name: name, ID: id, Payload: []byte(h["member"])}
-			b.First, _ = strconv.ParseInt(h["first"], 10, 64)
+			b.FirstMs, _ = strconv.ParseInt(h["first_ms"], 10, 64)
 			b.RunAt, _ = strconv.ParseInt(h["run_at"], 10, 64)
-			b.Window, _ = strconv.ParseInt(h["window"], 10, 64)
-			b.MaxWait, _ = strconv.ParseInt(h["max_wait"], 10, 64)
+			b.WindowMs, _ = strconv.ParseInt(h["window_ms"], 10, 64)
+			b.MaxWaitMs, _ = strconv.ParseInt(h["max_wait_ms"], 10, 64)
 			b.Count, _ = strconv.ParseInt(h["count"], 10, 64)
 			out = append(out, b)
 		}

@@ -527,7 +527,7 @@ func TestCollectorDebouncedBursts(t *testing.T) {
 	enqueue("reindex", "doc-2")
 	digest := enqueue("digest", "user-7")
 	// A burst that began two minutes ago (an enqueue always stamps the present).
-	do(t, pool, "HSET", ns+":debounce:reindex:{doc-1}", "first", time.Now().Add(-2*time.Minute).Unix())
+	do(t, pool, "HSET", ns+":debounce:reindex:{doc-1}", "first_ms", time.Now().Add(-2*time.Minute).UnixMilli())
 
 	body := scrapeText(t, srv)
 	for _, help := range []string{

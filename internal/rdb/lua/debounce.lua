@@ -7,25 +7,31 @@
 -- keys: 4
 -- uses: none
 --
--- KEYS[1] the burst's hash (<ns>:debounce:<name>:{<id>}): member (the pending payload), first (when
---   the burst began), count (enqueues), run_at, window, max_wait; KEYS[2] scheduled set;
---   KEYS[3] known_jobs set; KEYS[4] the index of bursts (<ns>:debounces)
--- ARGV[1] the new job's payload; ARGV[2] window, seconds; ARGV[3] maximum wait, seconds (0: none);
+-- KEYS[1] the burst's hash (<ns>:debounce:<name>:{<id>}): member (the pending payload), first_ms
+--   (when the burst began), count (enqueues), run_at (the second it is due), window_ms,
+--   max_wait_ms; KEYS[2] scheduled set; KEYS[3] known_jobs set; KEYS[4] the index of bursts
+--   (<ns>:debounces)
+-- ARGV[1] the new job's payload; ARGV[2] window, ms; ARGV[3] maximum wait, ms (0: none);
 --   ARGV[4] "1" to keep the first payload; ARGV[5] job name; ARGV[6] due channel; ARGV[7] the
 --   burst's member in the index (<name>\n<id>)
 --
 -- Returns {state, pending payload, run-at second, enqueues in the burst}; state is "new",
 -- "replaced" or "kept".
 
-local now = tonumber(redis.call('time')[1])
+-- The scheduled set counts whole seconds: the run time is rounded up from the window's end, so that
+-- the job waits at least the window after the last enqueue, and down from the maximum wait's end,
+-- so that it is due no later than that.
+local t = redis.call('time')
+local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(t[1])
 local window, maxWait = tonumber(ARGV[2]), tonumber(ARGV[3])
-local h = redis.call('hmget', KEYS[1], 'member', 'first', 'count')
+local h = redis.call('hmget', KEYS[1], 'member', 'first_ms', 'count')
 local member, first, count = h[1], tonumber(h[2]), tonumber(h[3])
-if not (member and redis.call('zscore', KEYS[2], member)) then
-  member, first, count = nil, now, 0
+if not (member and first and redis.call('zscore', KEYS[2], member)) then
+  member, first, count = nil, nowMs, 0
 end
-local runAt = now + window
-if maxWait > 0 then runAt = math.min(runAt, first + maxWait) end
+local runAt = math.ceil((nowMs + window) / 1000)
+if maxWait > 0 then runAt = math.min(runAt, math.floor((first + maxWait) / 1000)) end
 local state = 'new'
 if member then
   if ARGV[4] == '1' then
@@ -41,8 +47,8 @@ end
 count = count + 1
 redis.call('zadd', KEYS[2], runAt, member)
 redis.call('sadd', KEYS[3], ARGV[5])
-redis.call('hset', KEYS[1], 'member', member, 'first', first, 'count', count, 'run_at', runAt,
-  'window', window, 'max_wait', maxWait)
+redis.call('hset', KEYS[1], 'member', member, 'first_ms', first, 'count', count, 'run_at', runAt,
+  'window_ms', window, 'max_wait_ms', maxWait)
 -- The hash outlives its job's run by an hour, for the Client to tell. The index drops bursts whose
 -- run was over an hour ago here (their hashes have expired), and those over sooner when read.
 redis.call('expire', KEYS[1], runAt - now + 3600)

@@ -1,0 +1,206 @@
+package work
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/workqueue/work/internal/rdb"
+)
+
+// outcomeQueue holds the pool's outcomes on their way to Redis, from the fetch of a job until its outcome
+// is written. Two components write them, and both drain it: the fetcher carries the pending outcomes
+// along on a fetch's round trip when no write is under way (which is what keeps a busy pool at
+// about one round trip for many jobs), and the acker writes the rest. It is shared state, built by
+// the pool's run, so that neither calls the other: whoever ends a write with outcomes still pending
+// hands the next write to the acker's goroutine through kick.
+//
+// The outcome queue also knows the jobs held in flight (fetched, outcome not yet written), which the
+// fetcher's sweep leaves alone, counts the written outcomes for the acker's per-minute stats, and
+// gives allWritten when the last pending outcome is written (a Drain may wait for that).
+type outcomeQueue struct {
+	logger *slog.Logger
+	alarm  *dueAlarm // set when retries and snoozed jobs are due
+
+	// The outcomes submitted and not yet taken by a write; its writers count the chain's write (0 or
+	// 1). Its mu guards the fields below, and the acker's that say so.
+	groupCommit[rdb.FinishOp]
+	handed  bool      // the chain's write is the acker's goroutine's (handed over, or its own)
+	extra   bool      // an extra write is under way beside it (see acker)
+	writeAt time.Time // when the chain's write under way began
+	closed  bool      // no more outcomes are taken: the pool stops
+	counts  map[statKey]int64
+
+	kick       chan struct{} // hands the chain's next write to the acker's goroutine
+	allWritten notice        // given when no outcome is pending or being written any more
+
+	heldMu    sync.Mutex // guards held and heldSince apart from mu: a fetch holds jobs one by one
+	held      map[*Job]struct{}
+	heldSince bool // a job was held since the last sweep
+}
+
+// statKey names a per-minute stats count: a queue, a minute and 'p' (processed) or 'f' (failed).
+type statKey struct {
+	q       *rdb.QueueArgs
+	minute  int64
+	outcome byte
+}
+
+func newOutcomeQueue(logger *slog.Logger, alarm *dueAlarm) *outcomeQueue {
+	o := &outcomeQueue{logger: logger, alarm: alarm, counts: make(map[statKey]int64), kick: make(chan struct{}, 1),
+		allWritten: newNotice(), held: make(map[*Job]struct{})}
+	o.maxBatch = maxAckBatch
+	return o
+}
+
+// hold records a job just fetched: it is in flight until its outcome is written. A worker that
+// decodes the job changes only its exported fields (Job.setWire), so the sweep may read how it was
+// fetched (q, rawArg) meanwhile.
+func (o *outcomeQueue) hold(j *Job) {
+	o.heldMu.Lock()
+	o.held[j] = struct{}{}
+	o.heldSince = true
+	o.heldMu.Unlock()
+}
+
+// heldSinceSweep reports whether a job was held since the last call of heldEntries.
+func (o *outcomeQueue) heldSinceSweep() bool {
+	o.heldMu.Lock()
+	defer o.heldMu.Unlock()
+	return o.heldSince
+}
+
+// heldEntries returns the in-progress entries of the jobs held, by the id of the queue whose list
+// holds each.
+func (o *outcomeQueue) heldEntries() map[string][][]byte {
+	o.heldMu.Lock()
+	defer o.heldMu.Unlock()
+	o.heldSince = false
+	entries := make(map[string][][]byte)
+	for j := range o.held {
+		entry, _ := j.rawArg.([]byte)
+		entries[j.q.id] = append(entries[j.q.id], entry)
+	}
+	return entries
+}
+
+// post adds an outcome whose maker does not write it (a job the fetcher hands back): the acker's
+// goroutine writes it, or the write under way hands it on. After close it is dropped: the job is
+// still in the in-progress list, so it is not lost.
+func (o *outcomeQueue) post(op rdb.FinishOp) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.addLocked(op)
+	kick := o.writers == 0
+	if kick {
+		o.beginLocked()
+		o.handed = true
+	}
+	o.mu.Unlock()
+	if kick {
+		o.kickWriter()
+	}
+}
+
+// kickWriter wakes the acker's goroutine to make the write handed to it.
+func (o *outcomeQueue) kickWriter() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+// takeForCarry returns the pending outcomes for a fetch to carry, or nil when a write is under way
+// or none is pending. After the fetch its maker calls carried.
+func (o *outcomeQueue) takeForCarry() []rdb.FinishOp {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.writers > 0 || len(o.pending) == 0 {
+		return nil
+	}
+	o.beginLocked()
+	o.writeAt = time.Now()
+	return o.takeLocked()
+}
+
+// carried takes the result of a fetch that carried batch: written with x, or err, in which case the
+// outcomes are written again (one already applied is then found not held and left alone; jobs that
+// a lost reply fetched are put back by the fetcher's sweep).
+func (o *outcomeQueue) carried(batch []rdb.FinishOp, x *rdb.Exchange, err error) {
+	if err != nil {
+		o.putBack(batch)
+	} else {
+		o.written(x, time.Now())
+	}
+	o.handOver(batch)
+}
+
+// putBack returns outcomes whose write failed to the front of pending.
+func (o *outcomeQueue) putBack(batch []rdb.FinishOp) {
+	o.mu.Lock()
+	o.putBackLocked(batch)
+	o.mu.Unlock()
+}
+
+// handOver ends a write: the acker's goroutine makes the next one if outcomes are pending, else no
+// write is under way any more.
+func (o *outcomeQueue) handOver(batch []rdb.FinishOp) {
+	o.putAwayLock(batch)
+	if !o.endLocked() {
+		o.mu.Unlock()
+		o.allWritten.give()
+		return
+	}
+	o.handed = true
+	o.writeAt = time.Now() // the chain's next write is about to begin
+	o.mu.Unlock()
+	o.kickWriter()
+}
+
+// idle reports whether every outcome submitted is written.
+func (o *outcomeQueue) idle() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.pending) == 0 && o.writers == 0 && !o.extra
+}
+
+// written takes in the reply to the outcomes x carried: their jobs are no longer held, what was
+// recorded is counted for the stats, and the requeuer learns when retries and snoozes are due.
+func (o *outcomeQueue) written(x *rdb.Exchange, now time.Time) {
+	minute := now.Unix() / 60
+	logger := o.logger
+	o.heldMu.Lock()
+	for i := range x.Ops {
+		delete(o.held, x.Ops[i].Ref.(*Job))
+	}
+	o.heldMu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, k := range x.Order {
+		op := &x.Ops[k]
+		c := byte('1')
+		if i < len(x.Done) {
+			c = x.Done[i]
+		}
+		switch c {
+		case '1':
+			switch op.Kind {
+			case rdb.OpAck:
+				o.counts[statKey{op.Q, minute, 'p'}]++
+			case rdb.OpDrop, rdb.OpRetry, rdb.OpDead:
+				o.counts[statKey{op.Q, minute, 'f'}]++
+			}
+			if op.Kind == rdb.OpRetry || op.Kind == rdb.OpSnooze {
+				o.alarm.at(time.Unix(op.Score, 0))
+			}
+		case '0':
+			logger.Info("work: job was no longer held by this pool (put back already)", "job_name", op.Q.Name, "job_id", op.Ref.(*Job).ID)
+		default:
+			logger.Error("work: a destination key holds the wrong type; the job stays in progress until it is put back",
+				"job_name", op.Q.Name, "job_id", op.Ref.(*Job).ID)
+		}
+	}
+}
