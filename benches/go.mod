@@ -7,7 +7,11 @@ require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/hibiken/asynq v0.26.0
 	github.com/redis/go-redis/v9 v9.14.1
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/riverqueue/river v0.51.2
+	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/workqueue/work v0.1.0
+	github.com/workqueue/work/pgwork v0.1.0
 )
 
 require (

@@ -29,7 +29,7 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness", "longjobs", "schedules"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness", "longjobs", "schedules", "outbox"}
 
 const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
@@ -100,6 +100,7 @@ func main() {
 	kf := declareKeyedFlags()
 	lcfg := declareLongFlags()
 	sf := declareScheduleFlags()
+	ocfg := declareOutboxFlags()
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
@@ -196,6 +197,10 @@ func main() {
 	}
 	lcfg.rounds = *rounds
 	if err := lcfg.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "benches:", err)
+		os.Exit(2)
+	}
+	if err := ocfg.check(*rounds); selected["outbox"] && err != nil {
 		fmt.Fprintln(os.Stderr, "benches:", err)
 		os.Exit(2)
 	}
@@ -378,6 +383,11 @@ func main() {
 	if selected["schedules"] {
 		cases = append(cases, b.schedulesCase(sf))
 	}
+	if selected["outbox"] {
+		c, stopPG := b.outboxCase(ocfg)
+		defer stopPG()
+		cases = append(cases, c)
+	}
 
 	rep.loadStart = loadAverage()
 	start := time.Now()
@@ -501,7 +511,8 @@ func environment(srv *redisServer, checkInterval time.Duration) [][2]string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {
-			case "github.com/gocraft/work", "github.com/hibiken/asynq", "github.com/redis/go-redis/v9", "github.com/gomodule/redigo":
+			case "github.com/gocraft/work", "github.com/hibiken/asynq", "github.com/redis/go-redis/v9", "github.com/gomodule/redigo",
+				"github.com/riverqueue/river", "github.com/jackc/pgx/v5":
 				env = append(env, [2]string{d.Path, d.Version})
 			case "github.com/workqueue/work":
 				v := d.Version

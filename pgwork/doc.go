@@ -8,9 +8,8 @@
 // pgwork closes both with an outbox table:
 //
 //   - Migrate (or the SQL of MigrationSQL, for a migration tool) creates the outbox table
-//     (work_outbox: id, name, args, options, created_at), a trigger that sends NOTIFY when rows
-//     are inserted (delivered at commit only), and the done table RunOnce uses (work_done). The
-//     names are configurable with New(Config{...}).
+//     (work_outbox: id, name, args, options, created_at) and the done table RunOnce uses
+//     (work_done). The names are configurable with New(Config{...}).
 //   - Enqueue and EnqueueMany write jobs within the caller's transaction: a pgx.Tx, or a
 //     database/sql transaction (lib/pq, pgx's stdlib, sqlx, GORM) through FromSQL. Each job is
 //     checked with the library's rules (work.CheckEnqueue) before anything is written, and gets
@@ -23,8 +22,10 @@
 //     Redis refuses the duplicates (work.ErrDuplicateJobID), so each row becomes one job. A row
 //     that can never become a job (a bad name, malformed args or options, written by hand or by
 //     another program) goes to the dead set with the reason instead of blocking the rows behind
-//     it. Relays wake on the NOTIFY, and poll every second in case one was missed; each pass
-//     reports the outbox's backlog (Client.Backlogs, the web UI, the metrics).
+//     it. Enqueues send a NOTIFY in their transaction (delivered at commit only), at most one every
+//     Config.NotifyEvery, since a NOTIFY serializes commits; relays wake on it, keep passing while
+//     they find rows, and poll every second in case a notification was missed. Each pass reports
+//     the outbox's backlog (Client.Backlogs, the web UI, the metrics).
 //   - RunOnce makes a job's database effects happen once although the job may run more than once
 //     (at-least-once delivery): it records the job's ID in the done table in the same transaction
 //     as the effects, and skips a job whose ID is there.

@@ -115,7 +115,13 @@ func (o *Outbox) EnqueueMany(ctx context.Context, tx Execer, jobs []Job) ([]stri
 	// parameter any driver passes (arrays would need driver-specific types).
 	q := `INSERT INTO ` + o.outbox + ` (id, name, args, options)
 SELECT r.id, r.name, r.args, r.options FROM jsonb_to_recordset($1::text::jsonb) AS r(id text, name text, args jsonb, options jsonb)`
-	if _, err := tx.Exec(ctx, q, string(payload)); err != nil {
+	args := []any{string(payload)}
+	if o.notifyDue() {
+		// The NOTIFY rides in the same statement: no round trip more.
+		q = `WITH ins AS (` + q + `) SELECT pg_notify($2, '')`
+		args = append(args, o.channel)
+	}
+	if _, err := tx.Exec(ctx, q, args...); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.TableName == o.outbox {
 			return nil, fmt.Errorf("pgwork: enqueue: %w: %s", work.ErrDuplicateJobID, pgErr.Detail)

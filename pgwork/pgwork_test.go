@@ -394,11 +394,25 @@ func TestCustomTables(t *testing.T) {
 		}
 	}
 	sqlText := o.MigrationSQL()
-	if strings.Contains(sqlText, "work_") || !strings.Contains(sqlText, "'jobs_ready'") {
-		t.Fatalf("MigrationSQL keeps a default name or lacks the channel:\n%s", sqlText)
+	if strings.Contains(sqlText, "work_") {
+		t.Fatalf("MigrationSQL keeps a default name:\n%s", sqlText)
+	}
+	// The enqueue notifies on the configured channel.
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "LISTEN jobs_ready"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := o.Enqueue(ctx, e.db, "custom", nil, work.EnqueueOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if n, err := conn.WaitForNotification(wctx); err != nil || n.Channel != "jobs_ready" {
+		t.Fatalf("notification %+v, %v; want one on jobs_ready", n, err)
 	}
 	if _, err := o.NewRelay(e.db, e.enq, RelayOptions{}).Pass(ctx); err != nil {
 		t.Fatal(err)

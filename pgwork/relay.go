@@ -90,7 +90,8 @@ func (o *Outbox) NewRelay(db *pgxpool.Pool, enq *work.Enqueuer, opts RelayOption
 }
 
 // Run relays until ctx is done, then returns ctx's error. It passes over the outbox whenever a
-// notification arrives, every PollInterval, and again at once while passes find full batches.
+// notification arrives (and again 2×Config.NotifyEvery later), every PollInterval, and again at
+// once while passes find rows.
 // Errors (PostgreSQL or Redis unreachable) are logged and retried at the next poll.
 func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
@@ -104,13 +105,23 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer wg.Wait()
 	poll := time.NewTimer(0)
 	defer poll.Stop()
+	// followUp looks again shortly after a notification: the enqueues that came within NotifyEvery
+	// of the notifying one sent none, and may commit just after this pass.
+	followUp := time.NewTimer(time.Hour)
+	followUp.Stop()
+	defer followUp.Stop()
 	for {
+		woken := false
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-poll.C:
+		case <-followUp.C:
 		case <-r.wake:
+			woken = true
 		}
+		// Pass while passes find rows: under a steady load the relay keeps up without waiting for
+		// notifications, which the enqueues send at most every NotifyEvery.
 		for {
 			n, err := r.Pass(ctx)
 			if err != nil {
@@ -119,9 +130,12 @@ func (r *Relay) Run(ctx context.Context) error {
 				}
 				break
 			}
-			if n < r.opts.BatchSize {
+			if n == 0 {
 				break
 			}
+		}
+		if woken && r.o.notifyEvery > 0 {
+			followUp.Reset(2 * r.o.notifyEvery)
 		}
 		if !poll.Stop() {
 			select {

@@ -12,17 +12,13 @@ CREATE TABLE IF NOT EXISTS work_outbox (
 );
 CREATE INDEX IF NOT EXISTS work_outbox_created_at_idx ON work_outbox (created_at);
 
--- One notification per inserting statement, which PostgreSQL delivers only when (and if) the
--- transaction commits: the relays wake then, and never for a rolled-back job.
-CREATE OR REPLACE FUNCTION work_outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('work_outbox', '');
-    RETURN NULL;
-END
-$$;
+-- Relays wake on NOTIFY <channel> (the table's name by default), which Enqueue sends in the
+-- inserting transaction, so that PostgreSQL delivers it at commit and never for a rollback. It
+-- sends one at most every Config.NotifyEvery: a NOTIFY serializes the commits of the transactions
+-- that send one, which would halve the rate of small transactions if every one sent it. Another
+-- program inserting rows may NOTIFY too, or let the relays' poll find them.
 DROP TRIGGER IF EXISTS work_outbox_notify_trigger ON work_outbox;
-CREATE TRIGGER work_outbox_notify_trigger AFTER INSERT ON work_outbox
-    FOR EACH STATEMENT EXECUTE FUNCTION work_outbox_notify();
+DROP FUNCTION IF EXISTS work_outbox_notify();
 
 -- The jobs whose effects RunOnce committed, by job ID; relays delete the rows past a retention.
 CREATE TABLE IF NOT EXISTS work_done (
