@@ -138,6 +138,19 @@
 // job twice (a client retrying after a lost reply, or a relay from another store such as the pgwork
 // module's transactional outbox) makes one job of it.
 //
+// # Grouped jobs
+//
+// EnqueueOptions.Group puts a job into a group (its job name and a group key) where it waits with the
+// group's other jobs; a handler registered with WorkerPool.GroupJob receives up to MaxSize of them,
+// oldest first, in one call: when the group reaches MaxSize, MaxDelay after its oldest job arrived,
+// or Grace after its newest. A call is a keyed job of its group, so KeyConcurrency bounds a group's
+// calls at once and groups take turns. A failed call is retried whole; the handler may instead fail
+// single jobs with a GroupError. Client.Groups lists the groups waiting:
+//
+//	wp.GroupJob("digest", work.GroupOptions{MaxSize: 100, MaxDelay: 5 * time.Minute},
+//		func(jobs []*work.Job) error { return sendDigest(jobs) })
+//	enqueuer.EnqueueWith("digest", work.Q{"note": 42}, work.EnqueueOptions{Group: "user-7"})
+//
 // # Periodic jobs
 //
 // PeriodicallyEnqueue enqueues a job on a cron schedule, seconds first as in gocraft/work. Every pool of the

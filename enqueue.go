@@ -129,6 +129,13 @@ type EnqueueOptions struct {
 	// Debounce makes the enqueue part of a burst that runs once (see Debounce). EnqueueWith then
 	// returns the burst's pending job: this one, or with KeepFirst the first one.
 	Debounce *Debounce
+
+	// Group enqueues the job into a group of its name: it waits there with the group's other jobs
+	// until a handler registered with WorkerPool.GroupJob receives them together, in one call (see
+	// GroupOptions). The group key follows a key's rules (1 to MaxKeyLen bytes of UTF-8, no control
+	// character or brace); it is the key of the group's calls, so it cannot go with Key, nor with
+	// At, Unique, dependencies, Track, ID or Debounce (ErrMalformedGroup).
+	Group string
 }
 
 // defaultIDKeep is how long an enqueue's ID is remembered when EnqueueOptions.IDKeep is zero.
@@ -270,6 +277,8 @@ func (e *Enqueuer) enqueue(jobName string, args map[string]interface{}, opts Enq
 		mark = &rdb.JobIDMark{ID: opts.ID, KeepSeconds: max(int64((keep+time.Second-1)/time.Second), 1)}
 	}
 	switch {
+	case opts.Group != "":
+		return e.enqueueGrouped(job)
 	case opts.Debounce != nil:
 		return e.enqueueDebounced(job, opts.Debounce)
 	case opts.Unique || opts.UniqueBy != nil:
@@ -298,10 +307,16 @@ func (e *Enqueuer) enqueue(jobName string, args map[string]interface{}, opts Enq
 // checkEnqueue makes every check of an enqueue that needs no round trip, and the job (with its ID:
 // opts.ID, or a new one) and its dependencies.
 func checkEnqueue(jobName string, args map[string]interface{}, opts EnqueueOptions, scheduled bool) (*Job, []rdb.Dep, error) {
+	if opts.Group != "" {
+		if err := checkGroupEnqueue(opts, scheduled); err != nil {
+			return nil, nil, err
+		}
+	}
 	job, err := newCheckedJob(jobName, args, opts.Key)
 	if err != nil {
 		return nil, nil, err
 	}
+	job.Group = opts.Group
 	if opts.ID != "" {
 		if err := checkBatchID(opts.ID); err != nil {
 			return nil, nil, fmt.Errorf("in ID: %w", err)

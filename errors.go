@@ -63,6 +63,10 @@ var (
 	// no key could be, or that is asked for with options it cannot go with (At, unique,
 	// dependencies, a record, an ID).
 	ErrMalformedDebounce = errors.New("work: malformed debounce")
+	// ErrMalformedGroup: a group key (EnqueueOptions.Group) that no key could be, or a grouped job
+	// asked for with options it cannot go with (At, unique, dependencies, a record, an ID, a key,
+	// a debounce).
+	ErrMalformedGroup = errors.New("work: malformed group")
 	// ErrUnknownLocation: a time zone that is not an IANA zone name the zone database knows
 	// (ParseLocation).
 	ErrUnknownLocation = errors.New("work: unknown time zone")

@@ -458,3 +458,40 @@ func ExampleEnqueueOptions_id() {
 	// attempt 2 duplicate: true
 	// charge 1
 }
+
+func ExampleWorkerPool_GroupJob() {
+	pool := exampleRedisPool()
+	ns := exampleNamespace("group")
+	defer deleteExampleNamespace(pool, ns)
+
+	// One digest per user: up to three notifications a call, or whatever came within five minutes.
+	calls := make(chan []*work.Job, 1)
+	wp := work.NewWorkerPool(struct{}{}, 2, ns, pool)
+	wp.GroupJob("digest", work.GroupOptions{MaxSize: 3, MaxDelay: 5 * time.Minute},
+		func(jobs []*work.Job) error {
+			calls <- jobs
+			return nil
+		})
+	wp.Start()
+	defer wp.Stop()
+
+	enqueuer := work.NewEnqueuer(ns, pool)
+	for note := 1; note <= 3; note++ {
+		if _, err := enqueuer.EnqueueWith("digest", work.Q{"note": note}, work.EnqueueOptions{Group: "user-7"}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	select {
+	case jobs := <-calls:
+		for _, j := range jobs {
+			fmt.Println(j.Group, "note", j.ArgInt64("note"))
+		}
+	case <-time.After(10 * time.Second):
+		fmt.Println("no call")
+	}
+	// Output:
+	// user-7 note 1
+	// user-7 note 2
+	// user-7 note 3
+}

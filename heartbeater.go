@@ -23,9 +23,9 @@ type heartbeater struct {
 	beats int
 	now   chan struct{} // a registration on the started pool asks for a beat at once
 
-	mu      sync.Mutex         // one beat at a time: the loop's, or start's first
-	written map[string][2]uint // what registerNames last wrote of each job name
-	hbSet   *jobSet            // the set hb was built from
+	mu      sync.Mutex              // one beat at a time: the loop's, or start's first
+	written map[string]registration // what registerNames last wrote of each job name
+	hbSet   *jobSet                 // the set hb was built from
 }
 
 // fullReconcileEvery is how many heartbeats apart every lock counter is recomputed from lock_info,
@@ -48,7 +48,7 @@ type heartbeaterParams struct {
 	deadPoolTimeout time.Duration // WorkerPoolOptions.DeadPoolTimeout
 	heartbeat       rdb.PoolHeartbeat
 	registry        func() *jobSet
-	register        func(ctx context.Context, s *jobSet, written map[string][2]uint) error
+	register        func(ctx context.Context, s *jobSet, written map[string]registration) error
 	served          func() *jobSet
 	announced       func(names []string)
 	looked          func(rdb.ScanResult)
@@ -56,7 +56,7 @@ type heartbeaterParams struct {
 }
 
 func newHeartbeater(p heartbeaterParams) *heartbeater {
-	h := &heartbeater{heartbeaterParams: p, now: make(chan struct{}, 1), written: map[string][2]uint{}}
+	h := &heartbeater{heartbeaterParams: p, now: make(chan struct{}, 1), written: map[string]registration{}}
 	h.reap = newReaper(reaperParams{store: p.store, logger: p.logger, interval: p.interval,
 		deadPoolTimeout: p.deadPoolTimeout, served: p.served})
 	h.hb = p.heartbeat

@@ -61,6 +61,10 @@ type Job struct {
 	// the burst's debounce ID, so that the Client can replace or reschedule the job and keep it the
 	// burst's. Empty for other jobs.
 	Debounce string `json:"debounce,omitempty"`
+	// Group is set on a job enqueued into a group (EnqueueOptions.Group), and on the call job that
+	// carries a group's jobs to its handler (WorkerPool.GroupJob): the group key. Empty for other
+	// jobs.
+	Group string `json:"group,omitempty"`
 
 	// Raw holds, for a record in the dead set that stands for a payload that could not be decoded,
 	// the original payload bytes, verbatim. It is empty for every decodable job.
@@ -96,7 +100,7 @@ func (j *Job) setWire(w *jobWire) {
 	j.Name, j.ID, j.EnqueuedAt, j.Args, j.Unique, j.UniqueKey = w.Name, w.ID, w.EnqueuedAt, w.Args, w.Unique, w.UniqueKey
 	j.Fails, j.LastErr, j.FailedAt = w.Fails, w.LastErr, w.FailedAt
 	j.Batch, j.Tracked, j.KeyHold, j.Key, j.Raw = w.Batch, w.Tracked, w.KeyHold, w.Key, w.Raw
-	j.ScheduleID, j.Tick, j.Debounce = w.ScheduleID, w.Tick, w.Debounce
+	j.ScheduleID, j.Tick, j.Debounce, j.Group = w.ScheduleID, w.Tick, w.Debounce, w.Group
 }
 
 // ScheduledJob represents a job in the scheduled queue.

@@ -53,6 +53,7 @@ const (
 	fastScheduleID
 	fastTick
 	fastDebounce
+	fastGroup
 )
 
 // decodeFast decodes data into j without reflection when data has the shape that encoders of the
@@ -180,6 +181,13 @@ func decodeFast(j *Job, data []byte, queueName string) bool {
 				return false
 			}
 			j.Debounce = string(s)
+		case "group":
+			bit = fastGroup
+			s, ok := p.str()
+			if !ok {
+				return false
+			}
+			j.Group = string(s)
 		default:
 			return false
 		}

@@ -74,6 +74,10 @@ func encodeFast(b []byte, j *Job) ([]byte, bool) {
 		b = append(b, `,"debounce":`...)
 		b = appendJSONString(b, j.Debounce)
 	}
+	if j.Group != "" {
+		b = append(b, `,"group":`...)
+		b = appendJSONString(b, j.Group)
+	}
 	return append(b, '}'), validStrings(j)
 }
 
@@ -82,7 +86,7 @@ func encodeFast(b []byte, j *Job) ([]byte, bool) {
 func validStrings(j *Job) bool {
 	return utf8.ValidString(j.Name) && utf8.ValidString(j.ID) && utf8.ValidString(j.UniqueKey) &&
 		utf8.ValidString(j.LastErr) && utf8.ValidString(j.Batch) && utf8.ValidString(j.Key) &&
-		utf8.ValidString(j.ScheduleID) && utf8.ValidString(j.Debounce)
+		utf8.ValidString(j.ScheduleID) && utf8.ValidString(j.Debounce) && utf8.ValidString(j.Group)
 }
 
 // appendArgs appends args as encoding/json writes a map[string]interface{}: null when nil, else an

@@ -179,30 +179,36 @@ func (r *poolRun) jobs() *jobSet { return r.served.Load() }
 // registerTimeout bounds the writes a registration on a started pool needs before its heartbeat.
 const registerTimeout = 10 * time.Second
 
+// registration is what registerNames writes of a job name: its MaxConcurrency, KeyMaxWaiting and
+// group settings (rdb.GroupConf; "" for a name without GroupJob).
+type registration struct {
+	maxConcurrency, keyMaxWaiting uint
+	groupConf                     string
+}
+
 // registerNames writes to Redis what enqueuers and other pools need to know of the job names of s
-// that differ from what this pool wrote last (written: name -> [MaxConcurrency, KeyMaxWaiting]):
-// that the name is known, and its limits.
-func (r *poolRun) registerNames(ctx context.Context, s *jobSet, written map[string][2]uint) error {
-	var names []string
+// that differ from what this pool wrote last (written): that the name is known, and its limits.
+func (r *poolRun) registerNames(ctx context.Context, s *jobSet, written map[string]registration) error {
+	var names, confs []string
 	var maxc, keyMax []uint
 	for _, name := range s.names {
 		jt := s.jobTypes[name]
-		v := [2]uint{jt.MaxConcurrency, jt.KeyMaxWaiting}
+		v := registration{jt.MaxConcurrency, jt.KeyMaxWaiting, jt.groupConf}
 		if w, ok := written[name]; ok && w == v {
 			continue
 		}
-		names, maxc, keyMax = append(names, name), append(maxc, v[0]), append(keyMax, v[1])
+		names, maxc, keyMax, confs = append(names, name), append(maxc, v.maxConcurrency), append(keyMax, v.keyMaxWaiting), append(confs, v.groupConf)
 	}
 	if len(names) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
-	if err := r.wp.store.RegisterPool(ctx, names, maxc, keyMax); err != nil {
+	if err := r.wp.store.RegisterPool(ctx, names, maxc, keyMax, confs); err != nil {
 		return err
 	}
 	for i, name := range names {
-		written[name] = [2]uint{maxc[i], keyMax[i]}
+		written[name] = registration{maxc[i], keyMax[i], confs[i]}
 	}
 	return nil
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/workqueue/work/internal/rdb"
 )
 
-// requeuer is the pool's one timer of due work, gocraft/work's requeuer grown to four sources (the
+// requeuer is the pool's one timer of due work, gocraft/work's requeuer grown to five sources (the
 // dueSources below): scheduled jobs and retries, which it moves to the back of their own queues;
-// batches whose status expired, which it drops from the batch index; and run-time schedules, which
-// it hands to the scheduler (schedulesDue). It runs when something is due, not on a clock: the
+// batches whose status expired, which it drops from the batch index; run-time schedules, which it
+// hands to the scheduler (schedulesDue); and groups of grouped jobs whose time came, which it
+// flushes into calls (group.go). It runs when something is due, not on a clock: the
 // dueAlarm it waits on is set by every look at Redis (a fetcher scan, a heartbeat, which say when the
 // earliest member is due), by an Enqueuer's scheduled job and this pool's own retries, by the
 // scheduler and the periodic enqueuer, and by each pass, which reports the next. So an idle pool
@@ -52,6 +53,7 @@ const (
 	dueRetries                      // retries and snoozed jobs: to their queues
 	dueBatchExpiry                  // batches whose status expired: out of the batch index
 	dueSchedules                    // buckets of run-time schedules: the scheduler fires them
+	dueGroups                       // groups of grouped jobs: flushed into calls
 	dueSources
 )
 
@@ -61,6 +63,7 @@ var duePlaces = [dueSources]rdb.Place{
 	dueRetries:     rdb.Retry,
 	dueBatchExpiry: rdb.BatchesExpiry,
 	dueSchedules:   rdb.SchedulesDue,
+	dueGroups:      rdb.GroupsDue,
 }
 
 // dueAlarm is when the pool wants its next pass over due work: anything that learns when something
@@ -178,6 +181,12 @@ func (q *requeuer) once() (bool, int64) {
 			default:
 			}
 			continue
+		case dueGroups:
+			more = more || len(members) == requeueBatch
+			if err := q.flushGroups(members); err != nil {
+				return false, -1
+			}
+			continue
 		case dueBatchExpiry:
 			more = more || len(members) == requeueBatch
 			// Batches whose status expired leave the batch index.
@@ -230,4 +239,27 @@ func (q *requeuer) once() (bool, int64) {
 		}
 	}
 	return more, nextIn
+}
+
+// flushGroupsAtOnce is how many due groups one script flushes: each may push many calls.
+const flushGroupsAtOnce = 100
+
+// flushGroups flushes due groups into calls (see Store.FlushGroups).
+func (q *requeuer) flushGroups(members [][]byte) error {
+	for len(members) > 0 {
+		n := min(len(members), flushGroupsAtOnce)
+		_, _, skipped, err := q.store.FlushGroups(q.ctx, members[:n], seconds(groupDefaultDelay))
+		if err != nil {
+			if q.ctx.Err() == nil {
+				q.logger.Error("work: flushing due groups", "err", err)
+				q.alarm.in(time.Second)
+			}
+			return err
+		}
+		if skipped > 0 {
+			q.logger.Error("work: groups left waiting: a key of their job name holds another type", "groups", skipped)
+		}
+		members = members[n:]
+	}
+	return nil
 }

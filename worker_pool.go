@@ -158,7 +158,8 @@ type jobType struct {
 	Name string
 	JobOptions
 	handler     boundHandler
-	receivesCtx bool // the handler has a context.Context parameter
+	receivesCtx bool   // the handler has a context.Context parameter
+	groupConf   string // the group settings of a GroupJob name (rdb.GroupConf); "" for others
 }
 
 // NewWorkerPool creates a new worker pool. ctx should be a struct literal whose type will be used for
@@ -251,6 +252,11 @@ func (wp *WorkerPool) Job(name string, fn interface{}) *WorkerPool {
 // additional options such as a job's priority, retry count, and whether to send dead jobs to the dead
 // job queue or trash them. It panics on a Priority above 100000.
 func (wp *WorkerPool) JobWithOptions(name string, jobOpts JobOptions, fn interface{}) *WorkerPool {
+	return wp.register(name, jobOpts, fn, "")
+}
+
+// register is JobWithOptions for a name with the given group settings ("" for none: see GroupJob).
+func (wp *WorkerPool) register(name string, jobOpts JobOptions, fn interface{}, groupConf string) *WorkerPool {
 	if err := checkJobName(name); err != nil {
 		panic(err.Error())
 	}
@@ -267,7 +273,8 @@ func (wp *WorkerPool) JobWithOptions(name string, jobOpts JobOptions, fn interfa
 	wp.reg.mu.Lock()
 	defer wp.reg.mu.Unlock()
 	wp.reg.checkKeyedSuffix(name)
-	wp.reg.jobTypes[name] = &jobType{Name: name, JobOptions: jobOpts, handler: h, receivesCtx: receivesContext(fn)}
+	wp.reg.jobTypes[name] = &jobType{Name: name, JobOptions: jobOpts, handler: h, receivesCtx: receivesContext(fn),
+		groupConf: groupConf}
 	wp.reg.needsCtx = wp.reg.needsCtx || usesCtx
 	wp.reg.changed()
 	return wp

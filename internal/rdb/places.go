@@ -23,6 +23,7 @@ const (
 	placeKeyedQueue
 	placeKeyedInProgress
 	placeKeyedWaiting
+	placeGroupsDue
 )
 
 // The sorted sets of the layout.
@@ -35,6 +36,8 @@ var (
 	// SchedulesDue stands for the due buckets of run-time schedules (<ns>:schedules:due and its
 	// buckets): a due-work source, not one key.
 	SchedulesDue = Place{kind: placeSchedulesDue}
+	// GroupsDue is <ns>:groups_due, groups of grouped jobs by the time they are due.
+	GroupsDue = Place{kind: placeGroupsDue}
 )
 
 // Queue is the queue of a job name: <ns>:jobs:<name>.
@@ -83,6 +86,8 @@ func (k Keyspace) place(p Place) string {
 		return k.KeyedInProgress(p.name, p.other)
 	case placeKeyedWaiting:
 		return k.KeyedWaiting(p.name)
+	case placeGroupsDue:
+		return k.GroupsDue()
 	}
 	panic("rdb: the zero Place has no key")
 }

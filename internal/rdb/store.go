@@ -863,9 +863,10 @@ func (s *Store) SchedulePeriodic(ctx context.Context, scores []int64, payloads [
 	return n, err
 }
 
-// RegisterPool writes, at pool start, the names the pool serves, their MaxConcurrency and their
-// KeyMaxWaiting (which enqueuers read from the name's keyed meta hash; 0 removes it).
-func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency, keyMaxWaiting []uint) error {
+// RegisterPool writes, at pool start, the names the pool serves, their MaxConcurrency, their
+// KeyMaxWaiting (which enqueuers read from the name's keyed meta hash; 0 removes it) and their group
+// settings (GroupConf, which enqueuers and flushes read from the group conf hash; "" removes them).
+func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency, keyMaxWaiting []uint, groupConf []string) error {
 	return s.do(ctx, func(c redis.Conn) error {
 		for i, name := range names {
 			c.Send("SADD", s.Ks.KnownJobs(), name)
@@ -874,6 +875,11 @@ func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency
 				c.Send("HSET", s.Ks.keyedMeta(name), "max_waiting", keyMaxWaiting[i])
 			} else {
 				c.Send("HDEL", s.Ks.keyedMeta(name), "max_waiting")
+			}
+			if groupConf[i] != "" {
+				c.Send("HSET", s.Ks.GroupConf(), name, groupConf[i])
+			} else {
+				c.Send("HDEL", s.Ks.GroupConf(), name)
 			}
 		}
 		_, err := c.Do("")
@@ -887,16 +893,16 @@ type ScanResult struct {
 	NonEmpty []string // the ids of the queues looked at that hold jobs (a job name, or keyedQueueID of it)
 }
 
-// scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry), and
+// scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry, groups_due), and
 // scanKeysPerName how many keys per job name: its queue, and its keyed jobs' ready and delayed keys.
 const (
-	scanSets        = 3
+	scanSets        = 4
 	scanKeysPerName = 3
 )
 
 // scanArgs appends the keys scan (lua/lib/scan.lua) reads for the given job names.
 func (s *Store) scanArgs(args []interface{}, names []string) []interface{} {
-	args = append(args, s.Ks.Scheduled(), s.Ks.Retry(), s.Ks.BatchesExpiry())
+	args = append(args, s.Ks.Scheduled(), s.Ks.Retry(), s.Ks.BatchesExpiry(), s.Ks.GroupsDue())
 	for _, name := range names {
 		args = append(args, s.Ks.Jobs(name), s.Ks.KeyedReady(name), s.Ks.keyedDelayed(name))
 	}

@@ -1,0 +1,40 @@
+-- Adds a job to its group (lib/groups.lua): the job waits at the tail of the group's list, stamped
+-- with its arrival; while the list holds the name's max size or more, a flush makes a call job of
+-- the oldest ones; then the group's entry in the due index says when the rest is due.
+--
+-- keys: 5
+-- uses: keychecks, keyed, groups
+--
+-- KEYS[1] the group's list (<ns>:group:<name>:{<group>}); KEYS[2] group_conf hash; KEYS[3]
+--   groups_due sorted set; KEYS[4] known_jobs set; KEYS[5] group_seq counter
+-- ARGV[1] the job's payload; ARGV[2] job name; ARGV[3] group key; ARGV[4] the namespace's prefix
+--   (<ns>:); ARGV[5] wake-up channel; ARGV[6] due channel; ARGV[7] seconds a group of a name with no
+--   conf waits after its first job
+--
+-- Returns {calls pushed, jobs left waiting in the group}.
+-- Errors: WRONGTYPE naming a key of another type; nothing is written then.
+
+local name, group, prefix = ARGV[2], ARGV[3], ARGV[4]
+local defaultDelay = tonumber(ARGV[7])
+for i, want in ipairs({'list', 'hash', 'zset', 'set', 'string'}) do
+  if not isType(KEYS[i], want) then
+    return redis.error_reply('WRONGTYPE the key ' .. KEYS[i] .. ' holds another type; nothing was queued')
+  end
+end
+local t = redis.call('time')
+local now = tonumber(t[1])
+local conf = groupConf(KEYS[2], name)
+local size = conf and conf.size or 0
+if size > 0 and redis.call('llen', KEYS[1]) + 1 >= size then
+  local why = groupCheck(prefix, name, group)
+  if why then return redis.error_reply('WRONGTYPE ' .. why .. '; nothing was queued') end
+end
+local n = redis.call('rpush', KEYS[1], (now * 1000 + math.floor(tonumber(t[2]) / 1000)) .. ' ' .. ARGV[1])
+redis.call('sadd', KEYS[4], name)
+local calls = 0
+while size > 0 and n >= size do
+  n = n - groupFlush(prefix, name, group, KEYS[1], size, now, KEYS[5], ARGV[5])
+  calls = calls + 1
+end
+groupIndex(KEYS[3], name .. '\n' .. group, KEYS[1], conf, defaultDelay, ARGV[6])
+return {calls, n}
