@@ -93,6 +93,9 @@ func checkGroupEnqueue(opts EnqueueOptions, scheduled bool) error {
 	return nil
 }
 
+// seconds rounds a duration up to whole seconds, the unit groups are timed in.
+func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
 // enqueueGrouped is the step of a grouped job: into its group, which a full size flushes at once.
 func (e *Enqueuer) enqueueGrouped(job *Job) (*Job, int64, error) {
 	raw, err := job.serialize()
