@@ -244,32 +244,13 @@ func (o *outboxRun) run(col int) (map[string]float64, error) {
 	}); err != nil {
 		return nil, err
 	}
-	// Latency: commit → handler start (and, for work, commit → in Redis).
-	if err := phase(func(q txQueue, db *pgxpool.Pool) error {
-		commits := &commitTimes{}
-		var lat latencies
-		stop, err := q.startConsumer(ctx, func(seq int64) { lat.add(commits.since(seq)) })
-		if err != nil {
-			return err
-		}
-		time.Sleep(o.b.settle)
-		txs, err := o.paced(ctx, q, db, commits)
-		waitFor(&lat, txs, 30*time.Second)
-		stop()
-		if err != nil {
-			return err
-		}
-		m["lat.tx_s"] = float64(txs) / o.cfg.duration.Seconds()
-		m["lat.start_p50"], m["lat.start_p99"] = lat.pct(0.50), lat.pct(0.99)
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if col == 0 {
-		if err := phase(func(q txQueue, db *pgxpool.Pool) error {
+	// Latency: commit → handler start, and for work commit → in Redis (River has no such step).
+	// watch starts what sees each job (a consumer, or a reader of the Redis queue) at the paced load.
+	latency := func(prefix string, watch func(q txQueue, seen func(int64)) (func(), error)) error {
+		return phase(func(q txQueue, db *pgxpool.Pool) error {
 			commits := &commitTimes{}
 			var lat latencies
-			stop, err := q.queued(ctx, func(seq int64) { lat.add(commits.since(seq)) })
+			stop, err := watch(q, func(seq int64) { lat.add(commits.since(seq)) })
 			if err != nil {
 				return err
 			}
@@ -280,13 +261,19 @@ func (o *outboxRun) run(col int) (map[string]float64, error) {
 			if err != nil {
 				return err
 			}
-			m["lat.redis_p50"], m["lat.redis_p99"] = lat.pct(0.50), lat.pct(0.99)
+			m["lat.tx_s"] = float64(txs) / o.cfg.duration.Seconds()
+			m[prefix+"_p50"], m[prefix+"_p99"] = lat.pct(0.50), lat.pct(0.99)
 			return nil
-		}); err != nil {
+		})
+	}
+	if err := latency("lat.start", func(q txQueue, seen func(int64)) (func(), error) { return q.startConsumer(ctx, seen) }); err != nil {
+		return nil, err
+	}
+	m["lat.redis_p50"], m["lat.redis_p99"] = nan(), nan()
+	if col == 0 {
+		if err := latency("lat.redis", func(q txQueue, seen func(int64)) (func(), error) { return q.queued(ctx, seen) }); err != nil {
 			return nil, err
 		}
-	} else {
-		m["lat.redis_p50"], m["lat.redis_p99"] = nan(), nan()
 	}
 	return m, nil
 }

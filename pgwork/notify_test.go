@@ -62,17 +62,7 @@ func TestNotifyEveryBoundsTheNotifications(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := 0
-	for {
-		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		_, err := conn.WaitForNotification(wctx)
-		cancel()
-		if err != nil {
-			break
-		}
-		got++
-	}
-	if got != 1 {
+	if got := drainNotifications(ctx, conn); got != 1 {
 		t.Errorf("%d notifications for 50 enqueues within NotifyEvery, want 1", got)
 	}
 	every := MustNew(Config{Outbox: "quiet_outbox", NotifyEvery: -1})
@@ -81,18 +71,22 @@ func TestNotifyEveryBoundsTheNotifications(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got = 0
+	// PostgreSQL folds identical notifications of one transaction, not of three.
+	if got := drainNotifications(ctx, conn); got != 3 {
+		t.Errorf("%d notifications for 3 enqueues with NotifyEvery < 0, want 3", got)
+	}
+}
+
+// drainNotifications counts the notifications conn receives until none comes for 300 ms.
+func drainNotifications(ctx context.Context, conn *pgx.Conn) int {
+	got := 0
 	for {
 		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		_, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil {
-			break
+			return got
 		}
 		got++
-	}
-	// PostgreSQL folds identical notifications of one transaction, not of three.
-	if got != 3 {
-		t.Errorf("%d notifications for 3 enqueues with NotifyEvery < 0, want 3", got)
 	}
 }
