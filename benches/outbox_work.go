@@ -103,4 +103,3 @@ func (w *workTxQueue) queued(ctx context.Context, seen func(int64)) (func(), err
 }
 
 func (w *workTxQueue) close() { w.redis.Close() }
-
