@@ -140,6 +140,8 @@ func (s *Server) getEndpoint(name string) (http.HandlerFunc, bool) {
 		return s.apiBacklogs, true
 	case "debounced":
 		return s.apiDebounced, true
+	case "groups":
+		return s.apiGroups, true
 	}
 	return nil, false
 }

@@ -29,6 +29,7 @@ var fuzzGetPaths = []string{
 	"/key_stats", "/keys/", "/key/", "/ui/keys",
 	"/schedules", "/schedule", "/ui/schedules",
 	"/backlogs",
+	"/groups", "/ui/groups",
 }
 
 // layoutScript is the one script element of every page: the UI's own, loaded from a file, relative
@@ -176,6 +177,10 @@ func newFuzzServer(tb testing.TB) *Server {
 		tb.Fatal(err)
 	}
 	rdo(tb, pool, "HSET", key("backlogs"), "<junk>", fuzzEvil)
+	// A group whose job name and key are HTML.
+	if _, err := e.EnqueueWith(evilJob.Name, work.Q{"html": fuzzEvil}, work.EnqueueOptions{Group: fuzzEvil}); err != nil {
+		tb.Fatal(err)
+	}
 	rdo(tb, pool, "SADD", key("known_jobs"), fuzzBrokenKeyedName)
 	rdo(tb, pool, "HSET", key("keyed:"+fuzzBrokenKeyedName+":meta"), "waiting", 1)
 	rdo(tb, pool, "SET", key("keyed:"+fuzzBrokenKeyedName+":waiting"), fuzzEvil)

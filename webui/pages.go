@@ -24,7 +24,7 @@ import (
 var assets embed.FS
 
 // pageNames are the pages under ui/ ("" is the overview).
-var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "keyed", "keys", "schedules", "debounced", "notfound"}
+var pageNames = []string{"overview", "queues", "workers", "jobs", "job", "periodic", "batches", "batch", "keyed", "keys", "schedules", "debounced", "groups", "notfound"}
 
 // pageSet holds one template per page, each the layout with the page's content.
 type pageSet struct{ t map[string]*template.Template }
@@ -245,6 +245,9 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 	case "debounced":
 		tmpl, title = "debounced", "Debounced"
 		content, err = s.debounced()
+	case "groups":
+		tmpl, title = "groups", "Groups"
+		content, err = s.groups()
 	case "scheduled", "retry", "dead":
 		tmpl, title = "jobs", map[string]string{"scheduled": "Scheduled jobs", "retry": "Retry jobs", "dead": "Dead jobs"}[name]
 		content, err = s.jobList(r, work.JobState(name))

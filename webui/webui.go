@@ -1,6 +1,7 @@
 // Package webui serves a web UI and a JSON API to watch and manage the jobs of a namespace: queues,
 // worker pools and busy workers, throughput, the scheduled, retry and dead sets, batches, the keys of
-// keyed jobs, schedules, the pending bursts of debounced enqueues, and the backlogs that relays report.
+// keyed jobs, schedules, the pending bursts of debounced enqueues, the groups of grouped jobs, and the
+// backlogs that relays report.
 //
 // The JSON API is gocraft/work's, path for path: GET /queues, /worker_pools, /busy_workers,
 // /retry_jobs?page=N, /scheduled_jobs?page=N and /dead_jobs?page=N (the last three answer
@@ -11,8 +12,9 @@
 // /periodic_jobs, /batches?page=N ({"count":N,"batches":[...]}, newest first), /batch/<id>,
 // /key_stats, /keys/<name>?page=N ({"count":N,"keys":[...]}, busiest first),
 // /key/<name>?key=KEY, /schedules?cursor=C&count=N&prefix=P&stored_only=1 (a work.SchedulePage),
-// /schedule?id=ID (with its next_ticks), /backlogs (the work.Backlog of each source) and /debounced
-// (the work.PendingBurst of each burst), and POST /pause_queue/<name>, /unpause_queue/<name>,
+// /schedule?id=ID (with its next_ticks), /backlogs (the work.Backlog of each source), /debounced
+// (the work.PendingBurst of each burst) and /groups?name=NAME (the work.GroupInfo of each group with
+// jobs waiting, of every name without name), and POST /pause_queue/<name>, /unpause_queue/<name>,
 // /cancel_job/<job_id> (409 when the job is not running), /pause_key/<name>?key=KEY,
 // /unpause_key/<name>?key=KEY, /set_key_limits/<name>?key=KEY&concurrency=N&rate=N/DURATION&weight=N&max_waiting=N,
 // /clear_key_limits/<name>?key=KEY, /pause_schedule?id=ID, /resume_schedule?id=ID,

@@ -1,8 +1,8 @@
 // Command work inspects and manages the jobs of a namespace from a terminal: queue and throughput
 // statistics, enqueueing, the scheduled, retry and dead sets, pausing queues, finding a job by ID
 // with its record, batches, the keys of keyed jobs, cancelling a running job, the periodic jobs,
-// schedules, the pending bursts of debounced enqueues, moving or editing a waiting job, a live view,
-// and the web UI.
+// schedules, the pending bursts of debounced enqueues, moving or editing a waiting job, the groups of
+// grouped jobs, a live view, and the web UI.
 //
 //	work stats                                  totals and the last hour's throughput
 //	work queues                                 every queue: size, latency, in flight, paused
@@ -30,6 +30,7 @@
 //	work debounced                              the pending bursts of debounced enqueues, soonest first
 //	work reschedule ID TIME|+DURATION           move a scheduled or retry job to another time
 //	work replace-args ID JSON                   give a scheduled or retry job other args
+//	work groups [NAME]                          the groups of grouped jobs with jobs waiting, by next flush
 //	work watch [--interval 2s] [--count N]      a live view, refreshed until Ctrl-C
 //	work ui [--listen 127.0.0.1:5040]           serve the web UI
 //
@@ -258,6 +259,7 @@ WORK_REDIS_TLS_CA, WORK_REDIS_TLS_CERT and WORK_REDIS_TLS_KEY those of --tls-ca,
 		a.debouncedCommand(),
 		a.rescheduleCommand(),
 		a.replaceArgsCommand(),
+		a.groupsCommand(),
 		a.watchCommand(),
 		a.uiCommand(),
 	)

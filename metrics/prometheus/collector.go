@@ -7,7 +7,8 @@
 //     process runs by what became of them, and times them, per job name;
 //   - at every scrape it reads the namespace from Redis through work.Client: queue sizes and latencies,
 //     paused queues, the scheduled, retry and dead sets, worker pools and busy or idle workers, the
-//     pending bursts of debounced enqueues, and the backlogs that relays report.
+//     pending bursts of debounced enqueues, the groups of grouped jobs, and the backlogs that relays
+//     report.
 //
 // Registering it is one line, and wiring the pool another:
 //
@@ -60,6 +61,14 @@
 //	work_debounced_oldest_seconds{job_name}   how long the oldest of them has been open (since its
 //	                                          first enqueue): a burst that keeps growing up to its
 //	                                          MaxWait, or one without a MaxWait, shows here
+//
+// Grouped jobs (EnqueueOptions.Group), per job name with a group that has jobs waiting, as
+// Client.Groups lists them: there is no label per group key, whose number has no bound:
+//
+//	work_group_jobs{job_name}                 jobs waiting in groups, over all groups
+//	work_groups{job_name}                     groups with jobs waiting
+//	work_group_oldest_seconds{job_name}       age of the oldest job waiting in a group: one far past
+//	                                          the name's MaxDelay means no running pool flushes them
 //
 // Backlogs that relays report (Enqueuer.ReportBacklog): jobs waiting in another store, such as a
 // transactional outbox, to be enqueued into the namespace, per source:
@@ -147,6 +156,10 @@ type Collector struct {
 
 	debouncedPending *prometheus.Desc
 	debouncedOldest  *prometheus.Desc
+
+	groupJobs   *prometheus.Desc
+	groups      *prometheus.Desc
+	groupOldest *prometheus.Desc
 }
 
 // NewCollector returns a Collector for the namespace, reading Redis through pool at scrape time.
@@ -218,6 +231,10 @@ func NewCollector(namespace string, pool *redis.Pool, opts ...Option) *Collector
 
 		debouncedPending: desc("debounced_pending", "Bursts of debounced enqueues of a job name whose job has not run yet.", "job_name"),
 		debouncedOldest:  desc("debounced_oldest_seconds", "Time since the first enqueue of the oldest pending burst of a job name.", "job_name"),
+
+		groupJobs:   desc("group_jobs", "Jobs of a job name waiting in groups to be flushed into calls.", "job_name"),
+		groups:      desc("groups", "Groups of a job name with jobs waiting.", "job_name"),
+		groupOldest: desc("group_oldest_seconds", "Age of the oldest job of a job name waiting in a group.", "job_name"),
 	}
 	return c
 }
@@ -253,7 +270,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.queueJobs, c.queueLatency, c.queuePaused, c.scheduledJobs,
 		c.retryJobs, c.deadJobs, c.workerPools, c.workers, c.jobsRunning, c.deadTrimmed, c.scrapeSuccess,
 		c.keyedJobsWaiting, c.keyedKeysWaiting, c.keyedKeysRunning, c.keyedLargest, c.keyedKeysPaused,
-		c.backlogJobs, c.backlogOldestAge, c.backlogReportAge, c.debouncedPending, c.debouncedOldest} {
+		c.backlogJobs, c.backlogOldestAge, c.backlogReportAge, c.debouncedPending, c.debouncedOldest,
+		c.groupJobs, c.groups, c.groupOldest} {
 		ch <- d
 	}
 }
@@ -382,6 +400,27 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for name, n := range pending {
 			gauge(c.debouncedPending, float64(n), name)
 			gauge(c.debouncedOldest, max(now.Sub(oldest[name]), 0).Seconds(), name)
+		}
+	}
+
+	if groups, err := c.client.Groups(""); err != nil {
+		ok = false
+	} else {
+		now := time.Now()
+		jobs, count, oldest := map[string]int64{}, map[string]int{}, map[string]time.Time{}
+		for _, g := range groups {
+			jobs[g.Name] += g.Size
+			count[g.Name]++
+			if o := oldest[g.Name]; !g.Oldest.IsZero() && (o.IsZero() || g.Oldest.Before(o)) {
+				oldest[g.Name] = g.Oldest
+			}
+		}
+		for name, n := range count {
+			gauge(c.groupJobs, float64(jobs[name]), name)
+			gauge(c.groups, float64(n), name)
+			if o := oldest[name]; !o.IsZero() {
+				gauge(c.groupOldest, max(now.Sub(o), 0).Seconds(), name)
+			}
 		}
 	}
 

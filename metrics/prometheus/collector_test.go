@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -572,4 +573,87 @@ func TestCollectorDebouncedBursts(t *testing.T) {
 		t.Error("a job name with no burst pending is still exported")
 	}
 	within("work_debounced_pending", "reindex", 2, 2)
+}
+
+func TestCollectorGroups(t *testing.T) {
+	pool := testPool(t)
+	ns := testNamespace(t, pool)
+	_, srv := serve(t, workprom.NewCollector(ns, pool))
+	nsl := "namespace=" + ns
+
+	// No group with jobs: no group series.
+	if body := scrapeText(t, srv); strings.Contains(body, "work_group_jobs{") || strings.Contains(body, "work_groups{") {
+		t.Errorf("group series with no group:\n%s", body)
+	}
+
+	e := work.NewEnqueuer(ns, pool)
+	enqueue := func(name, group string, n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if _, err := e.EnqueueWith(name, work.Q{"i": i}, work.EnqueueOptions{Group: group}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	enqueue("digest", "user-1", 3)
+	enqueue("digest", "user-2", 2)
+	enqueue("export", "tenant-9", 1)
+	// The oldest job of user-2 arrived two minutes ago (an enqueue always stamps the present).
+	head := ns + ":group:digest:{user-2}"
+	conn := pool.Get()
+	raw, err := redis.String(conn.Do("LINDEX", head, 0))
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, payload, _ := strings.Cut(raw, " ")
+	do(t, pool, "LSET", head, 0, strconv.FormatInt(time.Now().Add(-2*time.Minute).UnixMilli(), 10)+" "+payload)
+
+	body := scrapeText(t, srv)
+	for _, help := range []string{
+		"# HELP work_group_jobs Jobs of a job name waiting in groups to be flushed into calls.",
+		"# TYPE work_group_jobs gauge",
+		"# TYPE work_groups gauge",
+		"# TYPE work_group_oldest_seconds gauge",
+	} {
+		if !strings.Contains(body, help) {
+			t.Errorf("exposition lacks %q", help)
+		}
+	}
+	fams := parse(t, body)
+	within := func(name, job string, lo, hi float64) {
+		t.Helper()
+		v, ok := value(fams, name, "job_name="+job, nsl)
+		if !ok || v < lo || v > hi {
+			t.Errorf("%s{job_name=%q} = %v (present %v), want %v to %v", name, job, v, ok, lo, hi)
+		}
+	}
+	within("work_group_jobs", "digest", 5, 5)
+	within("work_groups", "digest", 2, 2)
+	within("work_group_oldest_seconds", "digest", 120, 130)
+	within("work_group_jobs", "export", 1, 1)
+	within("work_groups", "export", 1, 1)
+	within("work_group_oldest_seconds", "export", 0, 10)
+	if v, _ := value(fams, "work_scrape_success", nsl); v != 1 {
+		t.Errorf("work_scrape_success = %v", v)
+	}
+
+	// A name whose groups were all flushed leaves the exposition: once a started pool has set a
+	// MaxDelay of a second, the next enqueue makes the export group due.
+	wp := work.NewWorkerPool(struct{}{}, 1, ns, pool).GroupJob("export", work.GroupOptions{MaxDelay: time.Second}, func([]*work.Job) error { return nil })
+	wp.Start()
+	defer wp.Stop()
+	enqueue("export", "tenant-9", 1)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		fams = scrape(t, srv)
+		if _, ok := value(fams, "work_group_jobs", "job_name=export"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a job name with no group waiting is still exported")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	within("work_group_jobs", "digest", 5, 5)
 }
