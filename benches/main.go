@@ -6,7 +6,9 @@
 //
 // The keyed, millionkeys and fairness workloads compare variants of their own (work's keyed jobs
 // against its unkeyed ones and asynq's) rather than the libraries. The longjobs workload times jobs
-// of seconds on several pools against the ideal makespan of each shape.
+// of seconds on several pools against the ideal makespan of each shape. The groups workload compares
+// work's grouped jobs with its unkeyed ones and asynq's aggregation, and its debounced enqueues with
+// plain ones.
 //
 // The soak workload (-workloads soak) runs work alone, for a long time, and exits with status 1 when
 // something it keeps in Redis, or the pools' heap or goroutines, keeps growing.
@@ -29,7 +31,7 @@ import (
 	"time"
 )
 
-var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness", "longjobs", "schedules", "outbox"}
+var allWorkloads = []string{"burn", "million", "manynames", "latency", "idle", "enqueue", "crash", "keyed", "millionkeys", "fairness", "longjobs", "schedules", "outbox", "groups"}
 
 const defaultWorkloads = "burn,manynames,latency,idle,enqueue,crash"
 
@@ -101,6 +103,7 @@ func main() {
 	lcfg := declareLongFlags()
 	sf := declareScheduleFlags()
 	ocfg := declareOutboxFlags()
+	gcfg := declareGroupsFlags()
 	flag.Parse()
 	if *rounds < 1 || *millionRounds < 1 || *idleRounds < 1 {
 		fmt.Fprintln(os.Stderr, "benches: rounds must be at least 1")
@@ -186,8 +189,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
 		os.Exit(2)
 	}
-	if (selected["keyed"] || selected["millionkeys"] || selected["fairness"]) && !contains(libNames, "work") {
-		fmt.Fprintln(os.Stderr, "benches: the keyed, millionkeys and fairness workloads need work among -libs")
+	if (selected["keyed"] || selected["millionkeys"] || selected["fairness"] || selected["groups"]) && !contains(libNames, "work") {
+		fmt.Fprintln(os.Stderr, "benches: the keyed, millionkeys, fairness and groups workloads need work among -libs")
 		os.Exit(2)
 	}
 	kcfg, fcfg, err := kf.configs(*n, *rounds)
@@ -201,6 +204,10 @@ func main() {
 		os.Exit(2)
 	}
 	if err := ocfg.check(*rounds); selected["outbox"] && err != nil {
+		fmt.Fprintln(os.Stderr, "benches:", err)
+		os.Exit(2)
+	}
+	if err := gcfg.check(*rounds); selected["groups"] && err != nil {
 		fmt.Fprintln(os.Stderr, "benches:", err)
 		os.Exit(2)
 	}
@@ -387,6 +394,9 @@ func main() {
 		c, stopPG := b.outboxCase(ocfg)
 		defer stopPG()
 		cases = append(cases, c)
+	}
+	if selected["groups"] {
+		cases = append(cases, b.groupsCases(gcfg)...)
 	}
 
 	rep.loadStart = loadAverage()
