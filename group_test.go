@@ -44,14 +44,6 @@ func (r *groupCalls) get() [][]int64 {
 	return append([][]int64(nil), r.calls...)
 }
 
-func (r *groupCalls) total() int {
-	n := 0
-	for _, c := range r.get() {
-		n += len(c)
-	}
-	return n
-}
-
 // enqueueGroup enqueues jobs with v = from..to into group g of name.
 func enqueueGroup(t *testing.T, e *Enqueuer, name, g string, from, to int) {
 	t.Helper()

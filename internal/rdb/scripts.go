@@ -85,11 +85,10 @@ var (
 	rescheduleScript = loadScript("reschedule")
 )
 
-// The enqueue scripts of a job given its ID by the caller, each wrapped by lua/with_job_id.lua
-// (loaded there, with loadScript("with_job_id") standing for the wrapper alone), so that enqueueing
-// the same ID twice makes one job.
+// The enqueue scripts of a job given its ID by the caller, each wrapped by lua/with_job_id.lua, so
+// that enqueueing the same ID twice makes one job. lua/enqueue_one.lua and lua/dead_letter.lua are
+// used only so.
 var (
-	withJobIDScript     = loadScript("with_job_id")
 	enqueueOneWithID    = loadWithJobID("enqueue_one")
 	enqueueUniqueWithID = loadWithJobID("enqueue_unique")
 	enqueueKeyedWithID  = loadWithJobID("enqueue_keyed")
