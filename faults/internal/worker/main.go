@@ -28,6 +28,17 @@
 //	<ledger>:callback_runs  hash  "<batch>|<name>" -> runs of the callback's handler
 //	<ledger>:callback_jobs  set   "<batch>|<name>|<job ID>"   one member per callback job enqueued
 //
+// -groups registers grouped-job handlers (WorkerPool.GroupJob): "name=<max size>:<max delay s>:<grace
+// s>,...". Each call records, with the call job's ID and a run token random per handler run:
+//
+//	<ledger>:calls     hash  "<call ID>|<run token>" -> "<job name>|<group>|<pid>|<k>,<k>,..."
+//	                                                    written as the handler starts
+//	<ledger>:calls_ok  set   "<call ID>|<run token>"   runs whose handler then returned nil
+//
+// and adds its members' tracking keys to <ledger>:done before it marks the run in calls_ok. A call
+// works for the longest "ms" of its members. A call rerun (its worker killed before the ack) has the
+// same call ID and a new run token.
+//
 // On SIGTERM or SIGINT the pool is stopped with StopContext and a deadline of -stop-timeout; jobs
 // still running then go back to their queue. SIGKILL just kills it.
 package main
@@ -69,6 +80,7 @@ func main() {
 	callbacks := flag.String("callbacks", "", "batch callback job names, comma-separated")
 	keyConcurrency := flag.String("key-concurrency", "", "JobOptions.KeyConcurrency per job name: name=n,...")
 	timeline := flag.Bool("timeline", false, "record when each run ends too (<ledger>:ends)")
+	groups := flag.String("groups", "", "grouped-job names: name=maxsize:maxdelay:grace (seconds),...")
 	flag.Parse()
 
 	var level slog.Level
@@ -151,6 +163,9 @@ func main() {
 	}
 	opts := work.JobOptions{MaxFails: *maxFails, Backoff: func(*work.Job) int64 { return *backoff }}
 	for _, name := range strings.Split(*names, ",") {
+		if name == "" {
+			continue
+		}
 		o := opts
 		o.KeyConcurrency = limits[name]
 		wp.JobWithOptions(name, o, handler)
@@ -167,6 +182,13 @@ func main() {
 		}
 		for _, name := range strings.Split(*callbacks, ",") {
 			wp.JobWithOptions(name, opts, callback)
+		}
+	}
+
+	if *groups != "" {
+		if err := registerGroups(wp, pool, *groups, *ledger, pid, opts); err != nil {
+			fmt.Fprintf(os.Stderr, "-groups: %v\n", err)
+			os.Exit(2)
 		}
 	}
 
@@ -201,6 +223,63 @@ func record(c context.Context, pool *redis.Pool, cmd string, args ...interface{}
 		}
 		wait = min(2*wait, 500*time.Millisecond)
 	}
+}
+
+// callKey carries the call job into its group handler's context, which only gets the members.
+type callKey struct{}
+
+// registerGroups registers the GroupJob handlers of spec (see -groups).
+func registerGroups(wp *work.WorkerPool, pool *redis.Pool, spec, ledger, pid string, opts work.JobOptions) error {
+	callsKey, okKey, doneKey := ledger+":calls", ledger+":calls_ok", ledger+":done"
+	wp.Middleware(func(c context.Context, job *work.Job, next work.NextMiddlewareContextFunc) error {
+		return next(context.WithValue(c, callKey{}, job))
+	})
+	handler := func(c context.Context, jobs []*work.Job) error {
+		call, _ := c.Value(callKey{}).(*work.Job)
+		if call == nil {
+			return errors.New("no call job in the context")
+		}
+		run := call.ID + "|" + token()
+		keys := make([]string, len(jobs))
+		var ms float64
+		for i, j := range jobs {
+			keys[i] = j.ArgString("k")
+			if v, ok := j.Args["ms"].(float64); ok {
+				ms = max(ms, v)
+			}
+		}
+		if err := record(c, pool, "HSET", callsKey, run, call.Name+"|"+call.Group+"|"+pid+"|"+strings.Join(keys, ",")); err != nil {
+			return err
+		}
+		if ms > 0 {
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-c.Done():
+				return c.Err()
+			}
+		}
+		if err := record(c, pool, "SADD", redis.Args{doneKey}.AddFlat(keys)...); err != nil {
+			return err
+		}
+		return record(c, pool, "SADD", okKey, run)
+	}
+	for _, f := range strings.Split(spec, ",") {
+		name, v, _ := strings.Cut(f, "=")
+		var n [3]int64
+		parts := strings.Split(v, ":")
+		if len(parts) != 3 {
+			return fmt.Errorf("%q: want name=maxsize:maxdelay:grace", f)
+		}
+		for i, p := range parts {
+			var err error
+			if n[i], err = strconv.ParseInt(p, 10, 64); err != nil {
+				return fmt.Errorf("%q: %w", f, err)
+			}
+		}
+		wp.GroupJob(name, work.GroupOptions{MaxSize: int(n[0]), MaxDelay: time.Duration(n[1]) * time.Second,
+			Grace: time.Duration(n[2]) * time.Second, JobOptions: opts}, handler)
+	}
+	return nil
 }
 
 func token() string {
