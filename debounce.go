@@ -1,9 +1,10 @@
 package work
 
 import (
-	"context"
 	"fmt"
 	"time"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // Debounce makes an enqueue part of a burst: the enqueues of one job name and debounce ID become
@@ -89,8 +90,18 @@ func (e *Enqueuer) enqueueDebounced(job *Job, d *Debounce) (*Job, int64, error) 
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := e.store.EnqueueDebounced(context.Background(), e.replicaWait(), job.Name, job.Debounce, raw,
-		d.Window.Milliseconds(), d.MaxWait.Milliseconds(), d.KeepFirst)
+	// Through the shared write, as plain pushes: concurrent enqueues share round trips.
+	p := pendingPushes.Get().(*pendingPush)
+	p.Push = rdb.Push{Name: job.Name, Payload: raw, Debounce: &rdb.DebounceSpec{ID: job.Debounce,
+		WindowMs: d.Window.Milliseconds(), MaxWaitMs: d.MaxWait.Milliseconds(), KeepFirst: d.KeepFirst}}
+	e.write(p)
+	reply, err := p.Reply, p.Err
+	p.Push = rdb.Push{}
+	pendingPushes.Put(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := rdb.DebounceReply(reply)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -102,8 +102,14 @@ func (e *Enqueuer) enqueueGrouped(job *Job) (*Job, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if _, _, err := e.store.AddToGroup(context.Background(), e.replicaWait(), job.Name, job.Group, raw,
-		seconds(groupDefaultDelay)); err != nil {
+	// Through the shared write, as plain pushes: concurrent enqueues share round trips.
+	p := pendingPushes.Get().(*pendingPush)
+	p.Push = rdb.Push{Name: job.Name, Payload: raw, Group: job.Group, GroupDefaultDelay: seconds(groupDefaultDelay)}
+	e.write(p)
+	err = p.Err
+	p.Push = rdb.Push{}
+	pendingPushes.Put(p)
+	if err != nil {
 		return nil, 0, err
 	}
 	return job, 0, nil

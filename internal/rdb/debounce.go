@@ -27,30 +27,32 @@ type DebounceResult struct {
 	Count   int64 // enqueues in the burst so far
 }
 
-// EnqueueDebounced runs debounceScript for one enqueue of the burst (name, id); window and maxWait
-// in ms.
-func (s *Store) EnqueueDebounced(ctx context.Context, w ReplicaWait, name, id string, payload []byte, window, maxWait int64, keepFirst bool) (DebounceResult, error) {
+// debounceArgs are debounceScript's arguments for the debounced push p.
+func (s *Store) debounceArgs(p *Push) []interface{} {
+	d := p.Debounce
 	keep := ""
-	if keepFirst {
+	if d.KeepFirst {
 		keep = "1"
 	}
+	return []interface{}{s.Ks.Debounce(p.Name, d.ID), s.Ks.Scheduled(), s.Ks.KnownJobs(), s.Ks.Debounces(),
+		p.Payload, d.WindowMs, d.MaxWaitMs, keep, p.Name, s.Ks.DueChannel(), debounceMember(p.Name, d.ID)}
+}
+
+// DebounceReply reads a debounced push's reply (Push.Reply).
+func DebounceReply(reply interface{}) (DebounceResult, error) {
 	var r DebounceResult
-	err := s.doWrite(ctx, w, func(c redis.Conn) error {
-		v, err := redis.Values(debounceScript.Do(c, s.Ks.Debounce(name, id), s.Ks.Scheduled(), s.Ks.KnownJobs(), s.Ks.Debounces(),
-			payload, window, maxWait, keep, name, s.Ks.DueChannel(), debounceMember(name, id)))
-		if err != nil {
-			return wrongType(err)
-		}
-		if len(v) != 4 {
-			return redis.Error("work: debounce: unexpected reply")
-		}
-		r.State, _ = redis.String(v[0], nil)
-		r.Payload, _ = redis.Bytes(v[1], nil)
-		r.RunAt, _ = redis.Int64(v[2], nil)
-		r.Count, _ = redis.Int64(v[3], nil)
-		return nil
-	})
-	return r, err
+	v, err := redis.Values(reply, nil)
+	if err != nil {
+		return r, err
+	}
+	if len(v) != 4 {
+		return r, redis.Error("work: debounce: unexpected reply")
+	}
+	r.State, _ = redis.String(v[0], nil)
+	r.Payload, _ = redis.Bytes(v[1], nil)
+	r.RunAt, _ = redis.Int64(v[2], nil)
+	r.Count, _ = redis.Int64(v[3], nil)
+	return r, nil
 }
 
 // PendingBurst is a burst whose job still waits in the scheduled set: when it began (Unix ms), the

@@ -35,23 +35,10 @@ func GroupConf(maxSize, maxDelay, grace int64) string {
 	return strconv.FormatInt(maxSize, 10) + " " + strconv.FormatInt(maxDelay, 10) + " " + strconv.FormatInt(grace, 10)
 }
 
-// AddToGroup adds payload, a job of name, to group (see groupAddScript); a group of a name without
-// settings is due defaultDelay seconds after its first job. It returns the calls it pushed and the
-// jobs left waiting in the group.
-func (s *Store) AddToGroup(ctx context.Context, w ReplicaWait, name, group string, payload []byte, defaultDelay int64) (calls, waiting int64, err error) {
-	err = s.doWrite(ctx, w, func(c redis.Conn) error {
-		r, err := redis.Int64s(groupAddScript.Do(c, s.Ks.Group(name, group), s.Ks.GroupConf(), s.Ks.GroupsDue(),
-			s.Ks.KnownJobs(), s.Ks.GroupSeq(), payload, name, group, s.Ks.P, s.Ks.WakeChannel(), s.Ks.DueChannel(), defaultDelay))
-		if err != nil {
-			return wrongType(err)
-		}
-		if len(r) != 2 {
-			return redis.Error("work: group add: unexpected reply")
-		}
-		calls, waiting = r[0], r[1]
-		return nil
-	})
-	return calls, waiting, err
+// groupAddArgs are groupAddScript's arguments for the grouped push p.
+func (s *Store) groupAddArgs(p *Push) []interface{} {
+	return []interface{}{s.Ks.Group(p.Name, p.Group), s.Ks.GroupConf(), s.Ks.GroupsDue(), s.Ks.KnownJobs(),
+		s.Ks.GroupSeq(), p.Payload, p.Name, p.Group, s.Ks.P, s.Ks.WakeChannel(), s.Ks.DueChannel(), p.GroupDefaultDelay}
 }
 
 // FlushGroups flushes the due groups among members of the due index (see groupFlushScript). It

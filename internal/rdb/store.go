@@ -173,9 +173,38 @@ type Push struct {
 	Payload  []byte
 	AddKnown bool // register the job name in known_jobs too
 	Publish  bool // send the wake-up with the push (the caller expects the queue to be empty, or nearly)
+	// Debounce makes the push a debounced enqueue (debounceScript), Group a grouped one
+	// (groupAddScript); Reply then holds the script's reply.
+	Debounce *DebounceSpec
+	Group    string
+	// GroupDefaultDelay is how many seconds a group of a name with no conf waits after its first job.
+	GroupDefaultDelay int64
 
-	N   int64
-	Err error
+	N     int64
+	Err   error
+	Reply interface{}
+}
+
+// DebounceSpec is a debounced push's burst and timing: the burst's ID, its window and maximum wait in
+// ms, and whether the first payload is kept.
+type DebounceSpec struct {
+	ID                  string
+	WindowMs, MaxWaitMs int64
+	KeepFirst           bool
+}
+
+// scripted returns the script and arguments of a push that runs a script (keyed, debounced or
+// grouped), and its error mapping; ok is false for a plain push.
+func (s *Store) scripted(p *Push) (sc *redis.Script, args []interface{}, mapErr func(error) error, ok bool) {
+	switch {
+	case p.Debounce != nil:
+		return debounceScript, s.debounceArgs(p), wrongType, true
+	case p.Group != "":
+		return groupAddScript, s.groupAddArgs(p), wrongType, true
+	case p.Key != "":
+		return enqueueKeyedScript, s.keyedPushArgs(p), func(err error) error { return keyedPushError(err, p) }, true
+	}
+	return nil, nil, nil, false
 }
 
 // EnqueueMany pushes payloads onto their queues in one pipelined round trip, registering job names
@@ -185,9 +214,9 @@ type Push struct {
 func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) {
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		for _, p := range pushes {
-			if p.Key != "" {
+			if sc, args, _, ok := s.scripted(p); ok {
 				// The script registers the name and wakes pools itself.
-				enqueueKeyedScript.SendHash(c, s.keyedPushArgs(p)...)
+				sc.SendHash(c, args...)
 				continue
 			}
 			if p.AddKnown {
@@ -214,22 +243,29 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 		at, late := 0, 0
 		var noScript []*Push
 		for _, p := range pushes {
-			if p.AddKnown && p.Key == "" {
+			_, _, mapErr, isScript := s.scripted(p)
+			if p.AddKnown && !isScript {
 				at++
 			}
 			if at >= len(r) {
 				return fmt.Errorf("work: enqueue: unexpected reply of %d elements", len(r))
 			}
-			p.N, p.Err = redis.Int64(r[at], nil)
-			at++
-			if p.Key != "" {
-				if re, ok := p.Err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
-					noScript = append(noScript, p)
-				} else {
-					p.Err = keyedPushError(p.Err, p)
+			if isScript {
+				p.Reply = r[at]
+				at++
+				if re, ok := p.Reply.(redis.Error); ok {
+					if strings.HasPrefix(string(re), "NOSCRIPT") {
+						noScript = append(noScript, p)
+					} else {
+						p.Err = mapErr(re)
+					}
+				} else if p.Key != "" && p.Debounce == nil && p.Group == "" {
+					p.N, p.Err = redis.Int64(p.Reply, nil)
 				}
 				continue
 			}
+			p.N, p.Err = redis.Int64(r[at], nil)
+			at++
 			if p.Publish {
 				at++
 			} else if p.Err == nil && p.N == 1 {
@@ -243,10 +279,16 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 			_, _ = c.Do("")
 		}
 		for _, p := range noScript {
-			// The server did not know the script yet (the first keyed push since it started): Do
+			// The server did not know the script yet (its first such push since it started): Do
 			// loads it.
-			p.N, p.Err = redis.Int64(enqueueKeyedScript.Do(c, s.keyedPushArgs(p)...))
-			p.Err = keyedPushError(p.Err, p)
+			sc, args, mapErr, _ := s.scripted(p)
+			p.Reply, p.Err = sc.Do(c, args...)
+			if p.Err == nil && p.Debounce == nil && p.Group == "" {
+				p.N, p.Err = redis.Int64(p.Reply, nil)
+			}
+			if p.Err != nil {
+				p.Err = mapErr(p.Err)
+			}
 		}
 		return nil
 	})

@@ -15,8 +15,8 @@
 --   ARGV[4] "1" to keep the first payload; ARGV[5] job name; ARGV[6] due channel; ARGV[7] the
 --   burst's member in the index (<name>\n<id>)
 --
--- Returns {state, pending payload, run-at second, enqueues in the burst}; state is "new",
--- "replaced" or "kept".
+-- Returns {state, the pending payload when it is not the new one (else ""), run-at second, enqueues in
+-- the burst}; state is "new", "replaced" or "kept".
 
 -- The scheduled set counts whole seconds: the run time is rounded up from the window's end, so that
 -- the job waits at least the window after the last enqueue, and down from the maximum wait's end,
@@ -25,34 +25,50 @@ local t = redis.call('time')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now = tonumber(t[1])
 local window, maxWait = tonumber(ARGV[2]), tonumber(ARGV[3])
-local h = redis.call('hmget', KEYS[1], 'member', 'first_ms', 'count')
-local member, first, count = h[1], tonumber(h[2]), tonumber(h[3])
-if not (member and first and redis.call('zscore', KEYS[2], member)) then
-  member, first, count = nil, nowMs, 0
+local h = redis.call('hmget', KEYS[1], 'member', 'first_ms', 'count', 'run_at')
+local member, first, count, oldRunAt = h[1], tonumber(h[2]), tonumber(h[3]), tonumber(h[4])
+if not (member and first and oldRunAt and redis.call('zscore', KEYS[2], member)) then
+  member, first, count, oldRunAt = nil, nowMs, 0, nil
 end
 local runAt = math.ceil((nowMs + window) / 1000)
 if maxWait > 0 then runAt = math.min(runAt, math.floor((first + maxWait) / 1000)) end
-local state = 'new'
-if member then
-  if ARGV[4] == '1' then
-    state = 'kept'
-  else
-    state = 'replaced'
-    redis.call('zrem', KEYS[2], member)
-    member = ARGV[1]
-  end
-else
-  member = ARGV[1]
-end
 count = count + 1
-redis.call('zadd', KEYS[2], runAt, member)
-redis.call('sadd', KEYS[3], ARGV[5])
-redis.call('hset', KEYS[1], 'member', member, 'first_ms', first, 'count', count, 'run_at', runAt,
-  'window_ms', window, 'max_wait_ms', maxWait)
--- The hash outlives its job's run by an hour, for the Client to tell. The index drops bursts whose
--- run was over an hour ago here (their hashes have expired), and those over sooner when read.
-redis.call('expire', KEYS[1], runAt - now + 3600)
-redis.call('zadd', KEYS[4], runAt, ARGV[7])
-redis.call('zremrangebyscore', KEYS[4], '-inf', now - 3600)
-redis.call('publish', ARGV[6], runAt)
-return {state, member, runAt, count}
+
+if not member then
+  -- A new burst.
+  redis.call('zadd', KEYS[2], runAt, ARGV[1])
+  redis.call('sadd', KEYS[3], ARGV[5])
+  redis.call('hset', KEYS[1], 'member', ARGV[1], 'first_ms', first, 'count', count, 'run_at', runAt,
+    'window_ms', window, 'max_wait_ms', maxWait)
+  -- The hash outlives its job's run by an hour, for the Client to tell. The index drops bursts
+  -- whose run was over an hour ago here (their hashes have expired), and those over sooner when read.
+  redis.call('expire', KEYS[1], runAt - now + 3600)
+  redis.call('zadd', KEYS[4], runAt, ARGV[7])
+  redis.call('zremrangebyscore', KEYS[4], '-inf', now - 3600)
+  redis.call('publish', ARGV[6], runAt)
+  return {'new', '', runAt, count}
+end
+
+-- A later enqueue of a pending burst: most often within the same second as the one before, so the
+-- run time, the hash's lifetime and the index stay as they are.
+local state = 'kept'
+if ARGV[4] ~= '1' then
+  state = 'replaced'
+  redis.call('zrem', KEYS[2], member)
+  redis.call('zadd', KEYS[2], runAt, ARGV[1])
+  redis.call('hset', KEYS[1], 'member', ARGV[1], 'count', count)
+elseif runAt ~= oldRunAt then
+  redis.call('zadd', KEYS[2], runAt, member)
+  redis.call('hset', KEYS[1], 'count', count)
+else
+  redis.call('hset', KEYS[1], 'count', count)
+end
+if runAt ~= oldRunAt then
+  redis.call('hset', KEYS[1], 'run_at', runAt, 'window_ms', window, 'max_wait_ms', maxWait)
+  redis.call('expire', KEYS[1], runAt - now + 3600)
+  redis.call('zadd', KEYS[4], runAt, ARGV[7])
+  -- A shorter window than the burst's before can make the job due sooner.
+  if runAt < oldRunAt then redis.call('publish', ARGV[6], runAt) end
+end
+if state == 'kept' then return {state, member, runAt, count} end
+return {state, '', runAt, count}
