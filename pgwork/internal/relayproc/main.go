@@ -19,6 +19,7 @@ import (
 	"math/rand"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,6 +39,7 @@ func main() {
 	concurrency := flag.Uint("concurrency", 4, "workers (-mode worker)")
 	deadPool := flag.Duration("dead-pool", 3*time.Second, "DeadPoolTimeout (-mode worker)")
 	poll := flag.Duration("poll", 250*time.Millisecond, "RelayOptions.PollInterval (-mode relay)")
+	deleteDelay := flag.Duration("delete-delay", 0, "a pause before the relay's delete (-mode relay)")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -52,7 +54,15 @@ func main() {
 		},
 	}
 	defer rp.Close()
-	db, err := pgxpool.New(ctx, *dsn)
+	cfg, err := pgxpool.ParseConfig(*dsn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if *deleteDelay > 0 {
+		cfg.ConnConfig.Tracer = delayDelete{*deleteDelay}
+	}
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -103,6 +113,20 @@ func runWorker(ctx context.Context, db *pgxpool.Pool, rp *redis.Pool, ns, ledger
 	<-ctx.Done()
 	wp.Stop()
 }
+
+// delayDelete pauses before the relay's DELETE of the rows it moved: the jobs are in Redis then, and
+// the rows not yet gone, the window that the job IDs make safe. Without the pause a pass is so
+// short that a kill at a random moment seldom lands in it.
+type delayDelete struct{ d time.Duration }
+
+func (t delayDelete) TraceQueryStart(ctx context.Context, _ *pgx.Conn, q pgx.TraceQueryStartData) context.Context {
+	if strings.HasPrefix(q.SQL, "DELETE FROM work_outbox ") {
+		time.Sleep(t.d)
+	}
+	return ctx
+}
+
+func (delayDelete) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 func incr(rp *redis.Pool, key, field string) error {
 	c := rp.Get()
