@@ -57,8 +57,6 @@ func (d *Debounce) check(opts EnqueueOptions) error {
 		bad = "a debounced job is unique in its burst already; it cannot be Unique"
 	case len(opts.After) > 0 || len(opts.AfterBatches) > 0 || opts.Track:
 		bad = "a debounced job cannot have dependencies or a record"
-	case opts.ID != "":
-		bad = "a debounced job's ID is the burst's; it cannot be given one"
 	}
 	if bad != "" {
 		return fmt.Errorf("%w: %s", ErrMalformedDebounce, bad)
@@ -84,17 +82,16 @@ func (d *Debounce) burstID(job *Job) string {
 
 // enqueueDebounced is the step of a debounced job: the burst's pending job is this one, or keeps
 // its args (KeepFirst). It returns the pending job and when it runs.
-func (e *Enqueuer) enqueueDebounced(job *Job, d *Debounce) (*Job, int64, error) {
+func (e *Enqueuer) enqueueDebounced(job *Job, d *Debounce, mark *rdb.JobIDMark) (*Job, int64, error) {
 	job.Debounce = d.burstID(job)
 	raw, err := job.serialize()
 	if err != nil {
 		return nil, 0, err
 	}
-	// Through the shared write, as plain pushes: concurrent enqueues share round trips.
 	p := pendingPushes.Get().(*pendingPush)
 	p.Push = rdb.Push{Name: job.Name, Payload: raw, Debounce: &rdb.DebounceSpec{ID: job.Debounce,
 		WindowMs: d.Window.Milliseconds(), MaxWaitMs: d.MaxWait.Milliseconds(), KeepFirst: d.KeepFirst}}
-	e.write(p)
+	e.writeScripted(p, mark)
 	reply, err := p.Reply, p.Err
 	p.Push = rdb.Push{}
 	pendingPushes.Put(p)

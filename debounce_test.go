@@ -217,7 +217,6 @@ func TestDebounceRefusesBadInput(t *testing.T) {
 		"with Unique":      {Debounce: &ok, Unique: true},
 		"with After":       {Debounce: &ok, After: []string{"abc"}},
 		"with Track":       {Debounce: &ok, Track: true},
-		"with an ID":       {Debounce: &ok, ID: "abc"},
 		"with UniqueBy":    {Debounce: &ok, UniqueBy: Q{"a": 1}},
 		"with AfterBatch":  {Debounce: &ok, AfterBatches: []string{"b"}},
 		"a malformed name": {Debounce: &ok},

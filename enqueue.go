@@ -278,9 +278,9 @@ func (e *Enqueuer) enqueue(jobName string, args map[string]interface{}, opts Enq
 	}
 	switch {
 	case opts.Group != "":
-		return e.enqueueGrouped(job)
+		return e.enqueueGrouped(job, mark)
 	case opts.Debounce != nil:
-		return e.enqueueDebounced(job, opts.Debounce)
+		return e.enqueueDebounced(job, opts.Debounce, mark)
 	case opts.Unique || opts.UniqueBy != nil:
 		return e.enqueueUnique(job, opts.UniqueBy, scheduled, runAt, mark)
 	case len(deps) > 0 || opts.Track:
@@ -460,7 +460,9 @@ func (e *Enqueuer) push(job *Job, raw []byte) (*Job, error) {
 func (e *Enqueuer) pushWithID(job *Job, raw []byte, mark rdb.JobIDMark) (*Job, error) {
 	var err error
 	if job.Key != "" {
-		err = e.store.EnqueueKeyedWithID(context.Background(), e.replicaWait(), &rdb.Push{Name: job.Name, Key: job.Key, Payload: raw}, mark)
+		p := &rdb.Push{Name: job.Name, Key: job.Key, Payload: raw}
+		e.store.PushWithID(context.Background(), e.replicaWait(), p, mark)
+		err = p.Err
 	} else {
 		err = e.store.EnqueueOneWithID(context.Background(), e.replicaWait(), job.Name, 0, raw, mark)
 	}
@@ -468,6 +470,16 @@ func (e *Enqueuer) pushWithID(job *Job, raw []byte, mark rdb.JobIDMark) (*Job, e
 		return nil, err
 	}
 	return job, nil
+}
+
+// writeScripted writes a push that runs a script (debounced, grouped): through the shared write,
+// so that concurrent enqueues share round trips, or with an ID's mark in a round trip of its own.
+func (e *Enqueuer) writeScripted(p *pendingPush, mark *rdb.JobIDMark) {
+	if mark != nil {
+		e.store.PushWithID(context.Background(), e.replicaWait(), &p.Push, *mark)
+		return
+	}
+	e.write(p)
 }
 
 // keptUp is the most jobs a push may find in its queue, its own included, for the next push of that

@@ -29,6 +29,8 @@ func TestEnqueueWithIDIsIdempotentForEveryKind(t *testing.T) {
 		"uniqueIn":  {Unique: true, At: time.Now().Add(time.Hour)},
 		"after":     {After: []string{dep.ID}},
 		"tracked":   {Track: true},
+		"debounced": {Debounce: &Debounce{ID: "burst", Window: time.Hour}},
+		"grouped":   {Group: "g"},
 	}
 	for kind, opts := range kinds {
 		id := NewJobID()
@@ -63,14 +65,17 @@ func TestEnqueueWithIDIsIdempotentForEveryKind(t *testing.T) {
 	if found != 1 {
 		t.Errorf("%d plain jobs stored, want 1", found)
 	}
-	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 2 {
-		t.Errorf("%d scheduled jobs, want 2 (scheduled, uniqueIn)", n)
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 3 {
+		t.Errorf("%d scheduled jobs, want 3 (scheduled, uniqueIn, debounced)", n)
 	}
 	if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "unique")); n != 1 {
 		t.Errorf("%d unique jobs queued, want 1", n)
 	}
 	if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "tracked")); n != 1 {
 		t.Errorf("%d tracked jobs queued, want 1", n)
+	}
+	if n := rInt(t, pool, "LLEN", bhvKey(ns, "group", "grouped", "{g}")); n != 1 {
+		t.Errorf("%d grouped jobs waiting, want 1", n)
 	}
 }
 

@@ -79,8 +79,6 @@ func checkGroupEnqueue(opts EnqueueOptions, scheduled bool) error {
 		bad = "a grouped job cannot be Unique"
 	case len(opts.After) > 0 || len(opts.AfterBatches) > 0 || opts.Track:
 		bad = "a grouped job cannot have dependencies or a record"
-	case opts.ID != "":
-		bad = "a grouped job cannot be given an ID"
 	case opts.Debounce != nil:
 		bad = "a grouped job cannot be debounced"
 	}
@@ -97,15 +95,14 @@ func checkGroupEnqueue(opts EnqueueOptions, scheduled bool) error {
 func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
 // enqueueGrouped is the step of a grouped job: into its group, which a full size flushes at once.
-func (e *Enqueuer) enqueueGrouped(job *Job) (*Job, int64, error) {
+func (e *Enqueuer) enqueueGrouped(job *Job, mark *rdb.JobIDMark) (*Job, int64, error) {
 	raw, err := job.serialize()
 	if err != nil {
 		return nil, 0, err
 	}
-	// Through the shared write, as plain pushes: concurrent enqueues share round trips.
 	p := pendingPushes.Get().(*pendingPush)
 	p.Push = rdb.Push{Name: job.Name, Payload: raw, Group: job.Group, GroupDefaultDelay: seconds(groupDefaultDelay)}
-	e.write(p)
+	e.writeScripted(p, mark)
 	err = p.Err
 	p.Push = rdb.Push{}
 	pendingPushes.Put(p)

@@ -299,7 +299,6 @@ func TestGroupRefusesBadInput(t *testing.T) {
 		"with UniqueBy": {Group: "g", UniqueBy: Q{"a": 1}},
 		"with After":    {Group: "g", After: []string{"abc"}},
 		"with Track":    {Group: "g", Track: true},
-		"with ID":       {Group: "g", ID: "abc"},
 		"with Debounce": {Group: "g", Debounce: &Debounce{Window: time.Second}},
 	}
 	for what, opts := range bad {

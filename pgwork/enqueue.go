@@ -152,6 +152,7 @@ type storedOptions struct {
 	Track                bool                   `json:"track,omitempty"`
 	KeepSeconds          float64                `json:"keep_seconds,omitempty"`
 	Debounce             *storedDebounce        `json:"debounce,omitempty"`
+	Group                string                 `json:"group,omitempty"`
 }
 
 type storedDebounce struct {
@@ -165,6 +166,7 @@ func storeOptions(o work.EnqueueOptions) storedOptions {
 	s := storedOptions{
 		Key: o.Key, Unique: o.Unique, UniqueBy: o.UniqueBy, After: o.After, AfterBatches: o.AfterBatches,
 		RunIfDependencyFails: o.RunIfDependencyFails, Track: o.Track, KeepSeconds: o.Keep.Seconds(),
+		Group: o.Group,
 	}
 	if !o.At.IsZero() {
 		at := o.At
@@ -181,7 +183,7 @@ func (s storedOptions) options(id string, idKeep time.Duration) work.EnqueueOpti
 		Key: s.Key, Unique: s.Unique, UniqueBy: s.UniqueBy, After: s.After, AfterBatches: s.AfterBatches,
 		RunIfDependencyFails: s.RunIfDependencyFails, Track: s.Track,
 		Keep: seconds(s.KeepSeconds),
-		ID:   id, IDKeep: idKeep,
+		ID:   id, IDKeep: idKeep, Group: s.Group,
 	}
 	if s.At != nil {
 		o.At = *s.At

@@ -439,6 +439,7 @@ func TestOptionsRoundTrip(t *testing.T) {
 		After: []string{"x"}, AfterBatches: []string{"b"}, RunIfDependencyFails: true, Track: true,
 		Keep: 90 * time.Second, ID: "id1", IDKeep: time.Minute,
 		Debounce: &work.Debounce{ID: "d", Window: 2 * time.Second, MaxWait: time.Minute, KeepFirst: true},
+		Group:    "g",
 	}
 	// Every field must be set above: a zero one would pass unseen.
 	v := reflect.ValueOf(in)

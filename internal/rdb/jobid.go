@@ -66,13 +66,35 @@ func (s *Store) EnqueueOneWithID(ctx context.Context, w ReplicaWait, name string
 	})
 }
 
-// EnqueueKeyedWithID queues a keyed job at the back of its key's queue, as EnqueueMany does, unless
-// a job was enqueued under m.ID while its mark lives (ErrJobIDTaken).
-func (s *Store) EnqueueKeyedWithID(ctx context.Context, w ReplicaWait, p *Push, m JobIDMark) error {
-	args := s.withJobID(1, s.keyedPushArgs(p), m)
-	return s.doWrite(ctx, w, func(c redis.Conn) error {
-		_, err := enqueueKeyedWithID.Do(c, args...)
-		return keyedPushError(jobIDError(err), p)
+// withJobIDScripts are the scripts a push may run (see scripted) with their key counts and their
+// wrapped variants.
+var withJobIDScripts = map[*redis.Script]struct {
+	keys    int
+	wrapped *redis.Script
+}{
+	enqueueKeyedScript: {1, enqueueKeyedWithID},
+	debounceScript:     {4, debounceWithID},
+	groupAddScript:     {5, groupAddWithID},
+}
+
+// PushWithID runs a keyed, debounced or grouped push as EnqueueMany does, in a round trip of its
+// own, unless a job was enqueued under m.ID while its mark lives (ErrJobIDTaken); p.Reply and p.Err
+// are set as EnqueueMany sets them.
+func (s *Store) PushWithID(ctx context.Context, w ReplicaWait, p *Push, m JobIDMark) {
+	sc, args, mapErr, ok := s.scripted(p)
+	if !ok {
+		p.Err = errors.New("work: PushWithID of a plain push")
+		return
+	}
+	ws := withJobIDScripts[sc]
+	args = s.withJobID(ws.keys, args, m)
+	p.Err = s.doWrite(ctx, w, func(c redis.Conn) error {
+		var err error
+		p.Reply, err = ws.wrapped.Do(c, args...)
+		if err = jobIDError(err); err != nil && err != ErrJobIDTaken {
+			err = mapErr(err)
+		}
+		return err
 	})
 }
 

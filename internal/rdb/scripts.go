@@ -94,6 +94,8 @@ var (
 	enqueueKeyedWithID  = loadWithJobID("enqueue_keyed")
 	enqueueAfterWithID  = loadWithJobID("enqueue_after")
 	deadLetterWithID    = loadWithJobID("dead_letter")
+	debounceWithID      = loadWithJobID("debounce")
+	groupAddWithID      = loadWithJobID("group_add")
 )
 
 // loadScript returns the script of lua/<name>.lua with its helpers (see scriptSource). It panics on a
