@@ -463,25 +463,12 @@ func TestCollectorBacklogs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	body := scrapeText(t, srv)
-	for _, help := range []string{
+	fams, within := scrapeGauges(t, srv, nsl, "source",
 		"# HELP work_backlog_jobs Jobs waiting in a source to be enqueued, as its relay last reported.",
 		"# TYPE work_backlog_jobs gauge",
 		"# TYPE work_backlog_oldest_age_seconds gauge",
 		"# TYPE work_backlog_report_age_seconds gauge",
-	} {
-		if !strings.Contains(body, help) {
-			t.Errorf("exposition lacks %q", help)
-		}
-	}
-	fams := parse(t, body)
-	within := func(name, source string, lo, hi float64) {
-		t.Helper()
-		v, ok := value(fams, name, "source="+source, nsl)
-		if !ok || v < lo || v > hi {
-			t.Errorf("%s{source=%q} = %v (present %v), want %v to %v", name, source, v, ok, lo, hi)
-		}
-	}
+	)
 	within("work_backlog_jobs", "postgres:work_outbox", 42, 42)
 	within("work_backlog_oldest_age_seconds", "postgres:work_outbox", 90, 91)
 	within("work_backlog_report_age_seconds", "postgres:work_outbox", 0, 10)
@@ -530,24 +517,11 @@ func TestCollectorDebouncedBursts(t *testing.T) {
 	// A burst that began two minutes ago (an enqueue always stamps the present).
 	do(t, pool, "HSET", ns+":debounce:reindex:{doc-1}", "first_ms", time.Now().Add(-2*time.Minute).UnixMilli())
 
-	body := scrapeText(t, srv)
-	for _, help := range []string{
+	fams, within := scrapeGauges(t, srv, nsl, "job_name",
 		"# HELP work_debounced_pending Bursts of debounced enqueues of a job name whose job has not run yet.",
 		"# TYPE work_debounced_pending gauge",
 		"# TYPE work_debounced_oldest_seconds gauge",
-	} {
-		if !strings.Contains(body, help) {
-			t.Errorf("exposition lacks %q", help)
-		}
-	}
-	fams := parse(t, body)
-	within := func(name, job string, lo, hi float64) {
-		t.Helper()
-		v, ok := value(fams, name, "job_name="+job, nsl)
-		if !ok || v < lo || v > hi {
-			t.Errorf("%s{job_name=%q} = %v (present %v), want %v to %v", name, job, v, ok, lo, hi)
-		}
-	}
+	)
 	within("work_debounced_pending", "reindex", 2, 2)
 	within("work_debounced_oldest_seconds", "reindex", 120, 130)
 	within("work_debounced_pending", "digest", 1, 1)
@@ -609,25 +583,12 @@ func TestCollectorGroups(t *testing.T) {
 	_, payload, _ := strings.Cut(raw, " ")
 	do(t, pool, "LSET", head, 0, strconv.FormatInt(time.Now().Add(-2*time.Minute).UnixMilli(), 10)+" "+payload)
 
-	body := scrapeText(t, srv)
-	for _, help := range []string{
+	fams, within := scrapeGauges(t, srv, nsl, "job_name",
 		"# HELP work_group_jobs Jobs of a job name waiting in groups to be flushed into calls.",
 		"# TYPE work_group_jobs gauge",
 		"# TYPE work_groups gauge",
 		"# TYPE work_group_oldest_seconds gauge",
-	} {
-		if !strings.Contains(body, help) {
-			t.Errorf("exposition lacks %q", help)
-		}
-	}
-	fams := parse(t, body)
-	within := func(name, job string, lo, hi float64) {
-		t.Helper()
-		v, ok := value(fams, name, "job_name="+job, nsl)
-		if !ok || v < lo || v > hi {
-			t.Errorf("%s{job_name=%q} = %v (present %v), want %v to %v", name, job, v, ok, lo, hi)
-		}
-	}
+	)
 	within("work_group_jobs", "digest", 5, 5)
 	within("work_groups", "digest", 2, 2)
 	within("work_group_oldest_seconds", "digest", 120, 130)
@@ -656,4 +617,25 @@ func TestCollectorGroups(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	within("work_group_jobs", "digest", 5, 5)
+}
+
+// scrapeGauges scrapes srv, checks that the exposition holds each of lines (HELP and TYPE lines), and
+// returns the families and a check that a gauge of the namespace (its label nsl) with the given label
+// value is within [lo, hi].
+func scrapeGauges(t *testing.T, srv *httptest.Server, nsl, label string, lines ...string) (map[string]*dto.MetricFamily, func(name, val string, lo, hi float64)) {
+	t.Helper()
+	body := scrapeText(t, srv)
+	for _, l := range lines {
+		if !strings.Contains(body, l) {
+			t.Errorf("exposition lacks %q", l)
+		}
+	}
+	fams := parse(t, body)
+	return fams, func(name, val string, lo, hi float64) {
+		t.Helper()
+		v, ok := value(fams, name, label+"="+val, nsl)
+		if !ok || v < lo || v > hi {
+			t.Errorf("%s{%s=%q} = %v (present %v), want %v to %v", name, label, val, v, ok, lo, hi)
+		}
+	}
 }
