@@ -337,8 +337,9 @@ func TestGroupRefusesBadInput(t *testing.T) {
 	}
 }
 
-// A group of a name no pool registered waits groupDefaultDelay after its first job; when due, a
-// pool flushes it.
+// A group of a name no pool registered waits groupDefaultDelay after its first job; the settings a
+// pool registers later apply to it (RegisterPool makes its groups due for a recheck), and a pool
+// flushes it when it is due under them.
 func TestGroupWithoutSettingsDueAfterDefaultDelay(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
@@ -353,10 +354,18 @@ func TestGroupWithoutSettingsDueAfterDefaultDelay(t *testing.T) {
 	if d := g.NextFlush.Sub(g.Oldest); d < groupDefaultDelay || d > groupDefaultDelay+time.Second {
 		t.Errorf("next flush %v after the oldest job, want %v (to the second)", d, groupDefaultDelay)
 	}
-	// Its time has come (set by hand): a pool that starts finds it in its first look and flushes it.
-	rInt(t, pool, "ZADD", bhvKey(ns, "groups_due"), time.Now().Unix()-1, "late\nx")
+	// A pool that registers settings for the name applies them to the group waiting already: with a
+	// MaxDelay of an hour it is due an hour after its oldest job, not at the default time.
+	regroup := NewWorkerPool(bhvCtx{}, 1, ns, pool).GroupJob("late", GroupOptions{MaxSize: 100, MaxDelay: time.Hour}, func([]*Job) error { return nil })
+	regroup.Start()
+	eventually(t, 10*time.Second, "the group indexed under the pool's settings", func() bool {
+		gs, err := c.Groups("late")
+		return err == nil && len(gs) == 1 && gs[0].NextFlush.Sub(gs[0].Oldest) > 50*time.Minute
+	})
+	regroup.Stop()
+	// With a MaxDelay of a second, the next pool flushes it at once.
 	calls := &groupCalls{}
-	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).GroupJob("late", GroupOptions{MaxSize: 100, MaxDelay: time.Hour}, calls.handler))
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).GroupJob("late", GroupOptions{MaxSize: 100, MaxDelay: time.Second}, calls.handler))
 	eventually(t, 10*time.Second, "a call", func() bool { return len(calls.get()) > 0 })
 	if got := calls.get(); fmt.Sprint(got) != "[[1 2]]" {
 		t.Errorf("calls %v, want one of both jobs", got)

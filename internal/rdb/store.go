@@ -910,6 +910,21 @@ func (s *Store) SchedulePeriodic(ctx context.Context, scores []int64, payloads [
 // settings (GroupConf, which enqueuers and flushes read from the group conf hash; "" removes them).
 func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency, keyMaxWaiting []uint, groupConf []string) error {
 	return s.do(ctx, func(c redis.Conn) error {
+		// Group settings that change (a deploy with another MaxDelay, or the first pool of a name
+		// whose groups waited without settings) apply to the groups waiting already: see regroup.
+		var changed []string
+		for i, name := range names {
+			if groupConf[i] == "" {
+				continue
+			}
+			old, err := redis.String(c.Do("HGET", s.Ks.GroupConf(), name))
+			if err != nil && err != redis.ErrNil {
+				return err
+			}
+			if old != groupConf[i] {
+				changed = append(changed, name)
+			}
+		}
 		for i, name := range names {
 			c.Send("SADD", s.Ks.KnownJobs(), name)
 			c.Send("SET", s.Ks.MaxConcurrency(name), maxConcurrency[i])
@@ -924,9 +939,53 @@ func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency
 				c.Send("HDEL", s.Ks.GroupConf(), name)
 			}
 		}
-		_, err := c.Do("")
-		return err
+		if _, err := c.Do(""); err != nil {
+			return err
+		}
+		for _, name := range changed {
+			if err := s.regroup(c, name); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+}
+
+// regroup makes the waiting groups of name due now in the due index, so that the next flush pass
+// recomputes their due times under the name's new settings (it flushes only the groups that are due
+// under them, and indexes the others again). An enqueue does not recompute a group's due time unless
+// the group's oldest or newest job changes it, so without this a group indexed under the old
+// settings would wait for its old time.
+func (s *Store) regroup(c redis.Conn, name string) error {
+	now, err := redis.Int64s(c.Do("TIME"))
+	if err != nil || len(now) != 2 {
+		return fmt.Errorf("work: regroup %s: TIME: %v", name, err)
+	}
+	match := strings.NewReplacer("*", "\\*", "?", "\\?", "[", "\\[", "]", "\\]", "\\", "\\\\").Replace(name) + "\n*"
+	cursor := "0"
+	for {
+		r, err := redis.Values(c.Do("ZSCAN", s.Ks.GroupsDue(), cursor, "MATCH", match, "COUNT", 1000))
+		if err != nil || len(r) != 2 {
+			return wrongType(err)
+		}
+		cursor, _ = redis.String(r[0], nil)
+		members, _ := redis.Strings(r[1], nil)
+		args := []interface{}{s.Ks.GroupsDue(), "XX"}
+		for i := 0; i+1 < len(members); i += 2 {
+			args = append(args, now[0], members[i])
+		}
+		if len(args) > 2 {
+			if _, err := c.Do("ZADD", args...); err != nil {
+				return err
+			}
+			if _, err := c.Do("PUBLISH", s.Ks.DueChannel(), now[0]); err != nil {
+				return err
+			}
+		}
+		if cursor == "0" {
+			return nil
+		}
+	}
 }
 
 // ScanResult is what a look at the namespace found (see lua/lib/scan.lua).

@@ -2,7 +2,8 @@
 -- call jobs of its group's jobs, up to the name's max size each, while the rest is due too (the
 -- grace after the newest job passed, say), at most 100 calls a group per run; the group is then
 -- indexed again by when its rest is due, or leaves the index when it is empty. A member no longer due
--- (flushed by another pool, or by an add that filled the group) is left alone.
+-- (flushed by another pool, or by an add that filled the group) is left alone; one whose group is not
+-- due under the name's current settings (a pool changed them: RegisterPool) is indexed again.
 --
 -- keys: 3
 -- uses: keychecks, keyed, groups
@@ -29,6 +30,9 @@ for i = 5, #ARGV do
       -- Left for a person to mend; looked at again in a minute rather than on every pass.
       redis.call('zadd', KEYS[1], now + 60, member)
       skipped = skipped + 1
+    elseif (groupDue(q, conf, defaultDelay) or 0) > now then
+      -- Not due under the name's settings now (they changed since it was indexed): index it again.
+      groupIndex(KEYS[1], member, q, conf, defaultDelay, ARGV[3])
     else
       local size = conf and conf.size or 0
       for _ = 1, 100 do
