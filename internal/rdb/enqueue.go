@@ -1,0 +1,221 @@
+package rdb
+
+// Enqueues: the pipelined push that concurrent Enqueue calls share (plain, keyed, debounced and
+// grouped jobs), the atomic batch, scheduled jobs and unique jobs.
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Push is one job of an enqueueMany call: its queue, payload and what to send with it, then the
+// outcome (the error of this job's push and, for an unkeyed job, the queue's length after it).
+type Push struct {
+	Name     string
+	Key      string // a keyed job's key: the push runs enqueueKeyedScript
+	Payload  []byte
+	AddKnown bool // register the job name in known_jobs too
+	Publish  bool // send the wake-up with the push (the caller expects the queue to be empty, or nearly)
+	// Debounce makes the push a debounced enqueue (debounceScript), Group a grouped one
+	// (groupAddScript); Reply then holds the script's reply.
+	Debounce *DebounceSpec
+	Group    string
+	// GroupDefaultDelay is how many seconds a group of a name with no conf waits after its first job.
+	GroupDefaultDelay int64
+
+	N     int64
+	Err   error
+	Reply interface{}
+}
+
+// DebounceSpec is a debounced push's burst and timing: the burst's ID, its window and maximum wait in
+// ms, and whether the first payload is kept.
+type DebounceSpec struct {
+	ID                  string
+	WindowMs, MaxWaitMs int64
+	KeepFirst           bool
+}
+
+// scripted returns the script and arguments of a push that runs a script (keyed, debounced or
+// grouped), and its error mapping; ok is false for a plain push.
+func (s *Store) scripted(p *Push) (sc *redis.Script, args []interface{}, mapErr func(error) error, ok bool) {
+	switch {
+	case p.Debounce != nil:
+		return debounceScript, s.debounceArgs(p), wrongType, true
+	case p.Group != "":
+		return groupAddScript, s.groupAddArgs(p), wrongType, true
+	case p.Key != "":
+		return enqueueKeyedScript, s.keyedPushArgs(p), func(err error) error { return keyedPushError(err, p) }, true
+	}
+	return nil, nil, nil, false
+}
+
+// EnqueueMany pushes payloads onto their queues in one pipelined round trip, registering job names
+// and waking idle pools: a push that finds its queue empty and did not send its wake-up along sends
+// it in a second round trip, shared by all such pushes. Each push gets its own outcome; an error of
+// the connection (or of the replicas' wait) is every push's.
+func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) {
+	err := s.doWrite(ctx, w, func(c redis.Conn) error {
+		for _, p := range pushes {
+			if sc, args, _, ok := s.scripted(p); ok {
+				// The script registers the name and wakes pools itself.
+				sc.SendHash(c, args...)
+				continue
+			}
+			if p.AddKnown {
+				c.Send("SADD", s.Ks.KnownJobs(), p.Name)
+			}
+			c.Send("LPUSH", s.Ks.Jobs(p.Name), p.Payload)
+			if p.Publish {
+				c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
+			}
+		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		if len(pushes) > 1 {
+			// Calls come concurrently: while Redis answers, let the runnable goroutines (callers
+			// making their next jobs) run, so that the reply is more often waiting when this one
+			// reads it, which saves parking and waking for it.
+			runtime.Gosched()
+		}
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		at, late := 0, 0
+		var noScript []*Push
+		for _, p := range pushes {
+			_, _, mapErr, isScript := s.scripted(p)
+			if p.AddKnown && !isScript {
+				at++
+			}
+			if at >= len(r) {
+				return fmt.Errorf("work: enqueue: unexpected reply of %d elements", len(r))
+			}
+			if isScript {
+				p.Reply = r[at]
+				at++
+				if re, ok := p.Reply.(redis.Error); ok {
+					if strings.HasPrefix(string(re), "NOSCRIPT") {
+						noScript = append(noScript, p)
+					} else {
+						p.Err = mapErr(re)
+					}
+				} else if p.Key != "" && p.Debounce == nil && p.Group == "" {
+					p.N, p.Err = redis.Int64(p.Reply, nil)
+				}
+				continue
+			}
+			p.N, p.Err = redis.Int64(r[at], nil)
+			at++
+			if p.Publish {
+				at++
+			} else if p.Err == nil && p.N == 1 {
+				c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
+				late++
+			}
+		}
+		if late > 0 {
+			// The jobs are queued whatever this reply says: without the wake-up, a pool's next look
+			// finds them.
+			_, _ = c.Do("")
+		}
+		for _, p := range noScript {
+			// The server did not know the script yet (its first such push since it started): Do
+			// loads it.
+			sc, args, mapErr, _ := s.scripted(p)
+			p.Reply, p.Err = sc.Do(c, args...)
+			if p.Err == nil && p.Debounce == nil && p.Group == "" {
+				p.N, p.Err = redis.Int64(p.Reply, nil)
+			}
+			if p.Err != nil {
+				p.Err = mapErr(p.Err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for _, p := range pushes {
+			if p.Err == nil {
+				p.Err = err
+			}
+		}
+	}
+}
+
+// EnqueueBatch pushes payloads onto their queues atomically, in one round trip: every queue key is
+// checked first, so the batch is either queued whole or refused; one LPUSH per job name, in the
+// given order, and a wake-up per job name.
+func (s *Store) EnqueueBatch(ctx context.Context, w ReplicaWait, names []string, payloads map[string][]interface{}, addKnown []string) error {
+	args := make([]interface{}, 0, 3+2*len(names))
+	args = append(args, 1+len(names), s.Ks.KnownJobs())
+	for _, name := range names {
+		args = append(args, s.Ks.Jobs(name))
+	}
+	args = append(args, s.Ks.WakeChannel())
+	for _, name := range names {
+		args = append(args, name, len(payloads[name]))
+	}
+	for _, name := range names {
+		args = append(args, payloads[name]...)
+	}
+	return s.doWrite(ctx, w, func(c redis.Conn) error {
+		_, err := enqueueBatchScript.Do(c, args...)
+		return err
+	})
+}
+
+// Schedule adds a payload to the scheduled set, and tells idle pools when it is due (they would
+// otherwise learn it at their next look, seconds later).
+func (s *Store) Schedule(ctx context.Context, w ReplicaWait, name string, runAt int64, payload []byte, addKnown bool) error {
+	return s.doWrite(ctx, w, func(c redis.Conn) error {
+		if addKnown {
+			c.Send("SADD", s.Ks.KnownJobs(), name)
+		}
+		c.Send("ZADD", s.Ks.Scheduled(), runAt, payload)
+		c.Send("PUBLISH", s.Ks.DueChannel(), runAt)
+		r, err := redis.Values(c.Do(""))
+		if err != nil {
+			return err
+		}
+		for _, v := range r {
+			if e, ok := v.(redis.Error); ok {
+				return e
+			}
+		}
+		return nil
+	})
+}
+
+// EnqueueUnique enqueues (runAt 0) or schedules a unique job. It reports whether the job was added.
+// With m non-nil it is idempotent by m.ID (ErrJobIDTaken, see EnqueueOneWithID); a duplicate by the
+// unique lock leaves the ID's mark too.
+func (s *Store) EnqueueUnique(ctx context.Context, w ReplicaWait, name, key, uniqueKey string, payload, lockValue []byte, runAt int64, ttl int64, m *JobIDMark) (bool, error) {
+	dest, score := s.Ks.Jobs(name), ""
+	if key != "" {
+		dest = s.Ks.KeyedQueue(name, key)
+	}
+	if runAt != 0 {
+		dest, score = s.Ks.Scheduled(), strconv.FormatInt(runAt, 10)
+	}
+	var res string
+	err := s.doWrite(ctx, w, func(c redis.Conn) error {
+		args := []interface{}{dest, uniqueKey, s.Ks.KnownJobs(),
+			payload, lockValue, score, name, s.Ks.WakeChannel(), ttl, s.Ks.DueChannel(), key, s.Ks.Keyed(name)}
+		var err error
+		if m != nil {
+			res, err = redis.String(enqueueUniqueWithID.Do(c, s.withJobID(3, args, *m)...))
+			err = jobIDError(err)
+		} else {
+			res, err = redis.String(enqueueUniqueScript.Do(c, args...))
+		}
+		return keyedError(err, []KeyedGroup{{Name: name, Key: key}})
+	})
+	return res == "ok", err
+}
