@@ -27,15 +27,22 @@ type DebounceResult struct {
 	Count   int64 // enqueues in the burst so far
 }
 
-// debounceArgs are debounceScript's arguments for the debounced push p.
-func (s *Store) debounceArgs(p *Push) []interface{} {
-	d := p.Debounce
-	keep := ""
-	if d.KeepFirst {
-		keep = "1"
+// debounceArgs are debounceScript's arguments for the debounced pushes ps.
+func (s *Store) debounceArgs(ps ...*Push) []interface{} {
+	args := make([]interface{}, 0, 1+3+len(ps)+1+6*len(ps))
+	args = append(args, 3+len(ps), s.Ks.Scheduled(), s.Ks.KnownJobs(), s.Ks.Debounces())
+	for _, p := range ps {
+		args = append(args, s.Ks.Debounce(p.Name, p.Debounce.ID))
 	}
-	return []interface{}{s.Ks.Debounce(p.Name, d.ID), s.Ks.Scheduled(), s.Ks.KnownJobs(), s.Ks.Debounces(),
-		p.Payload, d.WindowMs, d.MaxWaitMs, keep, p.Name, s.Ks.DueChannel(), debounceMember(p.Name, d.ID)}
+	args = append(args, s.Ks.DueChannel())
+	for _, p := range ps {
+		d, keep := p.Debounce, ""
+		if d.KeepFirst {
+			keep = "1"
+		}
+		args = append(args, p.Payload, d.WindowMs, d.MaxWaitMs, keep, p.Name, debounceMember(p.Name, d.ID))
+	}
+	return args
 }
 
 // DebounceReply reads a debounced push's reply (Push.Reply).

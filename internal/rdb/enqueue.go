@@ -5,6 +5,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -57,23 +58,45 @@ func (s *Store) scripted(p *Push) (sc *redis.Script, args []interface{}, mapErr 
 
 // EnqueueMany pushes payloads onto their queues in one pipelined round trip, registering job names
 // and waking idle pools: a push that finds its queue empty and did not send its wake-up along sends
-// it in a second round trip, shared by all such pushes. Each push gets its own outcome; an error of
-// the connection (or of the replicas' wait) is every push's.
+// it in a second round trip, shared by all such pushes. A keyed push runs its script; the debounced
+// pushes make one script call together, and so do the grouped ones. Each push gets its own outcome;
+// an error of the connection (or of the replicas' wait) is every push's.
 func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) {
+	var batches []*scriptBatch
+	debounced, grouped := &scriptBatch{sc: debounceScript, per: 4}, &scriptBatch{sc: groupAddScript, per: 2}
+	for _, p := range pushes {
+		switch {
+		case p.Debounce != nil:
+			debounced.pushes = append(debounced.pushes, p)
+		case p.Group != "":
+			grouped.pushes = append(grouped.pushes, p)
+		}
+	}
+	for _, b := range []*scriptBatch{debounced, grouped} {
+		if len(b.pushes) > 0 {
+			batches = append(batches, b)
+		}
+	}
+	batched := func(p *Push) bool { return p.Debounce != nil || p.Group != "" }
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		for _, p := range pushes {
-			if sc, args, _, ok := s.scripted(p); ok {
+			switch {
+			case batched(p):
+			case p.Key != "":
 				// The script registers the name and wakes pools itself.
-				sc.SendHash(c, args...)
-				continue
+				enqueueKeyedScript.SendHash(c, s.keyedPushArgs(p)...)
+			default:
+				if p.AddKnown {
+					c.Send("SADD", s.Ks.KnownJobs(), p.Name)
+				}
+				c.Send("LPUSH", s.Ks.Jobs(p.Name), p.Payload)
+				if p.Publish {
+					c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
+				}
 			}
-			if p.AddKnown {
-				c.Send("SADD", s.Ks.KnownJobs(), p.Name)
-			}
-			c.Send("LPUSH", s.Ks.Jobs(p.Name), p.Payload)
-			if p.Publish {
-				c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
-			}
+		}
+		for _, b := range batches {
+			b.sc.SendHash(c, s.batchArgs(b)...)
 		}
 		if err := c.Flush(); err != nil {
 			return err
@@ -88,54 +111,73 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 		if err != nil {
 			return err
 		}
-		at, late := 0, 0
+		next := func() (interface{}, error) {
+			if len(r) == 0 {
+				return nil, errors.New("work: enqueue: reply with too few elements")
+			}
+			v := r[0]
+			r = r[1:]
+			return v, nil
+		}
+		late := 0
 		var noScript []*Push
+		var noScriptBatches []*scriptBatch
 		for _, p := range pushes {
-			_, _, mapErr, isScript := s.scripted(p)
-			if p.AddKnown && !isScript {
-				at++
-			}
-			if at >= len(r) {
-				return fmt.Errorf("work: enqueue: unexpected reply of %d elements", len(r))
-			}
-			if isScript {
-				p.Reply = r[at]
-				at++
-				if re, ok := p.Reply.(redis.Error); ok {
-					if strings.HasPrefix(string(re), "NOSCRIPT") {
-						noScript = append(noScript, p)
-					} else {
-						p.Err = mapErr(re)
-					}
-				} else if p.Key != "" && p.Debounce == nil && p.Group == "" {
-					p.N, p.Err = redis.Int64(p.Reply, nil)
-				}
+			if batched(p) {
 				continue
 			}
-			p.N, p.Err = redis.Int64(r[at], nil)
-			at++
-			if p.Publish {
-				at++
-			} else if p.Err == nil && p.N == 1 {
+			if p.AddKnown && p.Key == "" {
+				if _, err := next(); err != nil {
+					return err
+				}
+			}
+			v, err := next()
+			if err != nil {
+				return err
+			}
+			if re, ok := v.(redis.Error); ok && p.Key != "" && strings.HasPrefix(string(re), "NOSCRIPT") {
+				noScript = append(noScript, p)
+				continue
+			}
+			p.N, p.Err = redis.Int64(v, nil)
+			switch {
+			case p.Key != "":
+				if p.Err != nil {
+					p.Err = keyedPushError(p.Err, p)
+				}
+			case p.Publish:
+				if _, err := next(); err != nil {
+					return err
+				}
+			case p.Err == nil && p.N == 1:
 				c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
 				late++
 			}
+		}
+		for _, b := range batches {
+			v, err := next()
+			if err != nil {
+				return err
+			}
+			if re, ok := v.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
+				noScriptBatches = append(noScriptBatches, b)
+				continue
+			}
+			b.replies(v, nil)
 		}
 		if late > 0 {
 			// The jobs are queued whatever this reply says: without the wake-up, a pool's next look
 			// finds them.
 			_, _ = c.Do("")
 		}
+		// A script the server did not know yet (its first such push since it started): Do loads it.
+		for _, b := range noScriptBatches {
+			b.replies(b.sc.Do(c, s.batchArgs(b)...))
+		}
 		for _, p := range noScript {
-			// The server did not know the script yet (its first such push since it started): Do
-			// loads it.
-			sc, args, mapErr, _ := s.scripted(p)
-			p.Reply, p.Err = sc.Do(c, args...)
-			if p.Err == nil && p.Debounce == nil && p.Group == "" {
-				p.N, p.Err = redis.Int64(p.Reply, nil)
-			}
+			p.N, p.Err = redis.Int64(enqueueKeyedScript.Do(c, s.keyedPushArgs(p)...))
 			if p.Err != nil {
-				p.Err = mapErr(p.Err)
+				p.Err = keyedPushError(p.Err, p)
 			}
 		}
 		return nil
@@ -146,6 +188,43 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 				p.Err = err
 			}
 		}
+	}
+}
+
+// scriptBatch is the pushes of one kind (debounced, or grouped) that make one call of their
+// script, whose reply has per values for each push, in order.
+type scriptBatch struct {
+	sc     *redis.Script
+	pushes []*Push
+	per    int
+}
+
+// batchArgs returns the arguments of b's script call.
+func (s *Store) batchArgs(b *scriptBatch) []interface{} {
+	if b.sc == debounceScript {
+		return s.debounceArgs(b.pushes...)
+	}
+	return s.groupAddArgs(b.pushes...)
+}
+
+// replies gives each push of b its part of the reply (or the call's error, or an error of its
+// reply's shape): a push whose part starts with an error fails with it.
+func (b *scriptBatch) replies(reply interface{}, err error) {
+	v, err := redis.Values(reply, err)
+	if err == nil && len(v) != b.per*len(b.pushes) {
+		err = fmt.Errorf("work: enqueue: unexpected reply of %d elements for %d jobs", len(v), len(b.pushes))
+	}
+	for i, p := range b.pushes {
+		if err != nil {
+			p.Err = wrongType(err)
+			continue
+		}
+		part := v[i*b.per : (i+1)*b.per : (i+1)*b.per]
+		if re, ok := part[0].(redis.Error); ok {
+			p.Err = wrongType(re)
+			continue
+		}
+		p.Reply = part
 	}
 }
 

@@ -21,7 +21,7 @@ func (k Keyspace) GroupsDue() string               { return k.P + "groups_due" }
 func (k Keyspace) GroupSeq() string                { return k.P + "group_seq" }
 
 var (
-	// groupAddScript adds a job to its group, flushing it when full: lua/group_add.lua.
+	// groupAddScript adds jobs to their groups, flushing each when full: lua/group_add.lua.
 	groupAddScript = loadScript("group_add")
 	// groupFlushScript flushes due groups: lua/group_flush.lua.
 	groupFlushScript = loadScript("group_flush")
@@ -35,10 +35,19 @@ func GroupConf(maxSize, maxDelay, grace int64) string {
 	return strconv.FormatInt(maxSize, 10) + " " + strconv.FormatInt(maxDelay, 10) + " " + strconv.FormatInt(grace, 10)
 }
 
-// groupAddArgs are groupAddScript's arguments for the grouped push p.
-func (s *Store) groupAddArgs(p *Push) []interface{} {
-	return []interface{}{s.Ks.Group(p.Name, p.Group), s.Ks.GroupConf(), s.Ks.GroupsDue(), s.Ks.KnownJobs(),
-		s.Ks.GroupSeq(), p.Payload, p.Name, p.Group, s.Ks.P, s.Ks.WakeChannel(), s.Ks.DueChannel(), p.GroupDefaultDelay}
+// groupAddArgs are groupAddScript's arguments for the grouped pushes ps (the default delay is the
+// first push's: an Enqueuer's pushes share it).
+func (s *Store) groupAddArgs(ps ...*Push) []interface{} {
+	args := make([]interface{}, 0, 1+4+len(ps)+4+3*len(ps))
+	args = append(args, 4+len(ps), s.Ks.GroupConf(), s.Ks.GroupsDue(), s.Ks.KnownJobs(), s.Ks.GroupSeq())
+	for _, p := range ps {
+		args = append(args, s.Ks.Group(p.Name, p.Group))
+	}
+	args = append(args, s.Ks.P, s.Ks.WakeChannel(), s.Ks.DueChannel(), ps[0].GroupDefaultDelay)
+	for _, p := range ps {
+		args = append(args, p.Payload, p.Name, p.Group)
+	}
+	return args
 }
 
 // FlushGroups flushes the due groups among members of the due index (see groupFlushScript). It

@@ -66,15 +66,15 @@ func (s *Store) EnqueueOneWithID(ctx context.Context, w ReplicaWait, name string
 	})
 }
 
-// withJobIDScripts are the scripts a push may run (see scripted) with their key counts and their
-// wrapped variants.
-var withJobIDScripts = map[*redis.Script]struct {
+// pushScripts are the scripts a push may run (see scripted) with their key counts (-1: they vary,
+// the count comes first) and their variants wrapped by lua/with_job_id.lua.
+var pushScripts = map[*redis.Script]struct {
 	keys    int
 	wrapped *redis.Script
 }{
 	enqueueKeyedScript: {1, enqueueKeyedWithID},
-	debounceScript:     {4, debounceWithID},
-	groupAddScript:     {5, groupAddWithID},
+	debounceScript:     {-1, debounceWithID},
+	groupAddScript:     {-1, groupAddWithID},
 }
 
 // PushWithID runs a keyed, debounced or grouped push as EnqueueMany does, in a round trip of its
@@ -86,7 +86,7 @@ func (s *Store) PushWithID(ctx context.Context, w ReplicaWait, p *Push, m JobIDM
 		p.Err = errors.New("work: PushWithID of a plain push")
 		return
 	}
-	ws := withJobIDScripts[sc]
+	ws := pushScripts[sc]
 	args = s.withJobID(ws.keys, args, m)
 	p.Err = s.doWrite(ctx, w, func(c redis.Conn) error {
 		var err error

@@ -79,7 +79,7 @@ var (
 	scheduleCommitScript = loadScript("schedule_commit")
 	// scheduleControlScript deletes or pauses a schedule: lua/schedule_control.lua.
 	scheduleControlScript = loadScript("schedule_control")
-	// debounceScript enqueues a job of a burst, replacing the burst's pending job: lua/debounce.lua.
+	// debounceScript enqueues jobs of bursts, each replacing its burst's pending job: lua/debounce.lua.
 	debounceScript = loadScript("debounce")
 	// rescheduleScript replaces a scheduled or retry member by hand: lua/reschedule.lua.
 	rescheduleScript = loadScript("reschedule")

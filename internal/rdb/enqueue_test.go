@@ -1,0 +1,107 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/workqueue/work/internal/redistest"
+)
+
+// TestEnqueueManySharesOneScriptCallPerKind: the debounced pushes of one EnqueueMany make one call
+// of their script, as do its grouped ones, and each push still gets its own reply or error: a push
+// whose key is of another type fails alone. The first round starts with no script loaded, so the
+// calls are answered NOSCRIPT and sent again; the second finds them loaded.
+func TestEnqueueManySharesOneScriptCallPerKind(t *testing.T) {
+	pool := newTestPool(t)
+	s := NewStore(redistest.Namespace(t, pool, "rdb-each"), PoolBackend(pool))
+	conn := pool.Get()
+	defer conn.Close()
+	if _, err := conn.Do("SET", s.Ks.Debounce("mail", "bad"), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Do("SET", s.Ks.Group("digest", "bad"), "x"); err != nil {
+		t.Fatal(err)
+	}
+	debounce := func(id, payload string) *Push {
+		return &Push{Name: "mail", Payload: []byte(payload), Debounce: &DebounceSpec{ID: id, WindowMs: 60000}}
+	}
+	group := func(g, payload string) *Push {
+		return &Push{Name: "digest", Payload: []byte(payload), Group: g, GroupDefaultDelay: 60}
+	}
+	for round, flush := range []bool{true, false} {
+		if flush {
+			if _, err := conn.Do("SCRIPT", "FLUSH"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a1, a2, b, bad := debounce("a", fmt.Sprintf(`{"a1":%d}`, round)), debounce("a", fmt.Sprintf(`{"a2":%d}`, round)),
+			debounce("b", `{"b":1}`), debounce("bad", `{"bad":1}`)
+		g1, g2, gBad := group("g", `{"g1":1}`), group("g", `{"g2":1}`), group("bad", `{"g3":1}`)
+		plain := &Push{Name: "plain", Payload: []byte(`{"p":1}`)}
+		s.EnqueueMany(context.Background(), ReplicaWait{}, []*Push{a1, g1, plain, a2, bad, g2, b, gBad})
+
+		wantStates := map[*Push]string{a1: "new", a2: "replaced", b: "new"}
+		if round == 1 {
+			wantStates[a1], wantStates[b] = "replaced", "replaced"
+		}
+		for p, want := range wantStates {
+			if p.Err != nil {
+				t.Fatalf("round %d: debounced push %s: %v", round, p.Payload, p.Err)
+			}
+			r, err := DebounceReply(p.Reply)
+			if err != nil || r.State != want {
+				t.Errorf("round %d: debounced push %s: state %q (%v), want %q", round, p.Payload, r.State, err, want)
+			}
+		}
+		for i, p := range []*Push{g1, g2} {
+			v, err := redis.Int64s(p.Reply, p.Err)
+			if want := int64(2*round + i + 1); err != nil || len(v) != 2 || v[1] != want {
+				t.Errorf("round %d: grouped push %d: reply %v (%v), want %d jobs waiting", round, i, v, err, want)
+			}
+		}
+		for _, p := range []*Push{bad, gBad} {
+			if !errors.Is(p.Err, ErrWrongType) {
+				t.Errorf("round %d: push %s onto a key of another type: err %v, want ErrWrongType", round, p.Payload, p.Err)
+			}
+		}
+		if plain.Err != nil || plain.N != int64(round+1) {
+			t.Errorf("round %d: plain push: n %d err %v", round, plain.N, plain.Err)
+		}
+	}
+	// A push alone in its call fails alone too.
+	for _, p := range []*Push{debounce("bad", `{"alone":1}`), group("bad", `{"alone":2}`)} {
+		s.EnqueueMany(context.Background(), ReplicaWait{}, []*Push{p})
+		if !errors.Is(p.Err, ErrWrongType) {
+			t.Errorf("push %s alone onto a key of another type: err %v, want ErrWrongType", p.Payload, p.Err)
+		}
+	}
+	// With a job ID, a refused push leaves no mark, so the ID may be tried again.
+	for i, p := range []*Push{debounce("bad", `{"id":1}`), group("bad", `{"id":2}`)} {
+		m := JobIDMark{ID: fmt.Sprintf("refused-%d", i), KeepSeconds: 60}
+		s.PushWithID(context.Background(), ReplicaWait{}, p, m)
+		if !errors.Is(p.Err, ErrWrongType) {
+			t.Errorf("push %s with an ID onto a key of another type: err %v, want ErrWrongType", p.Payload, p.Err)
+		}
+		if n, err := redis.Int(conn.Do("EXISTS", s.Ks.JobIDMark(m.ID))); err != nil || n != 0 {
+			t.Errorf("push %s with an ID was refused but left its mark (%d, %v)", p.Payload, n, err)
+		}
+	}
+	// One pending job per burst, with the last payload; the groups hold their four jobs.
+	members, err := redis.Strings(conn.Do("ZRANGE", s.Ks.Scheduled(), 0, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(members) != 2 || members[0] != `{"a2":1}` && members[1] != `{"a2":1}` {
+		t.Errorf("scheduled set %q, want the burst a's last payload and b's", members)
+	}
+	if n, err := redis.Int(conn.Do("LLEN", s.Ks.Group("digest", "g"))); err != nil || n != 4 {
+		t.Errorf("group g holds %d jobs (%v), want 4", n, err)
+	}
+	if v, err := redis.String(conn.Do("GET", s.Ks.Debounce("mail", "bad"))); err != nil || v != "x" {
+		t.Errorf("the key of another type was changed: %q %v", v, err)
+	}
+}
