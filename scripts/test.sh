@@ -133,10 +133,14 @@ start_postgres WORK_TEST_POSTGRES
 echo "test postgres: $WORK_TEST_POSTGRES" >&2
 
 go vet ./...
+phase_start=$SECONDS
+phase() { echo "test.sh: $1 took $((SECONDS - phase_start))s" >&2; phase_start=$SECONDS; }
 go test -race -count=1 -timeout 12m "$@" ./...
+phase "the root module's tests"
 if [ $# -eq 0 ]; then
   # The other modules of the workspace (go.work): ./... stops at a directory with a go.mod of its own.
   scripts/test-modules.sh
+  phase "the other modules' tests"
   # Each fuzz target of each package of each module also runs on 50,000 fresh inputs (FUZZTIME
   # for more; a count, not a duration: a time-bounded run can end in a spurious "context deadline
   # exceeded" on a loaded machine; the checked-in corpus already ran above as plain tests), which
@@ -151,4 +155,5 @@ if [ $# -eq 0 ]; then
       done
     done
   done
+  phase "the fuzz targets"
 fi
