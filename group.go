@@ -178,7 +178,10 @@ func (wp *WorkerPool) GroupJob(name string, opts GroupOptions, fn interface{}) *
 		if !errors.As(err, &ge) {
 			return err
 		}
-		outs := singleOutcomes(jobOpts, job, jobs, ge)
+		outs, err := singleOutcomes(jobOpts, job, jobs, ge)
+		if err != nil {
+			return err
+		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupOutcomeTimeout)
 		defer cancel()
 		if err := wp.store.WriteGroupOutcomes(wctx, outs); err != nil {
@@ -232,8 +235,10 @@ func callJobs(job *Job) ([]*Job, error) {
 }
 
 // singleOutcomes decides where each job named in ge goes, as decideOutcome does for a job. A job
-// retried alone waits as a keyed job of its group, without its group field: it is a call of one.
-func singleOutcomes(opts JobOptions, call *Job, jobs []*Job, ge *GroupError) []rdb.GroupOutcome {
+// retried alone waits as a keyed job of its group, without its group field: it is a call of one. A
+// failed job that cannot be encoded again (its handler put a value JSON cannot hold in its args)
+// fails the whole call, which is retried as a call, so that the job is never lost.
+func singleOutcomes(opts JobOptions, call *Job, jobs []*Job, ge *GroupError) ([]rdb.GroupOutcome, error) {
 	now := nowEpochSeconds()
 	backoff := backoffOf(&jobType{JobOptions: opts})
 	var outs []rdb.GroupOutcome
@@ -260,11 +265,11 @@ func singleOutcomes(opts JobOptions, call *Job, jobs []*Job, ge *GroupError) []r
 		}
 		payload, err := j.serialize()
 		if err != nil {
-			continue // args decoded from JSON encode again; nothing to lose here
+			return nil, fmt.Errorf("work: job %s of the call failed and cannot be encoded again: %w", j.ID, err)
 		}
 		outs = append(outs, rdb.GroupOutcome{Dead: dead, Score: score, Payload: payload})
 	}
-	return outs
+	return outs, nil
 }
 
 // GroupInfo is a group with jobs waiting (Client.Groups).

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -237,6 +239,43 @@ func TestGroupPerJobOutcomes(t *testing.T) {
 	}
 	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "retry")); n != 0 {
 		t.Errorf("%d jobs left in the retry set", n)
+	}
+}
+
+// A job the handler reports failed but that cannot be encoded again (the handler put a value JSON
+// cannot hold in its args) is not lost: the whole call fails and runs again with the jobs as they
+// were enqueued.
+func TestGroupFailedJobThatCannotBeEncodedFailsTheCall(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	calls := &groupCalls{}
+	var n atomic.Int32
+	opts := GroupOptions{MaxSize: 2, JobOptions: JobOptions{MaxFails: 3, Backoff: func(*Job) int64 { return 0 }}}
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).GroupJob("g", opts, func(ctx context.Context, jobs []*Job) error {
+		calls.record(jobs)
+		if n.Add(1) > 1 {
+			return nil
+		}
+		for _, j := range jobs {
+			if j.ArgInt64("v") == 2 {
+				j.Args["ratio"] = math.NaN()
+				return &GroupError{Failed: map[string]error{j.ID: errors.New("busy")}}
+			}
+		}
+		return nil
+	}))
+	enqueueGroup(t, e, "g", "k", 1, 2)
+	eventually(t, 20*time.Second, "the call run again", func() bool { return len(calls.get()) >= 2 })
+	time.Sleep(300 * time.Millisecond)
+	if got := fmt.Sprint(calls.get()); got != "[[1 2] [1 2]]" {
+		t.Errorf("calls %v, want the call of both jobs twice", got)
+	}
+	for _, set := range []string{"retry", "dead"} {
+		if c := rInt(t, pool, "ZCARD", bhvKey(ns, set)); c != 0 {
+			t.Errorf("%d jobs in the %s set", c, set)
+		}
 	}
 }
 
