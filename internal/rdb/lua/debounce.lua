@@ -47,6 +47,10 @@ local function enqueue(hash, payload, window, maxWait, replace, name, indexMembe
   end
   local runAt = math.ceil((nowMs + window) / 1000)
   if maxWait > 0 then runAt = math.min(runAt, math.floor((first + maxWait) / 1000)) end
+  -- A number given to redis.call is formatted on every call, as much work as a small command: an
+  -- unchanged run time goes as the text it was read as.
+  local runAtText = runAt
+  if runAt == oldRunAt then runAtText = h[4] end
   count = count + 1
 
   if not member then
@@ -70,7 +74,7 @@ local function enqueue(hash, payload, window, maxWait, replace, name, indexMembe
   local state, kept = 'kept', member
   if replace then
     state, kept = 'replaced', ''
-    redis.call('zadd', sched, runAt, payload)
+    redis.call('zadd', sched, runAtText, payload)
     redis.call('hset', hash, 'member', payload, 'count', count)
   elseif runAt ~= oldRunAt then
     redis.call('zadd', sched, runAt, member)
