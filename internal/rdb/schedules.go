@@ -124,17 +124,17 @@ func (s *Store) SetSchedules(ctx context.Context, sets []ScheduleSet) ([]int64, 
 // about the time of a thousand writes.
 const scheduleSetChunk = 1000
 
-// ScheduleClaim is one schedule claimed by claimSchedules: its bucket, ID, due score and record (nil
-// when the ID has no record). A bucket whose key holds another type comes with an empty ID.
+// ScheduleClaim is one schedule claimed by claimSchedules: its bucket, ID and record (nil when the ID
+// has no record). A bucket whose key holds another type comes with an empty ID.
 type ScheduleClaim struct {
 	Bucket string
 	Id     string
-	Due    int64
 	Rec    []byte
 }
 
 // ClaimSchedules runs scheduleClaimScript at now (0: the server's clock). It returns the time of
-// the claim, the earliest score left in the index (-1: none) and the schedules claimed.
+// the claim, the earliest score left in the index (-1: none) and the schedules claimed, a bucket's
+// together.
 func (s *Store) ClaimSchedules(ctx context.Context, now int64, lease, most, budget int) (int64, int64, []ScheduleClaim, error) {
 	at := ""
 	if now > 0 {
@@ -150,21 +150,58 @@ func (s *Store) ClaimSchedules(ctx context.Context, now int64, lease, most, budg
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if len(r) < 2 || (len(r)-2)%4 != 0 {
+	bad := func() (int64, int64, []ScheduleClaim, error) {
 		return 0, 0, nil, fmt.Errorf("work: claim schedules: unexpected reply of %d elements", len(r))
+	}
+	if len(r) < 3 {
+		return bad()
 	}
 	claimedAt, err1 := redis.Int64(r[0], nil)
 	next, err2 := redis.Int64(r[1], nil)
-	if err := errors.Join(err1, err2); err != nil {
+	buckets, err3 := redis.Int(r[2], nil)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return 0, 0, nil, err
 	}
-	claims := make([]ScheduleClaim, 0, (len(r)-2)/4)
-	for i := 2; i < len(r); i += 4 {
+	// The buckets with their IDs, then the IDs' records in the same order.
+	var claims []ScheduleClaim
+	i := 3
+	for range buckets {
+		if i+2 > len(r) {
+			return bad()
+		}
 		b, _ := redis.String(r[i], nil)
-		id, _ := redis.String(r[i+1], nil)
-		due, _ := redis.Int64(r[i+2], nil)
-		rec, _ := r[i+3].([]byte)
-		claims = append(claims, ScheduleClaim{Bucket: b, Id: id, Due: due, Rec: rec})
+		n, err := redis.Int(r[i+1], nil)
+		if err != nil || i+2+n > len(r) {
+			return bad()
+		}
+		i += 2
+		if n < 0 {
+			claims = append(claims, ScheduleClaim{Bucket: b})
+			continue
+		}
+		if claims == nil {
+			claims = make([]ScheduleClaim, 0, (len(r)-3)/2)
+		}
+		for _, v := range r[i : i+n] {
+			id, _ := redis.String(v, nil)
+			claims = append(claims, ScheduleClaim{Bucket: b, Id: id})
+		}
+		i += n
+	}
+	recs := r[i:]
+	j := 0
+	for k := range claims {
+		if claims[k].Id == "" {
+			continue
+		}
+		if j >= len(recs) {
+			return bad()
+		}
+		claims[k].Rec, _ = recs[j].([]byte)
+		j++
+	}
+	if j != len(recs) {
+		return bad()
 	}
 	return claimedAt, next, claims, nil
 }
@@ -187,17 +224,27 @@ type commitResult struct {
 	Next                      int64 // the earliest score left in the index; -1: none
 }
 
-// CommitSchedules runs scheduleCommitScript for the commits of a claim made at now.
+// CommitSchedules runs scheduleCommitScript for the commits of a claim made at now. Commits of one
+// bucket go in one run (the claim returns them so): the bucket is sent once a run.
 func (s *Store) CommitSchedules(ctx context.Context, now int64, commits []ScheduleCommit) (commitResult, error) {
-	args := make([]interface{}, 0, 8+8*len(commits))
+	args := make([]interface{}, 0, 7+7*len(commits)+len(commits)/2)
 	args = append(args, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.KnownJobs(), s.Ks.scheduleBucketPrefix(), s.Ks.P,
 		s.Ks.WakeChannel(), now)
-	for _, c := range commits {
-		due := ""
-		if c.Due >= 0 {
-			due = strconv.FormatInt(c.Due, 10)
+	for i := 0; i < len(commits); {
+		b := commits[i].Claim.Bucket
+		end := i + 1
+		for end < len(commits) && commits[end].Claim.Bucket == b {
+			end++
 		}
-		args = append(args, c.Claim.Id, c.Claim.Bucket, c.Claim.Rec, c.Rec, due, c.Name, c.Key, c.Payload)
+		args = append(args, b, end-i)
+		for _, c := range commits[i:end] {
+			due := ""
+			if c.Due >= 0 {
+				due = strconv.FormatInt(c.Due, 10)
+			}
+			args = append(args, c.Claim.Id, c.Claim.Rec, c.Rec, due, c.Name, c.Key, c.Payload)
+		}
+		i = end
 	}
 	var res commitResult
 	err := s.do(ctx, func(c redis.Conn) error {
