@@ -817,3 +817,32 @@ func TestScheduleCommitOfOneBucket(t *testing.T) {
 		t.Errorf("the bucket's score %d, want %d", got, at+30*60)
 	}
 }
+
+// A firing loop's commit carries its next claim in one round trip, and Redis runs them in that order:
+// the claim sees the commit's writes. Here the commit puts its schedule back in the index, due at
+// once, so the claim that goes with it takes it again, with the schedule due in another bucket.
+func TestScheduleCommitGoesWithTheNextClaim(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 08:59:00")
+	f.set(t0, Schedule{ID: "first", Spec: "0 0 9 * * *", JobName: "j"})
+	at := utc(t, "2024-01-01 09:00:00").Unix()
+	_, _, claims, err := f.st.ClaimSchedules(context.Background(), at, scheduleLease, 100, 100)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %+v, %v", claims, err)
+	}
+	// Set once the first is claimed: the next claim takes it.
+	f.set(t0, Schedule{ID: "second", Spec: "0 0 9 * * *", JobName: "j"})
+	again := rdb.ScheduleCommit{Claim: &claims[0], Due: at}
+	res, _, _, next, err := f.st.CommitAndClaim(context.Background(), at, []rdb.ScheduleCommit{again}, at, scheduleLease, 100, 100)
+	if err != nil || res.Committed != 1 {
+		t.Fatalf("commit: %+v, %v", res, err)
+	}
+	var ids []string
+	for _, c := range next {
+		ids = append(ids, c.Id)
+	}
+	sort.Strings(ids)
+	if fmt.Sprint(ids) != "[first second]" {
+		t.Errorf("the claim with the commit took %v, want [first second]", ids)
+	}
+}
