@@ -74,51 +74,63 @@ func (s *scheduler) pass() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for s.ctx.Err() == nil {
-				n, next, err := fireSchedules(s.ctx, s.store, 0, s.logger)
-				if err != nil {
-					if s.ctx.Err() == nil {
-						s.logger.Error("work: firing schedules", "err", err)
-						s.alarm.in(time.Second)
-					}
-					return
+			_, next, err := fireSchedules(s.ctx, s.store, 0, s.logger)
+			if err != nil {
+				if s.ctx.Err() == nil {
+					s.logger.Error("work: firing schedules", "err", err)
+					s.alarm.in(time.Second)
 				}
-				if n == 0 {
-					if next >= 0 {
-						s.alarm.at(time.Unix(next, 0))
-					}
-					return
-				}
+				return
+			}
+			if next >= 0 {
+				s.alarm.at(time.Unix(next, 0))
 			}
 		}()
 	}
 	wg.Wait()
 }
 
-// fireSchedules claims a batch of due schedules at now (0: the server's clock), plans each (planClaim)
-// and commits them. It returns how many it claimed and the earliest score left in the due index (-1:
-// none).
+// fireSchedules fires the schedules due at now (0: the server's clock) until a claim finds none
+// left: it claims a batch, plans each (planClaim), and commits them together with the next claim,
+// in one round trip (Store.CommitAndClaim). It returns how many it claimed and the earliest score
+// left in the due index (-1: none).
 func fireSchedules(ctx context.Context, st *rdb.Store, now int64, logger *slog.Logger) (int, int64, error) {
 	at, next, claims, err := st.ClaimSchedules(ctx, now, scheduleLease, scheduleClaimMost, scheduleClaimBudget)
-	if err != nil || len(claims) == 0 {
-		return 0, next, err
-	}
-	commits := make([]rdb.ScheduleCommit, 0, len(claims))
-	for i := range claims {
-		if c, ok := planClaim(&claims[i], at, logger); ok {
-			commits = append(commits, c)
+	total := 0
+	for err == nil && len(claims) > 0 {
+		total += len(claims)
+		commits := make([]rdb.ScheduleCommit, 0, len(claims))
+		for i := range claims {
+			if c, ok := planClaim(&claims[i], at, logger); ok {
+				commits = append(commits, c)
+			}
 		}
+		claimedAt := at
+		switch {
+		case len(commits) == 0:
+			at, next, claims, err = st.ClaimSchedules(ctx, now, scheduleLease, scheduleClaimMost, scheduleClaimBudget)
+			continue
+		case ctx.Err() != nil:
+			// Stopping: these are committed, no more are claimed.
+			var res rdb.CommitResult
+			res, err = st.CommitSchedules(ctx, claimedAt, commits)
+			logRefused(logger, res)
+			return total, res.Next, err
+		}
+		var res rdb.CommitResult
+		res, at, next, claims, err = st.CommitAndClaim(ctx, claimedAt, commits, now, scheduleLease, scheduleClaimMost, scheduleClaimBudget)
+		logRefused(logger, res)
 	}
-	if len(commits) == 0 {
-		return len(claims), next, nil
-	}
-	res, err := st.CommitSchedules(ctx, at, commits)
 	if err != nil {
-		return 0, -1, err
+		return total, -1, err
 	}
+	return total, next, nil
+}
+
+// logRefused logs the ticks a commit could not enqueue.
+func logRefused(logger *slog.Logger, res rdb.CommitResult) {
 	if res.Refused > 0 {
 		logger.Error("work: schedules' jobs not enqueued: their queue key holds another Redis type; tried again in a minute",
 			"schedules", res.Refused)
 	}
-	return len(claims), res.Next, nil
 }

@@ -50,7 +50,7 @@ func FuzzScheduleRecord(f *testing.F) {
 			now = 1
 		}
 		// Planning its tick (the claim of any record) never panics, and what it writes decodes.
-		cl := rdb.ScheduleClaim{Bucket: "1", Id: "id", Due: now, Rec: rec}
+		cl := rdb.ScheduleClaim{Bucket: "1", Id: "id", Rec: rec}
 		if c, ok := planClaim(&cl, now, logger); ok && c.Rec != nil {
 			if _, err := decodeScheduleRecord(c.Rec); err != nil {
 				t.Fatalf("planned record %q does not decode: %v", c.Rec, err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -740,5 +741,108 @@ func TestScheduleTickRefusedByAKeyOfAnotherType(t *testing.T) {
 	}
 	if n := len(f.jobs("namebad", "k")); n != 1 {
 		t.Errorf("name-bad after the repair: %d jobs, want 1", n)
+	}
+}
+
+// A commit carries a bucket's schedules in one run: those changed or paused since the claim are
+// left alone in the middle of it, two ticks for one key both queue behind it, and the bucket's
+// score in the index ends the claim's lease with the earliest of its schedules.
+func TestScheduleCommitOfOneBucket(t *testing.T) {
+	f := newSchedFixture(t)
+	var ids []string
+	bucket := rdb.ScheduleBucket("same-0")
+	for i := 0; len(ids) < 5; i++ {
+		if id := fmt.Sprintf("same-%d", i); rdb.ScheduleBucket(id) == bucket {
+			ids = append(ids, id)
+		}
+	}
+	t0 := utc(t, "2024-01-01 08:59:00")
+	list := []Schedule{
+		{ID: ids[0], Spec: "0 0 9 * * *", JobName: "sync", Key: "shared"},
+		{ID: ids[1], Spec: "0 0 9 * * *", JobName: "sync", Key: "shared"},
+		{ID: ids[2], Spec: "0 0 9 * * *", JobName: "sync", Key: "other"},
+		{ID: ids[3], Spec: "0 0 9 * * *", JobName: "plain"},
+		{ID: ids[4], Spec: "0 30 9 * * *", JobName: "plain"},
+	}
+	f.set(t0, list...)
+	at := utc(t, "2024-01-01 09:00:00").Unix()
+	_, _, claims, err := f.st.ClaimSchedules(context.Background(), at, scheduleLease, 100, 100)
+	if err != nil || len(claims) != 4 {
+		t.Fatalf("claim: %+v, %v", claims, err)
+	}
+	for _, c := range claims {
+		if c.Bucket != strconv.Itoa(bucket) || c.Rec == nil {
+			t.Fatalf("claim %+v: want bucket %d and the record", c, bucket)
+		}
+	}
+	// Between the claim and the commit: one schedule is given other args, one is paused.
+	changed := list[2]
+	changed.Args = Q{"v": 2}
+	f.set(t0.Add(30*time.Second), changed)
+	if err := f.c.PauseSchedule(list[3].ID); err != nil {
+		t.Fatal(err)
+	}
+	var commits []rdb.ScheduleCommit
+	for i := range claims {
+		if c, ok := planClaim(&claims[i], at, f.log); ok {
+			commits = append(commits, c)
+		}
+	}
+	res, err := f.st.CommitSchedules(context.Background(), at, commits)
+	if err != nil || res.Committed != 2 || res.Stale != 2 {
+		t.Fatalf("commit: %+v, %v", res, err)
+	}
+	if got := f.jobs("sync", "shared"); len(got) != 2 || got[0].ScheduleID == got[1].ScheduleID {
+		t.Errorf("the shared key's jobs: %+v", got)
+	}
+	if n := rInt(t, f.pool, "ZSCORE", f.st.Ks.P+"keyed:sync:waiting", "shared"); n != 2 {
+		t.Errorf("the shared key counts %d jobs waiting, want 2", n)
+	}
+	if n := rInt(t, f.pool, "HGET", f.st.Ks.P+"keyed:sync:meta", "waiting"); n != 2 {
+		t.Errorf("the name counts %d jobs waiting, want 2", n)
+	}
+	if n := len(f.jobs("plain", "")); n != 0 {
+		t.Errorf("the paused schedule fired: %d jobs", n)
+	}
+	// The bucket is due again at its earliest schedule, not at the lease's end: the changed one,
+	// still due; once it fired, the 9:30 one.
+	if got := rInt(t, f.pool, "ZSCORE", f.st.Ks.SchedulesDue(), strconv.Itoa(bucket)); got != at {
+		t.Errorf("the bucket's score %d, want %d", got, at)
+	}
+	f.fire(time.Unix(at, 0))
+	if got := f.jobs("sync", "other"); len(got) != 1 || got[0].Args["v"] != float64(2) {
+		t.Errorf("the changed schedule's jobs: %+v", got)
+	}
+	if got := rInt(t, f.pool, "ZSCORE", f.st.Ks.SchedulesDue(), strconv.Itoa(bucket)); got != at+30*60 {
+		t.Errorf("the bucket's score %d, want %d", got, at+30*60)
+	}
+}
+
+// A firing loop's commit carries its next claim in one round trip, and Redis runs them in that order:
+// the claim sees the commit's writes. Here the commit puts its schedule back in the index, due at
+// once, so the claim that goes with it takes it again, with the schedule due in another bucket.
+func TestScheduleCommitGoesWithTheNextClaim(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 08:59:00")
+	f.set(t0, Schedule{ID: "first", Spec: "0 0 9 * * *", JobName: "j"})
+	at := utc(t, "2024-01-01 09:00:00").Unix()
+	_, _, claims, err := f.st.ClaimSchedules(context.Background(), at, scheduleLease, 100, 100)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %+v, %v", claims, err)
+	}
+	// Set once the first is claimed: the next claim takes it.
+	f.set(t0, Schedule{ID: "second", Spec: "0 0 9 * * *", JobName: "j"})
+	again := rdb.ScheduleCommit{Claim: &claims[0], Due: at}
+	res, _, _, next, err := f.st.CommitAndClaim(context.Background(), at, []rdb.ScheduleCommit{again}, at, scheduleLease, 100, 100)
+	if err != nil || res.Committed != 1 {
+		t.Fatalf("commit: %+v, %v", res, err)
+	}
+	var ids []string
+	for _, c := range next {
+		ids = append(ids, c.Id)
+	}
+	sort.Strings(ids)
+	if fmt.Sprint(ids) != "[first second]" {
+		t.Errorf("the claim with the commit took %v, want [first second]", ids)
 	}
 }

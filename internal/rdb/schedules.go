@@ -124,47 +124,93 @@ func (s *Store) SetSchedules(ctx context.Context, sets []ScheduleSet) ([]int64, 
 // about the time of a thousand writes.
 const scheduleSetChunk = 1000
 
-// ScheduleClaim is one schedule claimed by claimSchedules: its bucket, ID, due score and record (nil
-// when the ID has no record). A bucket whose key holds another type comes with an empty ID.
+// ScheduleClaim is one schedule claimed by claimSchedules: its bucket, ID and record (nil when the ID
+// has no record). A bucket whose key holds another type comes with an empty ID.
 type ScheduleClaim struct {
 	Bucket string
 	Id     string
-	Due    int64
 	Rec    []byte
 }
 
 // ClaimSchedules runs scheduleClaimScript at now (0: the server's clock). It returns the time of
-// the claim, the earliest score left in the index (-1: none) and the schedules claimed.
+// the claim, the earliest score left in the index (-1: none) and the schedules claimed, a bucket's
+// together.
 func (s *Store) ClaimSchedules(ctx context.Context, now int64, lease, most, budget int) (int64, int64, []ScheduleClaim, error) {
-	at := ""
-	if now > 0 {
-		at = strconv.FormatInt(now, 10)
-	}
 	var r []interface{}
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		r, err = redis.Values(scheduleClaimScript.Do(c, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.scheduleBucketPrefix(),
-			at, lease, most, budget))
+		r, err = redis.Values(scheduleClaimScript.Do(c, s.claimArgs(now, lease, most, budget)...))
 		return err
 	})
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if len(r) < 2 || (len(r)-2)%4 != 0 {
+	return parseClaim(r)
+}
+
+// claimArgs are scheduleClaimScript's keys and arguments.
+func (s *Store) claimArgs(now int64, lease, most, budget int) []interface{} {
+	at := ""
+	if now > 0 {
+		at = strconv.FormatInt(now, 10)
+	}
+	return []interface{}{s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.scheduleBucketPrefix(), at, lease, most, budget}
+}
+
+// parseClaim reads scheduleClaimScript's reply.
+func parseClaim(r []interface{}) (int64, int64, []ScheduleClaim, error) {
+	bad := func() (int64, int64, []ScheduleClaim, error) {
 		return 0, 0, nil, fmt.Errorf("work: claim schedules: unexpected reply of %d elements", len(r))
+	}
+	if len(r) < 3 {
+		return bad()
 	}
 	claimedAt, err1 := redis.Int64(r[0], nil)
 	next, err2 := redis.Int64(r[1], nil)
-	if err := errors.Join(err1, err2); err != nil {
+	buckets, err3 := redis.Int(r[2], nil)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return 0, 0, nil, err
 	}
-	claims := make([]ScheduleClaim, 0, (len(r)-2)/4)
-	for i := 2; i < len(r); i += 4 {
+	// The buckets with their IDs, then the IDs' records in the same order.
+	var claims []ScheduleClaim
+	i := 3
+	for range buckets {
+		if i+2 > len(r) {
+			return bad()
+		}
 		b, _ := redis.String(r[i], nil)
-		id, _ := redis.String(r[i+1], nil)
-		due, _ := redis.Int64(r[i+2], nil)
-		rec, _ := r[i+3].([]byte)
-		claims = append(claims, ScheduleClaim{Bucket: b, Id: id, Due: due, Rec: rec})
+		n, err := redis.Int(r[i+1], nil)
+		if err != nil || i+2+n > len(r) {
+			return bad()
+		}
+		i += 2
+		if n < 0 {
+			claims = append(claims, ScheduleClaim{Bucket: b})
+			continue
+		}
+		if claims == nil {
+			claims = make([]ScheduleClaim, 0, (len(r)-3)/2)
+		}
+		for _, v := range r[i : i+n] {
+			id, _ := redis.String(v, nil)
+			claims = append(claims, ScheduleClaim{Bucket: b, Id: id})
+		}
+		i += n
+	}
+	recs := r[i:]
+	j := 0
+	for k := range claims {
+		if claims[k].Id == "" {
+			continue
+		}
+		if j >= len(recs) {
+			return bad()
+		}
+		claims[k].Rec, _ = recs[j].([]byte)
+		j++
+	}
+	if j != len(recs) {
+		return bad()
 	}
 	return claimedAt, next, claims, nil
 }
@@ -181,37 +227,109 @@ type ScheduleCommit struct {
 	Payload []byte
 }
 
-// commitResult is what commitSchedules did.
-type commitResult struct {
+// CommitResult is what commitSchedules did.
+type CommitResult struct {
 	Committed, Stale, Refused int64
 	Next                      int64 // the earliest score left in the index; -1: none
 }
 
 // CommitSchedules runs scheduleCommitScript for the commits of a claim made at now.
-func (s *Store) CommitSchedules(ctx context.Context, now int64, commits []ScheduleCommit) (commitResult, error) {
-	args := make([]interface{}, 0, 8+8*len(commits))
-	args = append(args, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.KnownJobs(), s.Ks.scheduleBucketPrefix(), s.Ks.P,
-		s.Ks.WakeChannel(), now)
-	for _, c := range commits {
-		due := ""
-		if c.Due >= 0 {
-			due = strconv.FormatInt(c.Due, 10)
-		}
-		args = append(args, c.Claim.Id, c.Claim.Bucket, c.Claim.Rec, c.Rec, due, c.Name, c.Key, c.Payload)
-	}
-	var res commitResult
+func (s *Store) CommitSchedules(ctx context.Context, now int64, commits []ScheduleCommit) (CommitResult, error) {
+	var res CommitResult
 	err := s.do(ctx, func(c redis.Conn) error {
-		r, err := redis.Int64s(scheduleCommitScript.Do(c, args...))
-		if err != nil {
-			return err
-		}
-		if len(r) != 4 {
-			return fmt.Errorf("work: commit schedules: unexpected reply of %d elements", len(r))
-		}
-		res = commitResult{Committed: r[0], Stale: r[1], Refused: r[2], Next: r[3]}
-		return nil
+		var err error
+		res, err = parseCommit(scheduleCommitScript.Do(c, s.commitArgs(now, commits)...))
+		return err
 	})
 	return res, err
+}
+
+// CommitAndClaim runs CommitSchedules and then ClaimSchedules (at claimAt, with lease, most and
+// budget) in one round trip: a firing loop's next claim goes with its commit, so Redis runs the two
+// back to back. The claim sees what the commit wrote.
+func (s *Store) CommitAndClaim(ctx context.Context, now int64, commits []ScheduleCommit, claimAt int64, lease, most, budget int) (CommitResult, int64, int64, []ScheduleClaim, error) {
+	var res CommitResult
+	var r []interface{}
+	err := s.do(ctx, func(c redis.Conn) error {
+		cargs, kargs := s.commitArgs(now, commits), s.claimArgs(claimAt, lease, most, budget)
+		if err := scheduleCommitScript.SendHash(c, cargs...); err != nil {
+			return err
+		}
+		if err := scheduleClaimScript.SendHash(c, kargs...); err != nil {
+			return err
+		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		cr, cerr := c.Receive()
+		kr, kerr := c.Receive()
+		// A server that lacks a script (restarted, flushed) refuses that call alone: run it again,
+		// loading it. A claim that ran before its commit is still a claim: the commit's
+		// compare-and-set and the leases do not depend on their order.
+		if noScript(cr, cerr) {
+			cr, cerr = scheduleCommitScript.Do(c, cargs...)
+		}
+		if noScript(kr, kerr) {
+			kr, kerr = scheduleClaimScript.Do(c, kargs...)
+		}
+		var err error
+		if res, err = parseCommit(cr, cerr); err != nil {
+			return err
+		}
+		r, err = redis.Values(kr, kerr)
+		return err
+	})
+	if err != nil {
+		return res, 0, 0, nil, err
+	}
+	at, next, claims, err := parseClaim(r)
+	return res, at, next, claims, err
+}
+
+// noScript reports whether a reply is Redis's refusal of a script it lacks.
+func noScript(v interface{}, err error) bool {
+	if re, ok := err.(redis.Error); ok {
+		return strings.HasPrefix(string(re), "NOSCRIPT")
+	}
+	re, ok := v.(redis.Error)
+	return ok && strings.HasPrefix(string(re), "NOSCRIPT")
+}
+
+// commitArgs are scheduleCommitScript's keys and arguments. Commits of one bucket go in one run
+// (the claim returns them so): the bucket is sent once a run.
+func (s *Store) commitArgs(now int64, commits []ScheduleCommit) []interface{} {
+	args := make([]interface{}, 0, 7+7*len(commits)+len(commits)/2)
+	args = append(args, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.KnownJobs(), s.Ks.scheduleBucketPrefix(), s.Ks.P,
+		s.Ks.WakeChannel(), now)
+	for i := 0; i < len(commits); {
+		b := commits[i].Claim.Bucket
+		end := i + 1
+		for end < len(commits) && commits[end].Claim.Bucket == b {
+			end++
+		}
+		args = append(args, b, end-i)
+		for _, c := range commits[i:end] {
+			due := ""
+			if c.Due >= 0 {
+				due = strconv.FormatInt(c.Due, 10)
+			}
+			args = append(args, c.Claim.Id, c.Claim.Rec, c.Rec, due, c.Name, c.Key, c.Payload)
+		}
+		i = end
+	}
+	return args
+}
+
+// parseCommit reads scheduleCommitScript's reply.
+func parseCommit(v interface{}, err error) (CommitResult, error) {
+	r, err := redis.Int64s(v, err)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	if len(r) != 4 {
+		return CommitResult{}, fmt.Errorf("work: commit schedules: unexpected reply of %d elements", len(r))
+	}
+	return CommitResult{Committed: r[0], Stale: r[1], Refused: r[2], Next: r[3]}, nil
 }
 
 // ScheduleControl deletes or pauses the schedule id (op "delete" or "pause"); it reports whether the

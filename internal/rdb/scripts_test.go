@@ -299,3 +299,25 @@ return out`
 		t.Errorf("wrongType on another error: %q, want it to stop the script naming what the server lacks", got[6])
 	}
 }
+
+// The scripts that fire schedules call Redis once or more per bucket and per tick: a Lua number
+// passed to redis.call is formatted to text on every call (as much work as a small command), so
+// they pass text. This guards what benches' schedules workload measured.
+func TestScheduleFiringScriptsPassRedisText(t *testing.T) {
+	literal := regexp.MustCompile(`redis\.p?call\([^)]*,\s*-?[0-9][0-9.]*\s*[,)]`)
+	// Lua's own functions take numbers: their arguments are not Redis's.
+	luaCall := regexp.MustCompile(`(unpack|math\.\w+)\([^()]*\)`)
+	for _, name := range []string{"schedule_claim", "schedule_commit"} {
+		file := "lua/" + name + ".lua"
+		data, err := luaFiles.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			code, _, _ := strings.Cut(line, "--")
+			if literal.MatchString(luaCall.ReplaceAllString(code, "x")) {
+				t.Errorf("%s:%d passes Redis a Lua number: %s", file, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}

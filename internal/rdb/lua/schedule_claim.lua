@@ -7,6 +7,9 @@
 -- later) gets its real score, or leaves schedules:due when empty. The lease only spares work: a
 -- schedule's commit succeeds once per tick whoever claimed it.
 --
+-- The reply holds what the caller plans with and nothing else: a bucket once for all its schedules,
+-- no due scores (the record holds the tick), each record once.
+--
 -- keys: 2
 -- uses: none
 --
@@ -15,55 +18,58 @@
 --   seconds ("": the server's clock); ARGV[3] lease seconds; ARGV[4] at most this many schedules;
 --   ARGV[5] at most this many buckets looked at
 --
--- Returns {now, earliest score left in schedules:due (-1: none), then per schedule claimed: bucket,
--- ID, due score, record (false when the ID has no record)}; a bucket whose key holds another type is
--- returned as bucket, false, 0, false, and left for a minute.
+-- Returns {now, earliest score left in schedules:due (-1: none), the number of buckets claimed,
+-- then per bucket: bucket, n, then its n IDs; then the records of all those IDs in the same order
+-- (false when the ID has no record)}; a bucket whose key holds another type is returned as
+-- bucket, -1 (no IDs), and left for a minute.
 
 local H, top, bucketPrefix = KEYS[1], KEYS[2], ARGV[1]
 local now = tonumber(ARGV[2]) or tonumber(redis.call('time')[1])
 local lease, most, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local out = {now, -1}
-local got, looked = 0, 0
--- The schedules claimed (bucket, ID, score), and the leases to write: gathered first, so that the
--- records are read and the leases written in a few calls whatever the number of buckets.
-local bs, ids, scores, leases = {}, {}, {}, {}
+-- Numbers go to Redis as text made once: Lua formats a number for each call it is passed to.
+local nowText, leaseAt = tostring(now), tostring(now + lease)
+local out, no = {now, -1, 0}, 3
+local nbuckets, got, looked = 0, 0, 0
+-- The IDs claimed, in the order of the reply: their records are read in a few calls at the end.
+local ids, ni = {}, 0
 while got < most and looked < budget do
-  local buckets = redis.call('zrangebyscore', top, '-inf', now, 'LIMIT', 0, math.min(100, budget - looked))
+  local buckets = redis.call('zrangebyscore', top, '-inf', nowText, 'LIMIT', '0', math.min(100, budget - looked))
   if #buckets == 0 then break end
-  local leased = {}
+  local leased, nl = {}, 0
   for _, b in ipairs(buckets) do
     looked = looked + 1
     local key = bucketPrefix .. b
-    local due = redis.pcall('zrangebyscore', key, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+    local due = redis.pcall('zrangebyscore', key, '-inf', nowText, 'LIMIT', '0', '1000')
     if due.err then
       redis.call('zadd', top, now + 60, b)
-      for _, v in ipairs({b, false, 0, false}) do out[#out + 1] = v end
+      out[no + 1], out[no + 2] = b, -1
+      no, nbuckets = no + 2, nbuckets + 1
     elseif #due == 0 then
-      local m = redis.call('zrange', key, 0, 0, 'WITHSCORES')
+      local m = redis.call('zrange', key, '0', '0', 'WITHSCORES')
       if m[2] then redis.call('zadd', top, m[2], b) else redis.call('zrem', top, b) end
     else
-      leased[#leased + 1] = now + lease
-      leased[#leased + 1] = b
-      for i = 1, #due, 2 do
-        bs[#bs + 1], ids[#ids + 1], scores[#scores + 1] = b, due[i], due[i + 1]
+      leased[nl + 1], leased[nl + 2] = leaseAt, b
+      nl = nl + 2
+      local n = #due
+      out[no + 1], out[no + 2] = b, n
+      no, nbuckets = no + 2, nbuckets + 1
+      for i = 1, n do
+        out[no + i] = due[i]
+        ids[ni + i] = due[i]
       end
-      got = got + #due / 2
+      no, ni, got = no + n, ni + n, got + n
     end
     if got >= most then break end
   end
   -- Leased now, so that the next round of this loop does not see these buckets due again.
-  if #leased > 0 then redis.call('zadd', top, unpack(leased)) end
+  if nl > 0 then redis.call('zadd', top, unpack(leased, 1, nl)) end
 end
-for i = 1, #ids, 1000 do
-  local recs = redis.call('hmget', H, unpack(ids, i, math.min(#ids, i + 999)))
-  for j = 1, #recs do
-    local k = i + j - 1
-    out[#out + 1] = bs[k]
-    out[#out + 1] = ids[k]
-    out[#out + 1] = scores[k]
-    out[#out + 1] = recs[j]
-  end
+out[3] = nbuckets
+for i = 1, ni, 1000 do
+  local recs = redis.call('hmget', H, unpack(ids, i, math.min(ni, i + 999)))
+  for j = 1, #recs do out[no + j] = recs[j] end
+  no = no + #recs
 end
-local first = redis.call('zrange', top, 0, 0, 'WITHSCORES')
+local first = redis.call('zrange', top, '0', '0', 'WITHSCORES')
 if first[2] then out[2] = tonumber(first[2]) end
 return out

@@ -7,137 +7,160 @@
 -- again in a minute. Then each bucket written gets its real score in schedules:due (ending the claim's
 -- lease), or leaves it when empty.
 --
+-- A commit carries a thousand ticks or so: its loop over them creates no table per tick and calls
+-- Redis only for a keyed job's own queue; everything else is gathered into a few calls per key.
+-- Schedules come in runs of one bucket (as the claim returns them), the bucket named once a run.
+--
 -- keys: 3
 -- uses: keychecks, keyed
 --
 -- KEYS[1] schedules hash; KEYS[2] schedules:due; KEYS[3] known_jobs
 -- ARGV[1] the buckets' key prefix (<ns>:schedules:due:); ARGV[2] the namespace's prefix (<ns>:);
 --   ARGV[3] wake-up channel; ARGV[4] the time of the claim, epoch seconds
--- ARGV[5+8(i-1)..12+8(i-1)] schedule i: ID, bucket, the record claimed ("": none), its new record
---   ("": left as it is), its new due score ("": out of the due index), then the job to enqueue: job
---   name ("": none), key ("": none), payload
+-- ARGV[5..] runs of schedules of one bucket: the bucket, the number of schedules n, then 7 fields a
+--   schedule: ID, the record claimed ("": none), its new record ("": left as it is), its new due
+--   score ("": out of the due index), then the job to enqueue: job name ("": none), key ("": none),
+--   payload
 --
 -- Returns {committed, stale (their record changed since the claim), refused (their queue key holds
 -- another type), the earliest score left in schedules:due (-1: none)}.
 
 local H, top, known = KEYS[1], KEYS[2], KEYS[3]
 local bucketPrefix, prefix, channel, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local n = (#ARGV - 4) / 8
+local argc = #ARGV
+local ids, n = {}, 0
+local a = 5
+while a <= argc do
+  local c = tonumber(ARGV[a + 1])
+  a = a + 2
+  for j = 0, c - 1 do ids[n + j + 1] = ARGV[a + 7 * j] end
+  n, a = n + c, a + 7 * c
+end
 local committed, stale, refused = 0, 0, 0
-local ids = {}
-for i = 1, n do ids[i] = ARGV[5 + 8 * (i - 1)] end
 local curs = {}
 for i = 1, n, 1000 do
   local r = redis.call('hmget', H, unpack(ids, i, math.min(n, i + 999)))
   for j = 1, #r do curs[i + j - 1] = r[j] end
 end
--- What to write, gathered so that each key is written in a few calls: the records, per bucket the
--- schedules to add (score, ID) and to remove, per job name its jobs.
-local hset = {}
-local buckets, byBucket = {}, {}
-local byName, names = {}, {} -- job name -> {plain payloads, keyed: key -> payloads, keys in order}
--- Per job name: whether its queue is a list (plain jobs); its keyed keys, or false when one of them
--- holds another type (keyed jobs). Looked up once per name, not per tick: a key's own queue is then
--- one TYPE.
-local okName, fam = {}, {}
-for i = 1, n do
-  local a = 5 + 8 * (i - 1)
-  local id, b, claimed, rec, due, name, K, payload =
-    ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
-  local bk = byBucket[b]
-  if not bk then
-    bk = {add = {}, rem = {}}
-    byBucket[b] = bk
-    buckets[#buckets + 1] = b
-  end
-  if (curs[i] or '') ~= claimed then
+-- What to write: the records; per job name its plain jobs, or its keyed state and the keys pushed;
+-- per bucket run the schedules to add (score, ID) and to remove; the buckets' real scores.
+local hset, nh = {}, 0
+local plain, keyed, names, nn = {}, {}, {}, 0
+local topAdd, nta, topRem, ntr = {}, 0, {}, 0
+-- commitOne commits schedule i, whose fields start at ARGV[a], into the writes gathered, the
+-- bucket's among them (add, rem); it returns the bucket's new counts.
+local function commitOne(i, a, add, na, rem, nr)
+  local id = ARGV[a]
+  if (curs[i] or '') ~= ARGV[a + 1] then
     stale = stale + 1
-  else
-    local ok = true
-    if name ~= '' then
-      if K == '' then
-        if okName[name] == nil then okName[name] = isType(prefix .. 'jobs:' .. name, 'list') end
-        ok = okName[name]
-      else
-        local k = fam[name]
-        if k == nil then
-          k = keyedKeys(prefix .. 'keyed:' .. name .. ':')
-          if not keyedTypesOK(k) then k = false end
-          fam[name] = k
+    return na, nr
+  end
+  local name, ok = ARGV[a + 4], true
+  if name ~= '' then
+    local K = ARGV[a + 5]
+    if K == '' then
+      local g = plain[name]
+      if g == nil then
+        g = isType(prefix .. 'jobs:' .. name, 'list') and {n = 0}
+        plain[name] = g
+        if g then
+          nn = nn + 1
+          names[nn] = name
         end
-        ok = k and isType(keyedQueue(k, K), 'list')
       end
-    end
-    if not ok then
-      refused = refused + 1
-      bk.add[#bk.add + 1] = now + 60
-      bk.add[#bk.add + 1] = id
+      if g then
+        g.n = g.n + 1
+        g[g.n] = ARGV[a + 6]
+      else
+        ok = false
+      end
     else
-      committed = committed + 1
-      if name ~= '' then
-        local g = byName[name]
-        if not g then
-          g = {plain = {}, keyed = {}, keys = {}}
-          byName[name] = g
-          names[#names + 1] = name
-        end
-        if K == '' then
-          g.plain[#g.plain + 1] = payload
-        else
-          if not g.keyed[K] then
-            g.keyed[K] = {}
-            g.keys[#g.keys + 1] = K
-          end
-          local q = g.keyed[K]
-          q[#q + 1] = payload
+      local g = keyed[name]
+      if g == nil then
+        local k = keyedKeys(prefix .. 'keyed:' .. name .. ':')
+        g = keyedTypesOK(k) and {k = k, backlog = {}, nb = 0, fresh = {}, nf = 0, total = 0}
+        keyed[name] = g
+        if g then
+          nn = nn + 1
+          names[nn] = name
         end
       end
-      if rec ~= '' then
-        hset[#hset + 1] = id
-        hset[#hset + 1] = rec
-      end
-      if due ~= '' then
-        bk.add[#bk.add + 1] = due
-        bk.add[#bk.add + 1] = id
+      -- The push itself tells a queue key of another type: nothing is written then.
+      local len = g and redis.pcall('lpush', g.k.p .. '{' .. K .. '}', ARGV[a + 6])
+      if type(len) == 'number' then
+        local bl = g.backlog
+        -- Text, as Redis takes it: Lua would format the number on each call.
+        bl[g.nb + 1], bl[g.nb + 2] = len == 1 and '1' or tostring(len), K
+        g.nb, g.total = g.nb + 2, g.total + 1
+        if len == 1 then
+          g.nf = g.nf + 1
+          g.fresh[g.nf] = K
+        end
       else
-        bk.rem[#bk.rem + 1] = id
+        ok = false
       end
     end
   end
+  if not ok then
+    refused = refused + 1
+    add[na + 1], add[na + 2] = now + 60, id
+    return na + 2, nr
+  end
+  committed = committed + 1
+  local rec, due = ARGV[a + 2], ARGV[a + 3]
+  if rec ~= '' then
+    hset[nh + 1], hset[nh + 2] = id, rec
+    nh = nh + 2
+  end
+  if due == '' then
+    rem[nr + 1] = id
+    return na, nr + 1
+  end
+  add[na + 1], add[na + 2] = due, id
+  return na + 2, nr
 end
-for i = 1, #hset, 1000 do redis.call('hset', H, unpack(hset, i, math.min(#hset, i + 999))) end
-local topAdd, topRem = {}, {}
-for _, b in ipairs(buckets) do
-  local key, bk = bucketPrefix .. b, byBucket[b]
-  for i = 1, #bk.add, 1000 do redis.call('zadd', key, unpack(bk.add, i, math.min(#bk.add, i + 999))) end
-  for i = 1, #bk.rem, 1000 do redis.call('zrem', key, unpack(bk.rem, i, math.min(#bk.rem, i + 999))) end
-  local m = redis.call('zrange', key, 0, 0, 'WITHSCORES')
+local i = 0
+a = 5
+while a <= argc do
+  local b, c = ARGV[a], tonumber(ARGV[a + 1])
+  a = a + 2
+  local add, na, rem, nr = {}, 0, {}, 0
+  for _ = 1, c do
+    i = i + 1
+    na, nr = commitOne(i, a, add, na, rem, nr)
+    a = a + 7
+  end
+  -- The bucket's writes, and its real score for schedules:due.
+  local key = bucketPrefix .. b
+  for j = 1, na, 2000 do redis.call('zadd', key, unpack(add, j, math.min(na, j + 1999))) end
+  for j = 1, nr, 1000 do redis.call('zrem', key, unpack(rem, j, math.min(nr, j + 999))) end
+  local m = redis.call('zrange', key, '0', '0', 'WITHSCORES')
   if m[2] then
-    topAdd[#topAdd + 1] = m[2]
-    topAdd[#topAdd + 1] = b
+    topAdd[nta + 1], topAdd[nta + 2] = m[2], b
+    nta = nta + 2
   else
-    topRem[#topRem + 1] = b
+    ntr = ntr + 1
+    topRem[ntr] = b
   end
 end
-for i = 1, #topAdd, 1000 do redis.call('zadd', top, unpack(topAdd, i, math.min(#topAdd, i + 999))) end
-for i = 1, #topRem, 1000 do redis.call('zrem', top, unpack(topRem, i, math.min(#topRem, i + 999))) end
-for _, name in ipairs(names) do
-  local g = byName[name]
-  redis.call('sadd', known, name)
-  if #g.plain > 0 then
+for i = 1, nh, 2000 do redis.call('hset', H, unpack(hset, i, math.min(nh, i + 1999))) end
+for i = 1, nta, 2000 do redis.call('zadd', top, unpack(topAdd, i, math.min(nta, i + 1999))) end
+for i = 1, ntr, 1000 do redis.call('zrem', top, unpack(topRem, i, math.min(ntr, i + 999))) end
+for j = 1, nn do
+  local name = names[j]
+  local p, g = plain[name], keyed[name]
+  if (p and p.n > 0) or (g and g.total > 0) then redis.call('sadd', known, name) end
+  if p and p.n > 0 then
     local q = prefix .. 'jobs:' .. name
-    for i = 1, #g.plain, 1000 do redis.call('lpush', q, unpack(g.plain, i, math.min(#g.plain, i + 999))) end
+    for i = 1, p.n, 1000 do redis.call('lpush', q, unpack(p, i, math.min(p.n, i + 999))) end
     redis.call('publish', channel, name)
   end
-  if #g.keys > 0 then
-    local payloads, groups = {}, {}
-    for _, K in ipairs(g.keys) do
-      local from = #payloads + 1
-      for _, p in ipairs(g.keyed[K]) do payloads[#payloads + 1] = p end
-      groups[#groups + 1] = {K, from, #payloads}
-    end
-    keyedPushMany(fam[name], name, groups, payloads, channel)
+  if g and g.total > 0 then
+    local k = g.k
+    for i = 1, g.nb, 2000 do redis.call('zadd', k.waiting, unpack(g.backlog, i, math.min(g.nb, i + 1999))) end
+    redis.call('hincrby', k.meta, 'waiting', g.total)
+    keyedReadyMany(k, g.fresh, name, channel)
   end
 end
-local first = redis.call('zrange', top, 0, 0, 'WITHSCORES')
+local first = redis.call('zrange', top, '0', '0', 'WITHSCORES')
 return {committed, stale, refused, tonumber(first[2]) or -1}

@@ -68,14 +68,14 @@ end
 local function keyedReadyMany(k, keys, name, channel)
   if #keys == 0 then return end
   local vt = redis.pcall('hget', k.meta, 'vt')
-  if type(vt) ~= 'string' then vt = 0 end
-  local add = {}
+  if type(vt) ~= 'string' then vt = '0' end
+  local add, n = {}, 0
   for _, K in ipairs(keys) do
-    add[#add + 1] = vt
-    add[#add + 1] = K
+    add[n + 1], add[n + 2] = vt, K
+    n = n + 2
   end
   local before = redis.pcall('zcard', k.ready)
-  for i = 1, #add, 2000 do redis.pcall('zadd', k.ready, 'NX', unpack(add, i, math.min(#add, i + 1999))) end
+  for i = 1, n, 2000 do redis.pcall('zadd', k.ready, 'NX', unpack(add, i, math.min(n, i + 1999))) end
   if before == 0 then redis.call('publish', channel .. ':keyed', name) end
 end
 
