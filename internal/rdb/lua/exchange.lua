@@ -127,7 +127,7 @@ local retrySet, deadSet, scheduledSet = KEYS[1], KEYS[2], KEYS[3]
 -- endHold ends the hold on job p of a queue's in-progress list; it returns the LREM reply or nil on
 -- a wrong-type key.
 local function endHold(inprogress, p)
-  local r = redis.pcall('lrem', inprogress, -1, p)
+  local r = redis.pcall('lrem', inprogress, '-1', p)
   if type(r) ~= 'number' then return nil end
   return r
 end
@@ -140,7 +140,7 @@ while a <= #ARGV do
     local inprogress, n_ended = KEYS[keyAt[g] + INPROGRESS], 0
     -- endHold, written out: this loop runs once per job done.
     for i = a + 3, a + 2 + n do
-      local r = redis.pcall('lrem', inprogress, -1, ARGV[i])
+      local r = redis.pcall('lrem', inprogress, '-1', ARGV[i])
       if type(r) ~= 'number' then done[#done+1] = 'e'
       elseif r > 0 then
         done[#done+1] = '1'; n_ended = n_ended + 1
@@ -156,7 +156,7 @@ while a <= #ARGV do
     for _ = 1, nk do
       local K, n, freed = ARGV[a], tonumber(ARGV[a+1]), 0
       for i = a + 2, a + 1 + n do
-        local r = redis.pcall('lrem', inprogress, -1, ARGV[i])
+        local r = redis.pcall('lrem', inprogress, '-1', ARGV[i])
         if type(r) ~= 'number' then done[#done+1] = 'e'
         elseif r > 0 then done[#done+1] = '1'; freed = freed + 1
         else done[#done+1] = '0' end
@@ -263,7 +263,7 @@ for g, n in pairs(ended) do
   if ARGV[f + LIMITED] == '1' then
     local lock, lockInfo, maxConcurrency = KEYS[k + LOCK], KEYS[k + LOCK_INFO], KEYS[k + MAX_CONCURRENCY]
     local held = redis.pcall('decrby', lock, n)
-    if type(held) == 'number' and held < 0 then redis.call('set', lock, 0) end
+    if type(held) == 'number' and held < 0 then redis.call('set', lock, '0') end
     local left = redis.pcall('hincrby', lockInfo, pool, -n)
     if type(left) == 'number' and left <= 0 then redis.call('hdel', lockInfo, pool) end
     local max = intOf(maxConcurrency) or 0
