@@ -14,8 +14,9 @@ import (
 
 // heartbeater tells Redis, every HeartbeatInterval, that the pool is alive (in the server's clock, so
 // clocks of other machines do not matter), squares the pool's concurrency counters with the jobs it
-// actually holds, hands the pools whose heartbeat stopped to the reaper, and looks for waiting jobs
-// on the fetcher's behalf (so an idle pool sends one command per heartbeat).
+// actually holds, hands the pools whose heartbeat stopped, and those of this machine whose process is
+// gone, to the reaper, and looks for waiting jobs on the fetcher's behalf (so an idle pool sends one
+// command per heartbeat).
 type heartbeater struct {
 	heartbeaterParams
 	hb    rdb.PoolHeartbeat
@@ -61,6 +62,9 @@ func newHeartbeater(p heartbeaterParams) *heartbeater {
 		deadPoolTimeout: p.deadPoolTimeout, served: p.served})
 	h.hb = p.heartbeat
 	h.hb.Host, h.hb.Pid = hostname(), os.Getpid()
+	self := ownIdentity()
+	h.hb.Process, h.hb.Machine = self.id, self.machine
+	h.reap.self = self
 	return h
 }
 
@@ -167,6 +171,7 @@ func (h *heartbeater) beat() time.Duration {
 	}
 	h.looked(res.Scan)
 	h.reap.observe(ctx, res.Now, res.Stale)
+	h.reap.gone(ctx, res.Peers)
 	if res.LateAt == 0 {
 		return 0
 	}
