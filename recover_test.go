@@ -1,6 +1,8 @@
 package work
 
 import (
+	"context"
+	"errors"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -126,6 +128,110 @@ func TestPoolsKeepPeersTheyCannotProveGone(t *testing.T) {
 	}
 	if n := ran.Load(); n != 0 {
 		t.Errorf("%d jobs ran, want none", n)
+	}
+}
+
+// A pool whose heartbeat finds it was reaped while a job ran (its heartbeat hash gone) cancels the
+// job's context and drops its outcome: the job is back in its queue and runs again, once, to the end.
+func TestReapedPoolCancelsTheJobsItRan(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var runs atomic.Int64
+	started, stop := make(chan struct{}, 1), make(chan struct{})
+	causes := make(chan error, 1)
+	wp := bhvStart(t, NewWorkerPoolWithOptions(bhvCtx{}, 1, ns, pool,
+		WorkerPoolOptions{HeartbeatInterval: time.Second, DeadPoolTimeout: 3 * time.Second}).
+		Job("a", func(ctx context.Context, j *Job) error {
+			if runs.Add(1) > 1 {
+				return nil
+			}
+			started <- struct{}{}
+			select {
+			case <-ctx.Done():
+				causes <- context.Cause(ctx)
+			case <-stop: // the test failed: let the pool stop
+			}
+			return ctx.Err()
+		}))
+	t.Cleanup(func() { close(stop) })
+	if _, err := NewEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	// What another pool does to this one once its heartbeat is older than DeadPoolTimeout.
+	if n, err := wp.store.Reap(context.Background(), wp.workerPoolID, []string{"a"}, -1); err != nil || n != 1 {
+		t.Fatalf("reap: %d jobs, %v; want 1", n, err)
+	}
+	select {
+	case err := <-causes:
+		if !errors.Is(err, errPoolReaped) {
+			t.Errorf("the running job's context ended with %v, want errPoolReaped", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the running job's context was not cancelled after the pool was reaped")
+	}
+	eventually(t, 20*time.Second, "the job to run again", func() bool { return runs.Load() == 2 })
+	wp.Drain()
+	ks := rdb.NewKeyspace(ns)
+	if n := rInt(t, pool, "ZCARD", ks.Retry()); n != 0 {
+		t.Errorf("%d jobs in the retry set: the cancelled run's outcome was written", n)
+	}
+	if n := rInt(t, pool, "SISMEMBER", ks.WorkerPools(), wp.workerPoolID); n != 1 {
+		t.Error("the pool is not registered again")
+	}
+}
+
+// A pool whose heartbeats do not get through fetches no job once DeadPoolTimeout may have passed
+// since the last that did, and fetches again when one does.
+func TestPoolFetchesNothingWhileItsHeartbeatIsStale(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var ran atomic.Int64
+	wp := bhvStart(t, NewWorkerPoolWithOptions(bhvCtx{}, 1, ns, pool,
+		WorkerPoolOptions{HeartbeatInterval: time.Second, DeadPoolTimeout: 2 * time.Second}).
+		Job("a", func(*Job) error { ran.Add(1); return nil }))
+	r := wp.reg.run
+	// Heartbeats wait for the heartbeater's lock: holding it stands for a frozen heartbeat.
+	r.heartbeater.mu.Lock()
+	eventually(t, 20*time.Second, "the lease to go stale", func() bool { return !r.lease.fresh(time.Now()) })
+	if _, err := NewEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // a wake-up and a look would have fetched it by now
+	if n := ran.Load(); n != 0 {
+		t.Errorf("%d jobs ran while the pool's heartbeat was stale", n)
+	}
+	r.heartbeater.mu.Unlock()
+	eventually(t, 20*time.Second, "the job to run once heartbeats get through", func() bool { return ran.Load() == 1 })
+}
+
+// A job fetched before the pool found itself reaped is not handed to a worker: its reaper put it
+// back, and another pool may run it.
+func TestFetcherDropsJobsOfAnEarlierEpoch(t *testing.T) {
+	wp := NewWorkerPoolWithOptions(bhvCtx{}, 1, "ns", newTestPool(t), WorkerPoolOptions{})
+	wp.Job("a", func(*Job) error { return nil })
+	r := newPoolRun(wp)
+	f := r.fetcher
+	r.lease.renew(time.Now())
+	old := &Job{q: r.jobs().queues["a"]}
+	f.room.reserve()
+	f.p.out.hold(old)
+	f.jobs <- old
+	r.lease.lost()
+	current := &Job{q: r.jobs().queues["a"], epoch: r.lease.epoch.Load()}
+	f.room.reserve()
+	f.p.out.hold(current)
+	f.jobs <- current
+	if j, ok := f.take(); !ok || j != current {
+		t.Fatalf("take returned %p, want the job of the current epoch %p", j, current)
+	}
+	if held := f.room.held.Load(); held != 1 {
+		t.Errorf("room holds %d jobs, want 1 (the dropped one released)", held)
+	}
+	if n := len(f.p.out.heldEntries()["a"]); n != 1 {
+		t.Errorf("%d jobs held in flight, want 1 (the dropped one forgotten)", n)
 	}
 }
 

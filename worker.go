@@ -49,6 +49,10 @@ type jobSource interface {
 	ran(d time.Duration)
 	// finished ends a job's hold without an outcome to write (the pool was abandoned).
 	finished()
+	// current reports whether the job is still the pool's (see lease).
+	current(j *Job) bool
+	// drop ends the hold of a job that is no longer the pool's, without an outcome.
+	drop(j *Job)
 }
 
 func newWorker(p workerParams) *worker {
@@ -110,6 +114,11 @@ func (w *worker) process(job *Job) {
 	}
 	if w.abandoned.Load() {
 		w.source.finished()
+		return
+	}
+	if !w.source.current(job) {
+		// A reaper put the job back while it ran: its outcome is another run's to write.
+		w.source.drop(job)
 		return
 	}
 	w.submit(op)
