@@ -109,7 +109,9 @@ type WorkerPoolOptions struct {
 	// Logger receives the pool's log records. Default: slog.Default().
 	Logger *slog.Logger
 
-	// HeartbeatInterval is how often the pool tells Redis it is alive. Default: 5s.
+	// HeartbeatInterval is how often the pool tells Redis it is alive. Default: 2s (5s before
+	// DeadPoolTimeout's default became 6s). Each heartbeat is one command, which also looks for
+	// waiting jobs and reads the other pools' heartbeats.
 	HeartbeatInterval time.Duration
 
 	// OnOutcome, when set, is called after every run of a job with what became of it: done, retry,
@@ -136,8 +138,12 @@ type WorkerPoolOptions struct {
 
 	// DeadPoolTimeout is how long a pool's heartbeat may be missing before other pools put its
 	// in-progress jobs back in their queues (without counting a failure). A pool whose heartbeats
-	// still arrive is never reaped, however slow. Default: 10s, so a crashed pool's jobs are back
-	// within 15s at the default HeartbeatInterval.
+	// still arrive is never reaped, however slow. Default: 6s (10s before), so a crashed pool's jobs
+	// are back within about 8s at the default HeartbeatInterval. The pool writes it in its heartbeat,
+	// and other pools wait at least that long for it whatever their own; they wait at least 10s for a
+	// pool that declares none (one of gocraft/work, which heartbeats every 5s, or of an earlier
+	// version). A pool of the same machine and PID namespace whose process is proven gone is reaped
+	// at once, by a pool that starts or by the next heartbeat of any other.
 	//
 	// A pool whose heartbeats have not reached Redis for DeadPoolTimeout (a frozen process, a
 	// machine that slept, Redis out of reach) starts no job until a heartbeat gets through; if that
@@ -154,8 +160,8 @@ type BackoffCalculator func(job *Job) int64
 var defaultSleepBackoffs = []int64{0, 10, 100, 1000, 5000}
 
 const (
-	defaultHeartbeatInterval = 5 * time.Second
-	defaultDeadPoolTimeout   = 10 * time.Second
+	defaultHeartbeatInterval = 2 * time.Second
+	defaultDeadPoolTimeout   = 6 * time.Second
 	defaultMaxFails          = 4
 	maxPriority              = 100000
 )
