@@ -183,9 +183,8 @@ func (f *fetcher) isStopped() bool {
 	}
 }
 
-// take hands a worker the next fetched job; false once the pool stopped fetching. A job is handed
-// out only while the pool's lease is fresh (see lease), and only if it was fetched in the lease's
-// current epoch: one fetched before the pool found itself reaped may be another pool's now.
+// take hands a worker the next fetched job; false once the pool stopped fetching. A job fetched
+// before the pool found itself reaped (see lease) is not handed out: it may be another pool's now.
 func (f *fetcher) take() (*Job, bool) {
 	for {
 		j, ok := <-f.jobs
@@ -193,19 +192,31 @@ func (f *fetcher) take() (*Job, bool) {
 			return nil, false
 		}
 		f.taken.Add(1)
-		if !f.p.lease.wait(f.stopped) {
-			// The pool stops: the job goes back as the ones still waiting do (nothing happens if it
-			// is no longer the pool's).
-			f.p.out.post(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
-			f.room.release()
-			continue
-		}
 		if !f.p.lease.current(j) {
 			f.drop(j)
 			continue
 		}
 		return j, true
 	}
+}
+
+// admit reports whether a worker may start j now, the last thing before its handler runs (the
+// process may have been frozen since take): only while the pool's lease is fresh, waiting for a
+// heartbeat if it is not, and only if j was fetched in the lease's current epoch. A job not admitted
+// no longer holds its room.
+func (f *fetcher) admit(j *Job) bool {
+	if !f.p.lease.wait(f.stopped) {
+		// The pool stops: the job goes back as the ones still waiting do (nothing happens if it is
+		// no longer the pool's).
+		f.p.out.post(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
+		f.room.release()
+		return false
+	}
+	if !f.p.lease.current(j) {
+		f.drop(j)
+		return false
+	}
+	return true
 }
 
 // current reports whether j was fetched since the pool last found itself reaped.
