@@ -67,8 +67,9 @@ type fetcher struct {
 // (done when the pool stops), the store, the logger, the pool's ID and the options that pace its
 // looks, the job set the pool serves, the pool's room (which it reserves from for each job it
 // fetches) and outcome queue (whose pending outcomes a fetch carries along, and where the outcomes of jobs
-// it hands back go), the alarm it sets when a look finds due work, and the cancel of a running job
-// that a wake-up message asks for.
+// it hands back go), the alarm it sets when a look finds due work, the cancel of a running job
+// that a wake-up message asks for, and the pool's lease, without which it fetches and hands out
+// nothing.
 type fetcherParams struct {
 	ctx               context.Context
 	store             *rdb.Store
@@ -82,6 +83,7 @@ type fetcherParams struct {
 	out               *outcomeQueue
 	alarm             *dueAlarm
 	cancelJob         func(jobID string)
+	lease             *lease
 
 	boxedPoolID interface{} // poolID as a script argument, boxed once
 }
@@ -181,13 +183,52 @@ func (f *fetcher) isStopped() bool {
 	}
 }
 
-// take hands a worker the next fetched job; false once the pool stopped fetching.
+// take hands a worker the next fetched job; false once the pool stopped fetching. A job fetched
+// before the pool found itself reaped (see lease) is not handed out: it may be another pool's now.
 func (f *fetcher) take() (*Job, bool) {
-	j, ok := <-f.jobs
-	if ok {
+	for {
+		j, ok := <-f.jobs
+		if !ok {
+			return nil, false
+		}
 		f.taken.Add(1)
+		if !f.p.lease.current(j) {
+			f.drop(j)
+			continue
+		}
+		return j, true
 	}
-	return j, ok
+}
+
+// admit reports whether a worker may start j now, the last thing before its handler runs (the
+// process may have been frozen since take): only while the pool's lease is fresh, waiting for a
+// heartbeat if it is not, and only if j was fetched in the lease's current epoch. A job not admitted
+// no longer holds its room.
+func (f *fetcher) admit(j *Job) bool {
+	if !f.p.lease.wait(f.stopped) {
+		// The pool stops: the job goes back as the ones still waiting do (nothing happens if it is
+		// no longer the pool's).
+		f.p.out.post(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
+		f.room.release()
+		return false
+	}
+	if !f.p.lease.current(j) {
+		f.drop(j)
+		return false
+	}
+	return true
+}
+
+// current reports whether j was fetched since the pool last found itself reaped.
+func (f *fetcher) current(j *Job) bool { return f.p.lease.current(j) }
+
+// drop ends the hold of a job that is no longer the pool's, with no outcome: its reaper put it back.
+// Should it have been fetched after the reap all the same, it is in the pool's in-progress list and
+// no longer held, so the sweep puts it back.
+func (f *fetcher) drop(j *Job) {
+	f.p.out.unhold(j)
+	f.room.release()
+	f.p.logger.Info("work: dropped a job fetched before the pool was taken for dead", "job_name", j.q.name)
 }
 
 // ran records a handler's run time in the moving mean that decides how far ahead to fetch.
@@ -319,6 +360,10 @@ func (f *fetcher) finished() { f.room.release() }
 // fetched jobs still wait for a worker, it waits for room for a batch. roomBound reports that room
 // is what it waits for.
 func (f *fetcher) want() (n int, roomBound bool) {
+	if !f.p.lease.fresh(time.Now()) {
+		f.p.lease.askBeat()
+		return 0, false
+	}
 	// The sampler is only used under mu: it takes the priorities of the set served now.
 	f.ready.sampler.priority = f.p.served().priority
 	f.names, f.gens = f.ready.candidates(f.names, f.gens)
@@ -363,6 +408,7 @@ func (f *fetcher) wait(timer *time.Timer, roomBound bool, handBackIn time.Durati
 	timer.Reset(d)
 	select {
 	case <-f.ready.wake:
+	case <-f.p.lease.next(): // a heartbeat: the lease may have been stale
 	case <-f.room.freed.wait():
 	case <-f.p.out.allWritten.wait(): // watched while a Drain waits (see readiness.drain)
 	case <-timer.C:
@@ -396,6 +442,9 @@ func (f *fetcher) exchange(n int) error {
 	for i, name := range f.names {
 		x.Fetch = append(x.Fetch, rdb.FetchShare{Q: set.queues[name].args, Share: f.shares[i]})
 	}
+	// The epoch before the round trip: should a heartbeat find the pool reaped meanwhile, the jobs
+	// may have been fetched before the reap.
+	epoch := p.lease.epoch.Load()
 	batch := p.out.takeForCarry()
 	x.Ops = batch
 	err := p.store.RunExchange(p.ctx, p.boxedPoolID, x)
@@ -416,7 +465,7 @@ func (f *fetcher) exchange(n int) error {
 		q := set.queues[f.names[g]]
 		for ; c > 0 && k < len(x.Jobs); c-- {
 			raw, _ := x.Jobs[k].([]byte)
-			j := &Job{raw: raw, rawArg: x.Jobs[k], q: q}
+			j := &Job{raw: raw, rawArg: x.Jobs[k], q: q, epoch: epoch}
 			if q.keyed {
 				_, j.raw = rdb.SplitKeyedEntry(raw)
 			}

@@ -13,9 +13,10 @@ import (
 )
 
 // heartbeater tells Redis, every HeartbeatInterval, that the pool is alive (in the server's clock, so
-// clocks of other machines do not matter), squares the pool's concurrency counters with the jobs it
-// actually holds, hands the pools whose heartbeat stopped to the reaper, and looks for waiting jobs
-// on the fetcher's behalf (so an idle pool sends one command per heartbeat).
+// clocks of other machines do not matter), renews the pool's lease, squares the pool's concurrency
+// counters with the jobs it actually holds, hands the pools whose heartbeat stopped, and those of
+// this machine whose process is gone, to the reaper, and looks for waiting jobs on the fetcher's
+// behalf (so an idle pool sends one command per heartbeat).
 type heartbeater struct {
 	heartbeaterParams
 	hb    rdb.PoolHeartbeat
@@ -34,12 +35,16 @@ type heartbeater struct {
 // MaxConcurrency, whose counters gate fetches (only their jobs are counted).
 const fullReconcileEvery = 60
 
+// askedBeatGap is the least time between a heartbeat and the next one a stale lease asks for.
+const askedBeatGap = 250 * time.Millisecond
+
 // heartbeaterParams are what a heartbeater uses. The pool's registry is reached through functions:
 // registry returns every registered name (some perhaps not served yet), register writes a job set's
 // names and limits, served returns the set the pool serves, and announced makes it serve the names
 // a heartbeat has announced. looked takes what the heartbeat's look for waiting jobs found (the
 // fetcher's readiness); keep, when set, leaves the heartbeat at stop for a reaper, since jobs may
-// still be held.
+// still be held. Each heartbeat Redis accepts renews lease; reaped is called when one finds that a
+// reaper took the pool's jobs back.
 type heartbeaterParams struct {
 	ctx             context.Context
 	store           *rdb.Store
@@ -53,6 +58,8 @@ type heartbeaterParams struct {
 	announced       func(names []string)
 	looked          func(rdb.ScanResult)
 	keep            *atomic.Bool
+	lease           *lease
+	reaped          func()
 }
 
 func newHeartbeater(p heartbeaterParams) *heartbeater {
@@ -61,6 +68,9 @@ func newHeartbeater(p heartbeaterParams) *heartbeater {
 		deadPoolTimeout: p.deadPoolTimeout, served: p.served})
 	h.hb = p.heartbeat
 	h.hb.Host, h.hb.Pid = hostname(), os.Getpid()
+	self := ownIdentity()
+	h.hb.Process, h.hb.Machine = self.id, self.machine
+	h.reap.self = self
 	return h
 }
 
@@ -108,6 +118,7 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 		extra := time.NewTimer(time.Hour)
 		extra.Stop()
 		defer extra.Stop()
+		var last time.Time
 		for {
 			select {
 			case <-h.ctx.Done():
@@ -115,7 +126,14 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 			case <-t.C:
 			case <-extra.C:
 			case <-h.now:
+			case <-h.lease.ask:
+				// The workers wait for a fresh lease; while heartbeats fail, asking again brings no
+				// more than a few a second.
+				if time.Since(last) < askedBeatGap {
+					continue
+				}
 			}
+			last = time.Now()
 			if d := h.beat(); d > 0 {
 				extra.Reset(d)
 			}
@@ -154,6 +172,7 @@ func (h *heartbeater) beat() time.Duration {
 			reconcile = append(reconcile, i)
 		}
 	}
+	sent := time.Now()
 	res, err := h.store.Heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
 	if err != nil {
 		if h.ctx.Err() == nil {
@@ -162,11 +181,20 @@ func (h *heartbeater) beat() time.Duration {
 		h.reap.unhealthy()
 		return 0
 	}
+	h.hb.Registered = true
+	if res.Reaped {
+		h.logger.Warn("work: the pool's heartbeat had been missing past DeadPoolTimeout and its jobs were put back; " +
+			"it starts none of the jobs it held and goes on with a new heartbeat")
+		h.lease.lost()
+		h.reaped()
+	}
+	h.lease.renew(sent)
 	if !covers(h.served().names, full.names) {
 		h.announced(full.names)
 	}
 	h.looked(res.Scan)
 	h.reap.observe(ctx, res.Now, res.Stale)
+	h.reap.gone(ctx, res.Peers)
 	if res.LateAt == 0 {
 		return 0
 	}

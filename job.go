@@ -78,6 +78,7 @@ type Job struct {
 	raw    []byte      // the bytes as fetched from Redis (the in-progress member)
 	rawArg interface{} // raw as the fetch reply held it, ready to pass back as a script argument
 	q      *queue      // the queue it was fetched from
+	epoch  uint64      // the pool's lease epoch when it was fetched (see lease)
 	// A keyed job's in-progress entry (rawArg) is the key whose queue it was fetched from, a line
 	// feed, then raw: see fetchedKey.
 	argError error

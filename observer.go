@@ -83,6 +83,19 @@ func (s *workerState) cancelIfRunning(jobID string) bool {
 	return true
 }
 
+// cancelRun cancels the running job's context, with cause, when it is job.
+func (s *workerState) cancelRun(job *Job, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.job != job {
+		return
+	}
+	s.cancelled = true
+	if s.cancel != nil {
+		s.cancel(cause)
+	}
+}
+
 func (s *workerState) currentJob() *Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()

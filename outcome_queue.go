@@ -63,6 +63,13 @@ func (o *outcomeQueue) hold(j *Job) {
 	o.heldMu.Unlock()
 }
 
+// unhold forgets a job that is no longer the pool's (see lease): the sweep may put its entry back.
+func (o *outcomeQueue) unhold(j *Job) {
+	o.heldMu.Lock()
+	delete(o.held, j)
+	o.heldMu.Unlock()
+}
+
 // heldSinceSweep reports whether a job was held since the last call of heldEntries.
 func (o *outcomeQueue) heldSinceSweep() bool {
 	o.heldMu.Lock()

@@ -16,10 +16,15 @@ import (
 // only after its own heartbeats have arrived on time for a full HeartbeatInterval: by then every live
 // pool has had the chance to send one too. The reap script checks the heartbeat again atomically, so
 // a pool that comes back is left alone and concurrent reapers do the work once.
+//
+// A pool of the same machine and PID namespace is reaped at once, whatever its heartbeat, when its
+// process is proven gone (see processIdentity): a pool that starts after a crash, or the next
+// heartbeat of any pool beside it, takes the dead pool's jobs back without waiting for the timeout.
 type reaper struct {
 	reaperParams
-	lastBeat     int64 // server time of this pool's previous heartbeat; 0: none yet or it failed
-	healthySince int64 // server time since which heartbeats have arrived on time
+	self         processIdentity // this process (no peer is proven gone when unknown)
+	lastBeat     int64           // server time of this pool's previous heartbeat; 0: none yet or it failed
+	healthySince int64           // server time since which heartbeats have arrived on time
 }
 
 // reaperParams are what a reaper uses: the store, the logger, the pool's heartbeat interval and dead
@@ -52,15 +57,9 @@ func (p *reaper) observe(ctx context.Context, now int64, stale []rdb.StalePool) 
 	}
 	deadAfter := int64(p.deadPoolTimeout / time.Second)
 	for _, sp := range stale {
-		names := sp.JobNames
-		if names == nil {
-			// Its heartbeat is gone: look at every job name the namespace knows.
-			known, err := p.store.KnownJobNames(ctx)
-			if err != nil {
-				p.logger.Error("work: reaping: listing job names", "err", err)
-				continue
-			}
-			names = union(known, p.served().names)
+		names, ok := p.names(ctx, sp)
+		if !ok {
+			continue
 		}
 		n, err := p.store.Reap(ctx, sp.Id, names, deadAfter)
 		if err != nil {
@@ -71,6 +70,39 @@ func (p *reaper) observe(ctx context.Context, now int64, stale []rdb.StalePool) 
 			p.logger.Warn("work: reaped dead pool", "dead_pool_id", sp.Id, "jobs_requeued", n)
 		}
 	}
+}
+
+// gone reaps the pools of this machine whose processes are proven gone.
+func (p *reaper) gone(ctx context.Context, peers []rdb.StalePool) {
+	for _, sp := range peers {
+		if !p.self.processGone(sp.Process) {
+			continue
+		}
+		names, ok := p.names(ctx, sp)
+		if !ok {
+			continue
+		}
+		n, err := p.store.Reap(ctx, sp.Id, names, -1)
+		if err != nil {
+			p.logger.Error("work: reaping dead pool", "dead_pool_id", sp.Id, "err", err)
+			continue
+		}
+		p.logger.Warn("work: reaped dead pool", "dead_pool_id", sp.Id, "jobs_requeued", n, "process_gone", true)
+	}
+}
+
+// names returns the job names whose in-progress lists of the dead pool to look at.
+func (p *reaper) names(ctx context.Context, sp rdb.StalePool) ([]string, bool) {
+	if sp.JobNames != nil {
+		return sp.JobNames, true
+	}
+	// Its heartbeat names none: look at every job name the namespace knows.
+	known, err := p.store.KnownJobNames(ctx)
+	if err != nil {
+		p.logger.Error("work: reaping: listing job names", "err", err)
+		return nil, false
+	}
+	return union(known, p.served().names), true
 }
 
 func union(a, b []string) []string {

@@ -49,6 +49,12 @@ type jobSource interface {
 	ran(d time.Duration)
 	// finished ends a job's hold without an outcome to write (the pool was abandoned).
 	finished()
+	// admit reports whether the job may start now (see lease); if not, its hold has ended.
+	admit(j *Job) bool
+	// current reports whether the job is still the pool's (see lease).
+	current(j *Job) bool
+	// drop ends the hold of a job that is no longer the pool's, without an outcome.
+	drop(j *Job)
 }
 
 func newWorker(p workerParams) *worker {
@@ -83,6 +89,9 @@ func (w *worker) process(job *Job) {
 		// Only a first attempt holds the lock: by a retry it may belong to a later identical job.
 		w.claimUnique(job)
 	}
+	if !w.source.admit(job) {
+		return
+	}
 	job.observer = w.state
 	// A context of its own only when a function of the chain receives it or the job has a timeout:
 	// otherwise nothing could see it, and a cancel is recorded in the worker's state instead.
@@ -110,6 +119,11 @@ func (w *worker) process(job *Job) {
 	}
 	if w.abandoned.Load() {
 		w.source.finished()
+		return
+	}
+	if !w.source.current(job) {
+		// A reaper put the job back while it ran: its outcome is another run's to write.
+		w.source.drop(job)
 		return
 	}
 	w.submit(op)

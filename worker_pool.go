@@ -109,7 +109,9 @@ type WorkerPoolOptions struct {
 	// Logger receives the pool's log records. Default: slog.Default().
 	Logger *slog.Logger
 
-	// HeartbeatInterval is how often the pool tells Redis it is alive. Default: 5s.
+	// HeartbeatInterval is how often the pool tells Redis it is alive. Default: 2s (5s before
+	// DeadPoolTimeout's default became 6s). Each heartbeat is one command, which also looks for
+	// waiting jobs and reads the other pools' heartbeats.
 	HeartbeatInterval time.Duration
 
 	// OnOutcome, when set, is called after every run of a job with what became of it: done, retry,
@@ -136,8 +138,18 @@ type WorkerPoolOptions struct {
 
 	// DeadPoolTimeout is how long a pool's heartbeat may be missing before other pools put its
 	// in-progress jobs back in their queues (without counting a failure). A pool whose heartbeats
-	// still arrive is never reaped, however slow. Default: 10s, so a crashed pool's jobs are back
-	// within 15s at the default HeartbeatInterval.
+	// still arrive is never reaped, however slow. Default: 6s (10s before), so a crashed pool's jobs
+	// are back within about 8s at the default HeartbeatInterval. The pool writes it in its heartbeat,
+	// and other pools wait at least that long for it whatever their own; they wait at least 10s for a
+	// pool that declares none (one of gocraft/work, which heartbeats every 5s, or of an earlier
+	// version). A pool of the same machine and PID namespace whose process is proven gone is reaped
+	// at once, by a pool that starts or by the next heartbeat of any other.
+	//
+	// A pool whose heartbeats have not reached Redis for DeadPoolTimeout (a frozen process, a
+	// machine that slept, Redis out of reach) starts no job until a heartbeat gets through; if that
+	// heartbeat finds the pool was reaped meanwhile, the pool starts none of the jobs it fetched
+	// before, cancels the context of those still running and drops their outcomes (another pool may
+	// run them now), and goes on with a new heartbeat.
 	DeadPoolTimeout time.Duration
 }
 
@@ -148,8 +160,8 @@ type BackoffCalculator func(job *Job) int64
 var defaultSleepBackoffs = []int64{0, 10, 100, 1000, 5000}
 
 const (
-	defaultHeartbeatInterval = 5 * time.Second
-	defaultDeadPoolTimeout   = 10 * time.Second
+	defaultHeartbeatInterval = 2 * time.Second
+	defaultDeadPoolTimeout   = 6 * time.Second
 	defaultMaxFails          = 4
 	maxPriority              = 100000
 )
@@ -384,6 +396,7 @@ type poolRun struct {
 	alarm         *dueAlarm
 	schedulesDue  chan struct{}
 	keepHeartbeat atomic.Bool
+	lease         *lease // the heartbeats' right to start jobs (see lease.go)
 
 	abandoned   atomic.Bool // the stop deadline passed: outcomes of running jobs are dropped
 	workersDone sync.WaitGroup
@@ -409,6 +422,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.startedAt = nowEpochSeconds()
 	r.alarm, r.schedulesDue = newDueAlarm(), make(chan struct{}, 1)
 	store, logger, opts := wp.store, wp.logger, wp.opts
+	r.lease = newLease(opts.DeadPoolTimeout)
 	// The acker and the fetcher share the pool's room and outcome queue, built here: the fetcher reserves
 	// room and carries outcomes along on its fetches, the acker writes the outcomes and frees the
 	// room, and neither calls the other.
@@ -418,7 +432,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	r.fetcher = newFetcher(fetcherParams{ctx: r.ctx, store: store, logger: logger, poolID: r.poolID,
 		sleepBackoffs: opts.SleepBackoffs, heartbeatInterval: opts.HeartbeatInterval,
 		strictPriority: opts.StrictPriority, served: r.jobs, room: room, out: out, alarm: r.alarm,
-		cancelJob: func(id string) { r.cancelJob(id) }})
+		cancelJob: func(id string) { r.cancelJob(id) }, lease: r.lease})
 	for i := uint(0); i < wp.concurrency; i++ {
 		r.workers = append(r.workers, newWorker(workerParams{ctx: r.ctx, store: wp.store, logger: wp.logger,
 			panicPolicy: wp.opts.PanicPolicy, onOutcome: wp.opts.OnOutcome, contextType: wp.contextType,
@@ -434,7 +448,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 		heartbeat: rdb.PoolHeartbeat{PoolID: r.poolID, StartedAt: r.startedAt, Concurrency: wp.concurrency,
 			WorkerIDs: r.workerIDs()},
 		registry: r.full.Load, register: r.registerNames, served: r.jobs, announced: r.announced,
-		looked: r.fetcher.ready.looked, keep: &r.keepHeartbeat})
+		looked: r.fetcher.ready.looked, keep: &r.keepHeartbeat, lease: r.lease, reaped: r.reaped})
 	r.requeuer = newRequeuer(requeuerParams{ctx: r.ctx, store: store, logger: logger, alarm: r.alarm,
 		schedulesDue: r.schedulesDue})
 	r.periodic = newPeriodicEnqueuer(periodicEnqueuerParams{ctx: r.ctx, store: store, logger: logger, alarm: r.alarm,
@@ -500,6 +514,16 @@ func (r *poolRun) cancelJob(jobID string) bool {
 		}
 	}
 	return found
+}
+
+// reaped cancels the jobs running since before the pool found itself reaped (see lease): they are
+// back in their queues, for another run.
+func (r *poolRun) reaped() {
+	for _, w := range r.workers {
+		if j := w.current(); j != nil && !r.lease.current(j) {
+			w.state.cancelRun(j, errPoolReaped)
+		}
+	}
 }
 
 func (r *poolRun) drain() { r.fetcher.ready.drain(r.ctx) }

@@ -334,11 +334,21 @@ func TestSameEdgesOfWorkerPools(t *testing.T) {
 	})
 	sort.Strings(ids)
 	var hbs []map[string]string
+	added := 0
 	for _, id := range ids {
 		h := rStringMap(t, pool, "HGETALL", ns+":worker_pools:"+id)
 		delete(h, "heartbeat_at")
 		delete(h, "started_at")
+		// The fields this library adds: its dead-pool timeout and, where /proc tells, its process.
+		if h["dead_after"] != "" {
+			added++
+		}
+		delete(h, "dead_after")
+		delete(h, "process")
 		hbs = append(hbs, h)
+	}
+	if added != 1 {
+		t.Errorf("%d heartbeats declare dead_after, want 1 (work's)", added)
 	}
 	if !reflect.DeepEqual(hbs[0], hbs[1]) || hbs[0]["concurrency"] != "0" || hbs[0]["worker_ids"] != "" {
 		t.Errorf("heartbeats of pools of concurrency 0 differ or are wrong: %v", hbs)

@@ -29,6 +29,7 @@ var luaFiles embed.FS
 // luaConstants are the Go values the scripts use, by the name a script writes as ${name}.
 var luaConstants = map[string]string{
 	"batchCounterUnit": strconv.Itoa(BatchCounterUnit),
+	"legacyDeadAfter":  strconv.Itoa(LegacyDeadAfterSeconds),
 }
 
 // The scripts, in the order of a job's life. Each file's header documents its KEYS, ARGV and reply.

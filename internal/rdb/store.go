@@ -498,19 +498,34 @@ type PoolHeartbeat struct {
 	Host           string
 	Pid            int
 	PeriodicJobs   string // JSON list of {job_name, spec}; "" when none
+
+	// Process identifies the pool's process so that a pool on the same machine can tell it is gone
+	// ("" when unknown: nothing is written); Machine is the prefix of Process that every process of
+	// the machine and PID namespace shares ("" when unknown: no peer is reported).
+	Process, Machine string
+	// Registered says the pool's heartbeat was written before: a missing hash then means it was reaped.
+	Registered bool
 }
 
-// StalePool is a pool whose heartbeat is older than the dead-after limit.
+// LegacyDeadAfterSeconds is the least dead-after limit applied to a pool whose heartbeat declares
+// none (a gocraft/work pool, or one of an earlier version of this library, heartbeating every 5s).
+const LegacyDeadAfterSeconds = 10
+
+// StalePool is a pool whose heartbeat is older than the dead-after limit, or a live-looking pool of
+// this machine (Process set) whose process the caller may find gone.
 type StalePool struct {
 	Id       string
 	JobNames []string // nil when its heartbeat hash is gone
+	Process  string   // for a pool of this machine: its process field; "" for a stale pool
 }
 
 // heartbeatResult is what a heartbeat learnt about the namespace's pools and waiting jobs.
 type heartbeatResult struct {
 	Now    int64       // the server's clock, epoch seconds
 	LateAt int64       // the earliest heartbeat of a late (not yet dead) pool; 0: none
+	Reaped bool        // the pool's heartbeat was gone: a reaper took its jobs back
 	Stale  []StalePool // pools past the dead-after limit
+	Peers  []StalePool // live-looking pools of this machine and PID namespace
 	Scan   ScanResult
 }
 
@@ -519,7 +534,7 @@ type heartbeatResult struct {
 // pools and looks for waiting jobs.
 func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
 	scanEnd := 2 + scanSets + scanKeysPerName*len(hb.JobNames)
-	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+14+len(reconcile))
+	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+17+len(reconcile))
 	args = append(args, scanEnd+5*len(reconcile), s.Ks.WorkerPools(), s.Ks.Heartbeat(hb.PoolID))
 	args = s.scanArgs(args, hb.JobNames)
 	for _, i := range reconcile {
@@ -529,7 +544,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 	}
 	args = append(args, hb.PoolID, hb.StartedAt, strings.Join(hb.JobNames, ","), hb.Concurrency,
 		strings.Join(hb.WorkerIDs, ","), hb.Host, hb.Pid, deadAfterSeconds, s.Ks.Heartbeat(""), lateAfterSeconds, fullReconcile,
-		s.Ks.JobsPrefix(), scanEnd, hb.PeriodicJobs)
+		s.Ks.JobsPrefix(), scanEnd, hb.PeriodicJobs, hb.Process, hb.Registered, hb.Machine)
 	for _, i := range reconcile {
 		args = append(args, hb.MaxConcurrency[i])
 	}
@@ -539,7 +554,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 		if err != nil {
 			return err
 		}
-		if len(r) < 3 || len(r)%2 != 1 {
+		if len(r) < 4 || (len(r)-4)%3 != 0 {
 			return fmt.Errorf("work: heartbeat: unexpected reply of %d elements", len(r))
 		}
 		if res.Now, err = redis.Int64(r[0], nil); err != nil {
@@ -551,14 +566,21 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 		if res.Scan, err = parseScan(r[2], hb.JobNames); err != nil {
 			return err
 		}
-		for i := 3; i+1 < len(r); i += 2 {
+		reaped, _ := redis.Int64(r[3], nil)
+		res.Reaped = reaped == 1
+		for i := 4; i+2 < len(r); i += 3 {
 			id, _ := redis.String(r[i], nil)
 			names, _ := redis.String(r[i+1], nil)
-			sp := StalePool{Id: id}
+			process, _ := redis.String(r[i+2], nil)
+			sp := StalePool{Id: id, Process: process}
 			if names != "" {
 				sp.JobNames = strings.Split(names, ",")
 			}
-			res.Stale = append(res.Stale, sp)
+			if process == "" {
+				res.Stale = append(res.Stale, sp)
+			} else {
+				res.Peers = append(res.Peers, sp)
+			}
 		}
 		return nil
 	})
@@ -566,7 +588,8 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 }
 
 // Reap requeues a dead pool's in-progress jobs of the given job names. It returns the number of jobs
-// requeued, or -1 when the pool is alive after all.
+// requeued, or -1 when the pool is alive after all. A negative deadAfterSeconds reaps whatever the
+// heartbeat says: the caller knows the pool is gone.
 func (s *Store) Reap(ctx context.Context, poolID string, jobNames []string, deadAfterSeconds int64) (int64, error) {
 	args := make([]interface{}, 0, 3+5*len(jobNames)+4+2*len(jobNames))
 	args = append(args, 2+5*len(jobNames), s.Ks.WorkerPools(), s.Ks.Heartbeat(poolID))

@@ -1,10 +1,16 @@
 -- Records that this pool is alive (in Redis server time), squares the pool's concurrency counters
 -- with what it actually holds for the job names given, reports the other pools whose heartbeat is
--- older than the dead-after limit or missing, and the earliest heartbeat among the others that are
+-- older than their dead-after limit or missing, and the earliest heartbeat among the others that are
 -- late (older than the late-after limit), so the caller can look again when that one would be dead,
 -- and looks for waiting jobs (scan, lib/scan.lua), so an idle pool needs no other command. It reads
 -- other pools' heartbeat hashes by name (ARGV[9] is their key prefix); with a hash-tagged namespace
 -- they share the slot of KEYS[1].
+--
+-- A pool's dead-after limit is the larger of ARGV[8] and the dead_after its hash declares (the time
+-- within which it stops starting jobs while its heartbeats fail); a hash that declares none (a pool of
+-- gocraft/work or of an earlier version) gets at least ${legacyDeadAfter} seconds. The other pools
+-- whose process field says they run on this pool's machine and in its PID namespace (ARGV[17] is
+-- that prefix) are reported too, so that the caller can check whether their processes still exist.
 --
 -- keys: varies
 -- uses: keychecks, scan
@@ -17,43 +23,59 @@
 --   lock_info hash, max_concurrency
 -- ARGV[1] pool ID; ARGV[2] started_at; ARGV[3] job_names; ARGV[4] concurrency; ARGV[5] worker_ids;
 --   ARGV[6] host; ARGV[7] pid (the fields of the heartbeat hash)
--- ARGV[8] dead-after seconds; ARGV[9] heartbeat key prefix; ARGV[10] late-after seconds
+-- ARGV[8] dead-after seconds (also written as dead_after); ARGV[9] heartbeat key prefix;
+--   ARGV[10] late-after seconds
 -- ARGV[11] "1" to recompute every lock of the groups from its lock_info (else only the locks of
 --   limited queues and those whose lock_info entry of this pool changed)
 -- ARGV[12] the jobs-key prefix (to name the job of a lock_info key); ARGV[13] e
--- ARGV[14] periodic_jobs ("" when none); ARGV[14+i] the MaxConcurrency of group i (also written
---   back if its key was overwritten)
+-- ARGV[14] periodic_jobs ("" when none); ARGV[15] process (the pool's process identity, "" when
+--   unknown); ARGV[16] "1" when this pool's heartbeat was written before (its hash missing then
+--   means a reaper took its jobs back); ARGV[17] the process prefix of this machine and PID
+--   namespace ("" when unknown); ARGV[17+i] the MaxConcurrency of group i (also written back if its
+--   key was overwritten)
 --
--- Returns {now, earliest late heartbeat (0: none), scan reply, stale pool ID 1, its job_names (or
--- ""), ...}; a pool with a lock_info entry but no registration is reported as stale with that one
--- job name.
+-- Returns {now, earliest late heartbeat (0: none), scan reply, reaped (1: this pool's hash was
+-- gone), then a triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or
+-- its process field when it is a live-looking pool of this machine}; a pool with a lock_info entry
+-- but no registration is reported as stale with that one job name.
 
 local pool, startedAt, jobNames, concurrency, workerIDs, host, pid =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local deadAfter, heartbeatPrefix, lateAfter, fullReconcile =
   tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10]), ARGV[11] == '1'
 local jobsPrefix, scanEnd, periodicJobs = ARGV[12], tonumber(ARGV[13]), ARGV[14]
+local process, wasRegistered, machine = ARGV[15], ARGV[16] == '1', ARGV[17]
+local legacyDeadAfter = math.max(deadAfter, ${legacyDeadAfter})
 
 local now = tonumber(redis.call('time')[1])
 local unregistered = {}
 local fields = {'heartbeat_at', now, 'started_at', startedAt, 'job_names', jobNames, 'concurrency', concurrency,
-  'worker_ids', workerIDs, 'host', host, 'pid', pid}
+  'worker_ids', workerIDs, 'host', host, 'pid', pid, 'dead_after', deadAfter}
+if process ~= '' then
+  fields[#fields + 1] = 'process'
+  fields[#fields + 1] = process
+end
 if periodicJobs ~= '' then
   fields[#fields + 1] = 'periodic_jobs'
   fields[#fields + 1] = periodicJobs
 end
-redis.call('hset', KEYS[2], unpack(fields))
-local pools, registered = redis.call('smembers', KEYS[1]), {}
+-- Every field new: the hash was gone (its pool was reaped, when it had written it before).
+local reaped = 0
+if redis.call('hset', KEYS[2], unpack(fields)) == #fields / 2 and wasRegistered then reaped = 1 end
+-- A worker_pools of the wrong type lists no pool (none can be reaped, none is registered) and does
+-- not stop the heartbeat: the pool goes on running jobs.
+local pools, registered, listed = redis.pcall('smembers', KEYS[1]), {}, true
+if type(pools) ~= 'table' or pools.err then pools, listed = {}, false end
 for _, id in ipairs(pools) do registered[id] = true end
-if not registered[pool] then
+if listed and not registered[pool] then
   redis.call('sadd', KEYS[1], pool)
   registered[pool] = true
 end
--- The groups to square: five keys each after the scan's keys, their MaxConcurrency after ARGV[14].
+-- The groups to square: five keys each after the scan's keys, their MaxConcurrency after ARGV[17].
 for i = 1, (#KEYS - scanEnd) / 5 do
   local k = scanEnd + 5 * (i - 1)
   local inprogress, keyedInprogress, lock, lockInfo, maxKey = KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4], KEYS[k+5]
-  local max = tonumber(ARGV[14 + i])
+  local max = tonumber(ARGV[17 + i])
   -- Derived counters of the wrong type are repaired: other pools re-add their lock_info entries
   -- with their own heartbeats.
   local repaired = false
@@ -85,7 +107,7 @@ for i = 1, (#KEYS - scanEnd) / 5 do
       local entries = redis.call('hgetall', lockInfo)
       for j = 1, #entries, 2 do
         sum = sum + (tonumber(entries[j+1]) or 0)
-        if not registered[entries[j]] then
+        if listed and not registered[entries[j]] then
           unregistered[#unregistered + 1] = entries[j]
           -- The job name: the key without the jobs prefix and ':lock_info'.
           unregistered[#unregistered + 1] = string.sub(lockInfo, #jobsPrefix + 1, -11)
@@ -95,18 +117,33 @@ for i = 1, (#KEYS - scanEnd) / 5 do
     end
   end
 end
-local out = {now, 0, scan(3, scanEnd, now)}
-for j = 1, #unregistered do out[#out + 1] = unregistered[j] end
+local out = {now, 0, scan(3, scanEnd, now), reaped}
+for j = 1, #unregistered, 2 do
+  out[#out + 1] = unregistered[j]
+  out[#out + 1] = unregistered[j + 1]
+  out[#out + 1] = ''
+end
 for _, id in ipairs(pools) do
   if id ~= pool then
-    local hb = redis.pcall('hmget', heartbeatPrefix .. id, 'heartbeat_at', 'job_names')
-    if hb.err then hb = {false, false} end
+    local hb = redis.pcall('hmget', heartbeatPrefix .. id, 'heartbeat_at', 'job_names', 'dead_after', 'process')
+    if hb.err then hb = {false, false, false, false} end
     local at = tonumber(hb[1] or '')
-    if not at or now - at > deadAfter then
+    local limit = math.max(deadAfter, tonumber(hb[3] or '') or legacyDeadAfter)
+    if not at or now - at > limit then
       out[#out + 1] = id
       out[#out + 1] = hb[2] or ''
-    elseif now - at > lateAfter and (out[2] == 0 or at < out[2]) then
-      out[2] = at
+      out[#out + 1] = ''
+    else
+      if now - at > lateAfter + limit - deadAfter and (out[2] == 0 or at + limit - deadAfter < out[2]) then
+        -- Reported as the heartbeat a pool of this one's limit would have, to be dead at the same time.
+        out[2] = at + limit - deadAfter
+      end
+      local p = hb[4]
+      if machine ~= '' and type(p) == 'string' and string.sub(p, 1, #machine) == machine then
+        out[#out + 1] = id
+        out[#out + 1] = hb[2] or ''
+        out[#out + 1] = p
+      end
     end
   end
 end

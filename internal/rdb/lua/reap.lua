@@ -10,7 +10,9 @@
 -- KEYS[5i-2..5i+2], one group per job name i: jobs list, the pool's in-progress list, lock,
 --   lock_info, the pool's keyed in-progress list
 -- ARGV[1] dead pool ID; ARGV[2] dead-after seconds (-1: reap whatever the heartbeat says, as a
---   stopping pool does for itself); ARGV[3] wake-up channel; ARGV[2+2i], ARGV[3+2i] job name i and
+--   stopping pool does for itself, or a pool that found the dead pool's process gone); the larger of
+--   it and the dead_after the heartbeat declares applies (at least ${legacyDeadAfter} when it
+--   declares none, as heartbeat.lua judges); ARGV[3] wake-up channel; ARGV[2+2i], ARGV[3+2i] job name i and
 --   its keyed prefix (<ns>:keyed:<name>:); then the namespace prefix
 --
 -- A job put back whose record says it runs in the dead pool (lua/running.lua) is queued again, as
@@ -35,9 +37,13 @@ local function notRunning(payload)
   end
 end
 local now = tonumber(redis.call('time')[1])
-local at = redis.pcall('hget', KEYS[2], 'heartbeat_at')
-if type(at) ~= 'string' then at = nil else at = tonumber(at) end
-if at and now - at <= deadAfter then return -1 end
+if deadAfter >= 0 then
+  local hb = redis.pcall('hmget', KEYS[2], 'heartbeat_at', 'dead_after')
+  if type(hb) ~= 'table' then hb = {false, false} end
+  local at = tonumber(hb[1] or '')
+  local limit = math.max(deadAfter, tonumber(hb[2] or '') or math.max(deadAfter, ${legacyDeadAfter}))
+  if at and now - at <= limit then return -1 end
+end
 local moved = 0
 for i = 1, (#KEYS - 2) / 5 do
   local k = 2 + 5 * (i - 1)
