@@ -82,9 +82,12 @@ func (l *lease) next() <-chan struct{} {
 // closed first.
 func (l *lease) wait(stop <-chan struct{}) bool {
 	for {
+		if l.fresh(time.Now()) {
+			return true // every job start comes here: no lock on this path
+		}
 		next := l.next()
 		if l.fresh(time.Now()) {
-			return true
+			return true // renewed since the first look
 		}
 		l.askBeat()
 		select {
