@@ -62,22 +62,14 @@ func (s *Store) scripted(p *Push) (sc *redis.Script, args []interface{}, mapErr 
 // pushes make one script call together, and so do the grouped ones. Each push gets its own outcome;
 // an error of the connection (or of the replicas' wait) is every push's.
 func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) {
+	// Plain and keyed pushes allocate nothing here: batches exist only for debounced or grouped ones.
 	var batches []*scriptBatch
-	debounced, grouped := &scriptBatch{sc: debounceScript, per: 4}, &scriptBatch{sc: groupAddScript, per: 2}
 	for _, p := range pushes {
-		switch {
-		case p.Debounce != nil:
-			debounced.pushes = append(debounced.pushes, p)
-		case p.Group != "":
-			grouped.pushes = append(grouped.pushes, p)
+		if batched(p) {
+			batches = batchPushes(pushes)
+			break
 		}
 	}
-	for _, b := range []*scriptBatch{debounced, grouped} {
-		if len(b.pushes) > 0 {
-			batches = append(batches, b)
-		}
-	}
-	batched := func(p *Push) bool { return p.Debounce != nil || p.Group != "" }
 	err := s.doWrite(ctx, w, func(c redis.Conn) error {
 		for _, p := range pushes {
 			switch {
@@ -111,14 +103,6 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 		if err != nil {
 			return err
 		}
-		next := func() (interface{}, error) {
-			if len(r) == 0 {
-				return nil, errors.New("work: enqueue: reply with too few elements")
-			}
-			v := r[0]
-			r = r[1:]
-			return v, nil
-		}
 		late := 0
 		var noScript []*Push
 		var noScriptBatches []*scriptBatch
@@ -127,14 +111,15 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 				continue
 			}
 			if p.AddKnown && p.Key == "" {
-				if _, err := next(); err != nil {
+				if r, err = skipReply(r); err != nil {
 					return err
 				}
 			}
-			v, err := next()
-			if err != nil {
-				return err
+			if len(r) == 0 {
+				return errShortReply
 			}
+			v := r[0]
+			r = r[1:]
 			if re, ok := v.(redis.Error); ok && p.Key != "" && strings.HasPrefix(string(re), "NOSCRIPT") {
 				noScript = append(noScript, p)
 				continue
@@ -146,7 +131,7 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 					p.Err = keyedPushError(p.Err, p)
 				}
 			case p.Publish:
-				if _, err := next(); err != nil {
+				if r, err = skipReply(r); err != nil {
 					return err
 				}
 			case p.Err == nil && p.N == 1:
@@ -155,10 +140,11 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 			}
 		}
 		for _, b := range batches {
-			v, err := next()
-			if err != nil {
-				return err
+			if len(r) == 0 {
+				return errShortReply
 			}
+			v := r[0]
+			r = r[1:]
 			if re, ok := v.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
 				noScriptBatches = append(noScriptBatches, b)
 				continue
@@ -189,6 +175,40 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 			}
 		}
 	}
+}
+
+// errShortReply is EnqueueMany's error for a pipeline's reply with fewer elements than it sent.
+var errShortReply = errors.New("work: enqueue: reply with too few elements")
+
+// skipReply drops the first element of a pipeline's reply.
+func skipReply(r []interface{}) ([]interface{}, error) {
+	if len(r) == 0 {
+		return nil, errShortReply
+	}
+	return r[1:], nil
+}
+
+// batched reports whether p goes in a script call shared with the pushes of its kind.
+func batched(p *Push) bool { return p.Debounce != nil || p.Group != "" }
+
+// batchPushes returns the script calls the debounced and the grouped pushes of pushes make.
+func batchPushes(pushes []*Push) []*scriptBatch {
+	debounced, grouped := &scriptBatch{sc: debounceScript, per: 4}, &scriptBatch{sc: groupAddScript, per: 2}
+	for _, p := range pushes {
+		switch {
+		case p.Debounce != nil:
+			debounced.pushes = append(debounced.pushes, p)
+		case p.Group != "":
+			grouped.pushes = append(grouped.pushes, p)
+		}
+	}
+	var batches []*scriptBatch
+	for _, b := range []*scriptBatch{debounced, grouped} {
+		if len(b.pushes) > 0 {
+			batches = append(batches, b)
+		}
+	}
+	return batches
 }
 
 // scriptBatch is the pushes of one kind (debounced, or grouped) that make one call of their
