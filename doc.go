@@ -268,8 +268,9 @@
 // A job may run for hours: its pool's heartbeats go on while it runs, and only a pool whose heartbeats
 // stop is reaped. Should a live pool's heartbeats not reach Redis for DeadPoolTimeout (the process
 // frozen, say) and other pools reap it, the pool cancels the contexts of the jobs it was running when
-// it comes back, and writes none of their outcomes: those jobs are back in their queues. A handler reports how far it got with Job.SetProgress, as often as it likes (the
-// pool writes the latest progress at most once a second); the web UI's job and workers pages, the work
+// it comes back (their cause is ErrPoolReaped), and writes none of their outcomes: those jobs are
+// back in their queues. A handler reports how far it got with Job.SetProgress, as often as it likes
+// (the pool writes the latest progress at most once a second); the web UI's job and workers pages, the work
 // command and Client.WorkerObservations show it. A job with a record (tracked, or of a name with
 // KeepFinished) shows in Client.JobRecord as running, with the attempt, its pool, when it started and
 // its progress:

@@ -126,6 +126,10 @@ var (
 	// cancelled job whose handler returns an error goes to the dead set with err "cancelled" (or is
 	// dropped with SkipDead); it is not retried. A handler that finishes anyway counts as done.
 	ErrJobCancelled = errors.New("work: job cancelled")
+	// ErrPoolReaped is the cause of a job's context when its pool missed its heartbeats past
+	// DeadPoolTimeout (the process was frozen, or Redis out of reach) and another pool put the job
+	// back in its queue meanwhile: the job will run there, and this run's outcome is not written.
+	ErrPoolReaped = errors.New("work: the pool missed its heartbeats past DeadPoolTimeout; its jobs were put back")
 	// ErrResultTooLarge is returned by SetResult for a result whose JSON exceeds MaxResultSize.
 	ErrResultTooLarge = errors.New("work: job result larger than MaxResultSize")
 	// ErrBadProgress is returned, wrapped, by Job.SetProgress for a fraction that is not a number,

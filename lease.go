@@ -1,7 +1,6 @@
 package work
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,9 +13,10 @@ import (
 // Redis accepted, no pool can have taken this one's jobs: the pool fetches and starts jobs only then.
 // Past it (the process was frozen, the machine slept, Redis did not answer) the pool first sends a
 // heartbeat; if that finds its heartbeat gone, a reaper did take its jobs back: the pool counts a new
-// epoch, starts none of the jobs it fetched before, cancels those still running and writes none of
-// their outcomes, and goes on with its new heartbeat. It is shared state, built by the pool's run: the
-// heartbeater renews it, the fetcher and the workers check it.
+// epoch, starts none of the jobs it fetched before, cancels those still running (their context's
+// cause is ErrPoolReaped) and writes none of their outcomes, and goes on with its new heartbeat. It
+// is shared state, built by the pool's run: the heartbeater renews it, the fetcher and the workers
+// check it.
 type lease struct {
 	horizon time.Duration
 	sent    atomic.Pointer[time.Time] // when the last heartbeat Redis accepted was sent; nil: none yet
@@ -26,10 +26,6 @@ type lease struct {
 	renewed chan struct{} // closed at the next renewal
 	ask     chan struct{} // the heartbeater beats at once on a receive
 }
-
-// errPoolReaped is the cause of the cancel of a job whose pool was taken for dead: the job is back in
-// its queue, for another pool to run.
-var errPoolReaped = errors.New("work: the pool missed its heartbeats past DeadPoolTimeout; its jobs were put back")
 
 // newLease returns a lease for a pool of the given DeadPoolTimeout. The margin it keeps covers the
 // drift between this machine's clock and the Redis server's.

@@ -165,8 +165,8 @@ func TestReapedPoolCancelsTheJobsItRan(t *testing.T) {
 	}
 	select {
 	case err := <-causes:
-		if !errors.Is(err, errPoolReaped) {
-			t.Errorf("the running job's context ended with %v, want errPoolReaped", err)
+		if !errors.Is(err, ErrPoolReaped) {
+			t.Errorf("the running job's context ended with %v, want ErrPoolReaped", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the running job's context was not cancelled after the pool was reaped")

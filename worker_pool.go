@@ -521,7 +521,7 @@ func (r *poolRun) cancelJob(jobID string) bool {
 func (r *poolRun) reaped() {
 	for _, w := range r.workers {
 		if j := w.current(); j != nil && !r.lease.current(j) {
-			w.state.cancelRun(j, errPoolReaped)
+			w.state.cancelRun(j, ErrPoolReaped)
 		}
 	}
 }
