@@ -518,12 +518,18 @@ func killWorker(e *env) {
 	e.spawnWorker()
 }
 
-// killHolding SIGKILLs p, the worker of pool id, and returns the jobs its pool held: read before and
-// after the kill, as another pool may take them back as soon as the process is gone.
+// killHolding SIGKILLs p, the worker of pool id, and returns the jobs its pool held then. The process
+// is stopped first (SIGSTOP) and what its in-progress lists hold read while it cannot take more: a
+// stopped process is alive, so no peer can prove it gone, while one killed may be reaped before a
+// read after the kill.
 func killHolding(e *env, p *workerProc, id string) int64 {
-	before := e.in.heldBy(id)
+	p.cmd.Process.Signal(syscall.SIGSTOP)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && !stopped(p.pid); {
+		time.Sleep(time.Millisecond)
+	}
+	held := e.in.heldBy(id)
 	e.fl.sigkill(p)
-	return max(before, e.in.heldBy(id))
+	return held
 }
 
 // stopped reports whether every thread of process pid is stopped by a signal (or its state cannot
