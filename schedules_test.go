@@ -832,6 +832,11 @@ func TestScheduleCommitGoesWithTheNextClaim(t *testing.T) {
 	}
 	// Set once the first is claimed: the next claim takes it.
 	f.set(t0, Schedule{ID: "second", Spec: "0 0 9 * * *", JobName: "j"})
+	// The commit script known to the server first: one it lacks is refused and sent again after the
+	// claim went through (which CommitAndClaim allows), and this test is about the order.
+	if _, err := f.st.CommitSchedules(context.Background(), at, nil); err != nil {
+		t.Fatal(err)
+	}
 	again := rdb.ScheduleCommit{Claim: &claims[0], Due: at}
 	res, _, _, next, err := f.st.CommitAndClaim(context.Background(), at, []rdb.ScheduleCommit{again}, at, scheduleLease, 100, 100)
 	if err != nil || res.Committed != 1 {

@@ -246,7 +246,9 @@ func (s *Store) CommitSchedules(ctx context.Context, now int64, commits []Schedu
 
 // CommitAndClaim runs CommitSchedules and then ClaimSchedules (at claimAt, with lease, most and
 // budget) in one round trip: a firing loop's next claim goes with its commit, so Redis runs the two
-// back to back. The claim sees what the commit wrote.
+// back to back. The claim sees what the commit wrote, except on a server that lacked the commit
+// script: that call is refused and sent again after the claim ran, which is as correct (the commit's
+// compare-and-set and the leases do not depend on the order).
 func (s *Store) CommitAndClaim(ctx context.Context, now int64, commits []ScheduleCommit, claimAt int64, lease, most, budget int) (CommitResult, int64, int64, []ScheduleClaim, error) {
 	var res CommitResult
 	var r []interface{}
