@@ -428,12 +428,8 @@ func TestFaults(t *testing.T) {
 			e.sleepUntil(3 * time.Second)
 			frozen = e.fl.random()
 			id := e.in.poolOfPid(frozen.pid)
-			frozen.cmd.Process.Signal(syscall.SIGSTOP)
-			// The signal stops each thread a little later: a job may still start meanwhile. The
-			// freeze counts from when every thread is seen stopped.
-			for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && !stopped(frozen.pid); {
-				time.Sleep(time.Millisecond)
-			}
+			// The freeze counts from when every thread is seen stopped: a job may start meanwhile.
+			stopProcess(frozen)
 			frozenAt = time.Now().UnixNano()
 			held := e.in.heldBy(id) // frozen: what it holds stays put until it is reaped
 			time.Sleep(5 * time.Second)
@@ -523,13 +519,19 @@ func killWorker(e *env) {
 // stopped process is alive, so no peer can prove it gone, while one killed may be reaped before a
 // read after the kill.
 func killHolding(e *env, p *workerProc, id string) int64 {
+	stopProcess(p)
+	held := e.in.heldBy(id)
+	e.fl.sigkill(p)
+	return held
+}
+
+// stopProcess sends p SIGSTOP and waits (up to a second) until every thread of it is stopped: the
+// signal stops each thread a little later.
+func stopProcess(p *workerProc) {
 	p.cmd.Process.Signal(syscall.SIGSTOP)
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && !stopped(p.pid); {
 		time.Sleep(time.Millisecond)
 	}
-	held := e.in.heldBy(id)
-	e.fl.sigkill(p)
-	return held
 }
 
 // stopped reports whether every thread of process pid is stopped by a signal (or its state cannot
