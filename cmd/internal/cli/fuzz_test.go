@@ -158,21 +158,26 @@ func validScheme(s string) bool {
 
 // checkNoSecret fails when out, what ParseRedis(addr, database) shows (its error or String()), holds
 // a secret of addr, or pass. A secret counts when it is long enough not to be there by chance (4
-// bytes), and is not shown for the address without its user info or with another one too (it is
-// then elsewhere in the address, or in the message's own words).
+// bytes), and is not shown for the address without its user info, with another one, or with only
+// the password replaced (it is then elsewhere in the address, in the user name, or in the message's
+// own words).
 func checkNoSecret(t *testing.T, addr string, database int, what, out, pass string) {
 	t.Helper()
 	userinfos, secrets := secretsIn(addr)
 	if pass != "" {
 		secrets = append(secrets, pass)
 	}
-	without, masked := addr, addr
+	without, masked, userOnly := addr, addr, addr
 	for _, ui := range userinfos {
 		without = strings.Replace(without, ui+"@", "", 1)
 		masked = strings.Replace(masked, ui+"@", "Zq:Zq@", 1)
+		if user, _, ok := strings.Cut(ui, ":"); ok {
+			// The user name is shown on purpose; a password that is part of it shows with it.
+			userOnly = strings.Replace(userOnly, ui+"@", user+":Zq@", 1)
+		}
 	}
 	var refs []string
-	for _, a := range []string{without, masked} {
+	for _, a := range []string{without, masked, userOnly} {
 		if tg, err := ParseRedis(a, database); err != nil {
 			refs = append(refs, err.Error())
 		} else {
