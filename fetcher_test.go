@@ -158,7 +158,7 @@ func TestAStreamOfWakeUpsIsFetchedInFewRoundTrips(t *testing.T) {
 	t.Parallel()
 	pool, writes := newCountingPool(t)
 	ns := newTestNamespace(t, pool)
-	const n = 20
+	const n = 50
 	gate := newBhvGate()
 	var started atomic.Int64
 	wp := NewWorkerPool(bhvCtx{}, n, ns, pool)
@@ -192,11 +192,12 @@ func TestAStreamOfWakeUpsIsFetchedInFewRoundTrips(t *testing.T) {
 	}
 	eventually(t, 15*time.Second, "every job to start", func() bool { return started.Load() == n })
 	// One fetch for the first wake-up, then the loop's for the rest: one or two, a few more when the
-	// loop fetches while wake-ups are still being read (a busy machine); one per wake-up would be 20.
+	// loop fetches while wake-ups are still being read (a busy machine); one per wake-up would be 50.
 	got := writes.Load() - before
 	t.Logf("%d round trips to start %d jobs woken together", got, n)
-	if got >= n/2 {
-		t.Errorf("%d round trips to start %d jobs woken together, want fewer than %d", got, n, n/2)
+	// On a loaded machine with -race, 11 to 23 were seen; a fetch per wake-up makes 50 or more.
+	if got >= 3*n/4 {
+		t.Errorf("%d round trips to start %d jobs woken together, want fewer than %d", got, n, 3*n/4)
 	}
 }
 

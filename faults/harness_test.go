@@ -469,10 +469,12 @@ func (f *fleet) random() *workerProc {
 	return live[f.rng.Intn(len(live))]
 }
 
-func (f *fleet) sigkill(p *workerProc) {
+func (f *fleet) sigkill(p *workerProc) (sent time.Time) {
 	p.killed = true
+	sent = time.Now()
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
+	return sent
 }
 
 // sigterm asks a worker to stop (StopContext with its deadline) and waits for it to exit; it reports

@@ -24,9 +24,10 @@ import (
 // The handlers record when each run starts and ends (the worker program's -timeline), on the one
 // clock of this machine. A recorded run lies within the time its job held its key's slot: the slot is
 // taken by the fetch before the handler starts and freed by the acknowledgement after it returns, or
-// for a killed process's jobs by the reaper, DeadPoolTimeout after its last heartbeat, well after the
-// moment the test saw the process exit, which is when its unfinished runs are taken to end. So any
-// overlap counted is an overlap of slots.
+// for a killed process's jobs by a peer's reaper once it finds the process gone, which can be before
+// the test's wait for the process returns (a zombie counts as gone) but never before the SIGKILL was
+// sent, which is when its unfinished runs are taken to end. So any overlap counted is an overlap of
+// slots.
 //
 // Not covered, by design: a pool frozen (SIGSTOP) for longer than DeadPoolTimeout is reaped while it
 // lives, and its handlers, when it wakes, run beside the jobs put back (see the package work
@@ -112,7 +113,7 @@ func TestKeyedLimitsHoldUnderRepeatedSIGKILL(t *testing.T) {
 
 	// SIGKILL one pool, every third time two, every 1.5-2.5 s while jobs run, and start as many new
 	// ones; note how many keys ran at their limit just before each kill.
-	killedAt := map[int]int64{} // pid -> Unix ns, once the process is gone
+	killedAt := map[int]int64{} // pid -> Unix ns, when its SIGKILL was sent
 	killedPools := map[string]bool{}
 	atLimit := func() (n int) {
 		for _, name := range names {
@@ -147,8 +148,9 @@ func TestKeyedLimitsHoldUnderRepeatedSIGKILL(t *testing.T) {
 			if p == nil {
 				break
 			}
-			fl.sigkill(p)
-			killedAt[p.pid] = time.Now().UnixNano()
+			// A run of the killed process ends when the signal goes: a peer may take its jobs back
+			// as soon as the process is a zombie, before the wait for it returns.
+			killedAt[p.pid] = fl.sigkill(p).UnixNano()
 			killedPools[p.poolID] = true
 			kills++
 		}
