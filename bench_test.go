@@ -418,3 +418,54 @@ func BenchmarkProcessKeyedJobs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEnqueueDebounced compares debounced Enqueue calls (1,000 bursts, one minute windows, the
+// latest args kept) with plain ones, both from 10 goroutines: the benches groups workload's shape,
+// small enough to profile (-cpuprofile) or to read the server's share (Redis µs/job).
+func BenchmarkEnqueueDebounced(b *testing.B) {
+	for _, mode := range []string{"plain", "debounced"} {
+		b.Run(mode, func(b *testing.B) {
+			pool, _ := newCountingPool(b)
+			ns := newTestNamespace(b, pool)
+			e := NewEnqueuer(ns, pool)
+			args := Q{"addr": "test@example.com", "n": 1}
+			ids := make([]string, 1000)
+			for i := range ids {
+				ids[i] = "d" + strconv.Itoa(i)
+			}
+			_, cpu0 := serverStats(b, pool)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for k := 0; k < 10; k++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						var err error
+						if mode == "plain" {
+							_, err = e.Enqueue("x", args)
+						} else {
+							_, err = e.EnqueueWith("x", args, EnqueueOptions{
+								Debounce: &Debounce{ID: ids[i%int64(len(ids))], Window: time.Minute}})
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			_, cpu1 := serverStats(b, pool)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/job")
+		})
+	}
+}
