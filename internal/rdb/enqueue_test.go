@@ -105,3 +105,66 @@ func TestEnqueueManySharesOneScriptCallPerKind(t *testing.T) {
 		t.Errorf("the key of another type was changed: %q %v", v, err)
 	}
 }
+
+// TestDebouncedPushesOfOneCallKeepTheirOwnSettings: debounced pushes that share a call but not a job
+// name, window, maximum wait or payload rule each get their own.
+func TestDebouncedPushesOfOneCallKeepTheirOwnSettings(t *testing.T) {
+	pool := newTestPool(t)
+	s := NewStore(redistest.Namespace(t, pool, "rdb-settings"), PoolBackend(pool))
+	conn := pool.Get()
+	defer conn.Close()
+	type want struct {
+		name, id          string
+		window, maxWait   int64
+		keep              bool
+		first, last, kept string // payloads; kept: the one pending at the end
+	}
+	wants := []want{
+		{"mail", "a", 60000, 0, false, `{"a":1}`, `{"a":2}`, `{"a":2}`},
+		{"mail", "b", 120000, 0, true, `{"b":1}`, `{"b":2}`, `{"b":1}`},
+		{"sms", "a", 60000, 0, false, `{"sa":1}`, `{"sa":2}`, `{"sa":2}`},
+		{"mail", "c", 60000, 30000, false, `{"c":1}`, `{"c":2}`, `{"c":2}`},
+		{"mail", "d", 60000, 0, false, `{"d":1}`, `{"d":2}`, `{"d":2}`},
+	}
+	push := func(w want, payload string) *Push {
+		return &Push{Name: w.name, Payload: []byte(payload),
+			Debounce: &DebounceSpec{ID: w.id, WindowMs: w.window, MaxWaitMs: w.maxWait, KeepFirst: w.keep}}
+	}
+	var first, second []*Push
+	for _, w := range wants {
+		first, second = append(first, push(w, w.first)), append(second, push(w, w.last))
+	}
+	// Both enqueues of every burst in one call, the settings interleaved.
+	s.EnqueueMany(context.Background(), ReplicaWait{}, append(first, second...))
+	for i, w := range wants {
+		for j, p := range []*Push{first[i], second[i]} {
+			r, err := DebounceReply(p.Reply)
+			if err != nil || p.Err != nil {
+				t.Fatalf("%s %s push %d: %v %v", w.name, w.id, j, err, p.Err)
+			}
+			state := []string{"new", "replaced"}[j]
+			if w.keep && j == 1 {
+				state = "kept"
+			}
+			if r.State != state || r.Count != int64(j+1) {
+				t.Errorf("%s %s push %d: state %q count %d, want %q %d", w.name, w.id, j, r.State, r.Count, state, j+1)
+			}
+		}
+		h, err := redis.StringMap(conn.Do("HGETALL", s.Ks.Debounce(w.name, w.id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h["member"] != w.kept || h["window_ms"] != fmt.Sprint(w.window) || h["max_wait_ms"] != fmt.Sprint(w.maxWait) {
+			t.Errorf("%s %s: burst hash %v, want member %s window %d max wait %d", w.name, w.id, h, w.kept, w.window, w.maxWait)
+		}
+		if _, err := redis.Int64(conn.Do("ZSCORE", s.Ks.Debounces(), w.name+"\n"+w.id)); err != nil {
+			t.Errorf("%s %s: not in the index of bursts: %v", w.name, w.id, err)
+		}
+		if _, err := redis.Int64(conn.Do("ZSCORE", s.Ks.Scheduled(), w.kept)); err != nil {
+			t.Errorf("%s %s: %s is not pending: %v", w.name, w.id, w.kept, err)
+		}
+	}
+	if n, err := redis.Int(conn.Do("ZCARD", s.Ks.Scheduled())); err != nil || n != len(wants) {
+		t.Errorf("%d pending jobs (%v), want %d", n, err, len(wants))
+	}
+}
