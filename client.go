@@ -45,6 +45,26 @@ type WorkerPoolHeartbeat struct {
 	Host         string   `json:"host"`
 	Pid          int      `json:"pid"`
 	WorkerIDs    []string `json:"worker_ids"`
+
+	// DeadAfter is how many seconds without a heartbeat the pool declared its peers may take it for
+	// dead (its DeadPoolTimeout); 0 for a pool that declares none (a gocraft/work pool, or one of an
+	// earlier version), which its peers wait LegacyDeadAfter for.
+	DeadAfter int64 `json:"dead_after,omitempty"`
+}
+
+// LegacyDeadAfter is how long a pool that declares no dead-after limit (a gocraft/work pool, or one
+// of an earlier version) may go without a heartbeat before its peers take it for dead.
+const LegacyDeadAfter = rdb.LegacyDeadAfterSeconds * time.Second
+
+// Stale reports whether the pool had gone without a heartbeat at now for longer than it declared
+// (DeadAfter, else LegacyDeadAfter): peers whose own DeadPoolTimeout is no longer then take it for
+// dead, and take its jobs back at their next heartbeat.
+func (hb *WorkerPoolHeartbeat) Stale(now time.Time) bool {
+	limit := hb.DeadAfter
+	if limit <= 0 {
+		limit = rdb.LegacyDeadAfterSeconds
+	}
+	return now.Unix()-hb.HeartbeatAt > limit
 }
 
 // WorkerObservation is what a worker is doing. An idle worker has IsBusy false and the other fields
@@ -109,6 +129,9 @@ func parseHeartbeat(id string, h map[string]string) *WorkerPoolHeartbeat {
 	}
 	if n, err := strconv.Atoi(h["pid"]); err == nil {
 		hb.Pid = n
+	}
+	if n := parseInt64(h["dead_after"]); n > 0 {
+		hb.DeadAfter = n
 	}
 	return hb
 }

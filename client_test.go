@@ -366,3 +366,45 @@ func TestClientPeriodicJobsListsWhatLivePoolsDeclare(t *testing.T) {
 		t.Errorf("not sorted by next run: %+v, %+v", got[0], got[1])
 	}
 }
+
+// A heartbeat reads the dead-after limit its pool declared, and Stale applies it (or the legacy
+// limit to a pool that declares none); a pool's real heartbeat declares its DeadPoolTimeout.
+func TestWorkerPoolHeartbeatStaleAfterItsDeclaredLimit(t *testing.T) {
+	t.Parallel()
+	c, pool, ks := newTestClient(t)
+	rdo(t, pool, "SADD", ks.WorkerPools(), "declared", "legacy")
+	rdo(t, pool, "HSET", ks.Heartbeat("declared"), "heartbeat_at", 1700000000, "dead_after", 6)
+	rdo(t, pool, "HSET", ks.Heartbeat("legacy"), "heartbeat_at", 1700000000)
+	hbs, err := c.WorkerPoolHeartbeats()
+	if err != nil || len(hbs) != 2 {
+		t.Fatalf("heartbeats %v, %v", hbs, err)
+	}
+	declared, legacy := hbs[0], hbs[1]
+	if declared.DeadAfter != 6 || legacy.DeadAfter != 0 {
+		t.Fatalf("DeadAfter %d and %d, want 6 and 0", declared.DeadAfter, legacy.DeadAfter)
+	}
+	at := time.Unix(1700000000, 0)
+	for _, c := range []struct {
+		hb    *WorkerPoolHeartbeat
+		after time.Duration
+		stale bool
+	}{
+		{declared, 6 * time.Second, false}, {declared, 7 * time.Second, true},
+		{legacy, LegacyDeadAfter, false}, {legacy, LegacyDeadAfter + time.Second, true},
+	} {
+		if got := c.hb.Stale(at.Add(c.after)); got != c.stale {
+			t.Errorf("pool %s, %v after its heartbeat: stale %v, want %v", c.hb.WorkerPoolID, c.after, got, c.stale)
+		}
+	}
+
+	// A running pool declares its DeadPoolTimeout.
+	ns := newTestNamespace(t, pool)
+	wp := NewWorkerPoolWithOptions(struct{}{}, 1, ns, pool, WorkerPoolOptions{DeadPoolTimeout: 42 * time.Second})
+	wp.Job("x", func(*Job) error { return nil })
+	wp.Start()
+	defer wp.Stop()
+	hbs, err = NewClient(ns, pool).WorkerPoolHeartbeats()
+	if err != nil || len(hbs) != 1 || hbs[0].DeadAfter != 42 {
+		t.Fatalf("a running pool's heartbeats %+v (%v), want one declaring 42 s", hbs, err)
+	}
+}

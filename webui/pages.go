@@ -506,7 +506,7 @@ type workersData struct {
 
 type poolRow struct {
 	*work.WorkerPoolHeartbeat
-	Stale bool // no heartbeat for more than 10 s: the pool is probably dead
+	Stale bool // no heartbeat for longer than the pool declared: its peers take it for dead
 }
 
 func (s *Server) workers() (*workersData, error) {
@@ -519,9 +519,9 @@ func (s *Server) workers() (*workersData, error) {
 		return nil, err
 	}
 	d := &workersData{Busy: []*work.WorkerObservation{}}
-	now := time.Now().Unix()
+	now := time.Now()
 	for _, hb := range hbs {
-		d.Pools = append(d.Pools, &poolRow{WorkerPoolHeartbeat: hb, Stale: now-hb.HeartbeatAt > 10})
+		d.Pools = append(d.Pools, &poolRow{WorkerPoolHeartbeat: hb, Stale: hb.Stale(now)})
 	}
 	for _, ob := range obs {
 		if ob.IsBusy {

@@ -831,3 +831,26 @@ func TestDeadRecordsOfUndecodablePayloadsShowTheirBytes(t *testing.T) {
 		t.Errorf("/dead_jobs answers in the form of earlier versions: %s", rec.Body)
 	}
 }
+
+// The workers page calls a pool stale once its heartbeat is older than the limit the pool declared
+// (dead_after), or than the legacy 10 s for a pool that declares none: what its peers go by.
+func TestWorkersPageStaleByTheDeclaredLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	rdo(t, f.pool, "SADD", f.key("worker_pools"), "quick", "legacy", "slow")
+	rdo(t, f.pool, "HSET", f.key("worker_pools:quick"), "heartbeat_at", f.now-8, "dead_after", 6, "host", "quick-host")
+	rdo(t, f.pool, "HSET", f.key("worker_pools:legacy"), "heartbeat_at", f.now-8, "host", "legacy-host")
+	rdo(t, f.pool, "HSET", f.key("worker_pools:slow"), "heartbeat_at", f.now-30, "dead_after", 60, "host", "slow-host")
+	body := f.get("/ui/workers").Body.String()
+	for host, stale := range map[string]bool{"quick-host": true, "legacy-host": false, "slow-host": false} {
+		i := strings.Index(body, host)
+		if i < 0 {
+			t.Fatalf("no row of %s:\n%s", host, body)
+		}
+		row := body[strings.LastIndex(body[:i], "<tr"):]
+		row = row[:strings.Index(row, "</tr>")]
+		if got := strings.Contains(row, `class="stale"`); got != stale {
+			t.Errorf("pool on %s: stale %v, want %v: %s", host, got, stale, row)
+		}
+	}
+}
