@@ -72,7 +72,8 @@ type PendingBurst struct {
 }
 
 // PendingBursts reads the index of bursts and each burst's hash, and drops from the index the
-// bursts that are over (their job left the scheduled set, or the hash expired). At most limit.
+// bursts that are over (their job left the scheduled set, or the hash expired). At most limit. Three
+// round trips whatever the count: the index, the hashes, the pending jobs' scores.
 func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, error) {
 	var out []PendingBurst
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -81,33 +82,56 @@ func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, e
 			return wrongType(err)
 		}
 		var over []interface{}
+		var bursts []PendingBurst
 		for _, m := range members {
 			name, id, ok := strings.Cut(m, "\n")
 			if !ok {
 				over = append(over, m)
 				continue
 			}
-			h, err := redis.StringMap(c.Do("HGETALL", s.Ks.Debounce(name, id)))
+			bursts = append(bursts, PendingBurst{Name: name, ID: id})
+			if err := c.Send("HGETALL", s.Ks.Debounce(name, id)); err != nil {
+				return err
+			}
+		}
+		var hashes []interface{}
+		if len(bursts) > 0 {
+			if hashes, err = redis.Values(c.Do("")); err != nil {
+				return err
+			}
+		}
+		var withJob []PendingBurst
+		for i, b := range bursts {
+			h, err := redis.StringMap(hashes[i], nil)
 			if err != nil {
 				return wrongType(err)
 			}
 			if h["member"] == "" {
-				over = append(over, m)
+				over = append(over, debounceMember(b.Name, b.ID))
 				continue
 			}
-			if _, err := redis.Int64(c.Do("ZSCORE", s.Ks.Scheduled(), h["member"])); err != nil {
-				if err == redis.ErrNil {
-					over = append(over, m)
-					continue
-				}
-				return err
-			}
-			b := PendingBurst{Name: name, ID: id, Payload: []byte(h["member"])}
+			b.Payload = []byte(h["member"])
 			b.FirstMs, _ = strconv.ParseInt(h["first_ms"], 10, 64)
 			b.RunAt, _ = strconv.ParseInt(h["run_at"], 10, 64)
 			b.WindowMs, _ = strconv.ParseInt(h["window_ms"], 10, 64)
 			b.MaxWaitMs, _ = strconv.ParseInt(h["max_wait_ms"], 10, 64)
 			b.Count, _ = strconv.ParseInt(h["count"], 10, 64)
+			withJob = append(withJob, b)
+			if err := c.Send("ZSCORE", s.Ks.Scheduled(), b.Payload); err != nil {
+				return err
+			}
+		}
+		var scores []interface{}
+		if len(withJob) > 0 {
+			if scores, err = redis.Values(c.Do("")); err != nil {
+				return err
+			}
+		}
+		for i, b := range withJob {
+			if scores[i] == nil {
+				over = append(over, debounceMember(b.Name, b.ID))
+				continue
+			}
 			out = append(out, b)
 		}
 		if len(over) > 0 {

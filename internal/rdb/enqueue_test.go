@@ -168,3 +168,62 @@ func TestDebouncedPushesOfOneCallKeepTheirOwnSettings(t *testing.T) {
 		t.Errorf("%d pending jobs (%v), want %d", n, err, len(wants))
 	}
 }
+
+// TestPendingBurstsListsThoseWhoseJobWaits: PendingBursts lists the bursts whose job still waits in
+// the scheduled set, in run-time order, and drops from the index those that are over (the job left
+// the scheduled set, the hash is gone) and members of another form; an empty index lists none.
+func TestPendingBurstsListsThoseWhoseJobWaits(t *testing.T) {
+	pool := newTestPool(t)
+	s := NewStore(redistest.Namespace(t, pool, "rdb-bursts"), PoolBackend(pool))
+	conn := pool.Get()
+	defer conn.Close()
+	ctx := context.Background()
+	if bs, err := s.PendingBursts(ctx, 100); err != nil || len(bs) != 0 {
+		t.Fatalf("empty index: %v, %v", bs, err)
+	}
+	var pushes []*Push
+	for i := 0; i < 30; i++ {
+		pushes = append(pushes, &Push{Name: "mail", Payload: []byte(fmt.Sprintf(`{"i":%d}`, i)),
+			Debounce: &DebounceSpec{ID: fmt.Sprint(i), WindowMs: int64(60000 + 1000*i)}})
+	}
+	s.EnqueueMany(ctx, ReplicaWait{}, pushes)
+	for _, p := range pushes {
+		if p.Err != nil {
+			t.Fatal(p.Err)
+		}
+	}
+	// Burst 3's job left the scheduled set, burst 4's hash expired; a member of another form.
+	if _, err := conn.Do("ZREM", s.Ks.Scheduled(), `{"i":3}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Do("DEL", s.Ks.Debounce("mail", "4")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Do("ZADD", s.Ks.Debounces(), 1, "no newline"); err != nil {
+		t.Fatal(err)
+	}
+	bs, err := s.PendingBursts(ctx, 100)
+	if err != nil || len(bs) != 28 {
+		t.Fatalf("%d bursts (%v), want 28", len(bs), err)
+	}
+	for i, b := range bs {
+		want := i
+		if i >= 3 {
+			want = i + 2
+		}
+		if b.ID != fmt.Sprint(want) || string(b.Payload) != fmt.Sprintf(`{"i":%d}`, want) || b.Count != 1 ||
+			b.WindowMs != int64(60000+1000*want) {
+			t.Errorf("burst %d: %+v, want burst %d", i, b, want)
+		}
+	}
+	if n, err := redis.Int(conn.Do("ZCARD", s.Ks.Debounces())); err != nil || n != 28 {
+		t.Errorf("the index holds %d (%v), want the 28 pending", n, err)
+	}
+	// A hash of another type fails the read.
+	if _, err := conn.Do("SET", s.Ks.Debounce("mail", "0"), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PendingBursts(ctx, 100); !errors.Is(err, ErrWrongType) {
+		t.Errorf("with a hash of another type: %v, want ErrWrongType", err)
+	}
+}
