@@ -56,3 +56,18 @@ func TestStatsShowsBacklogs(t *testing.T) {
 		t.Errorf("stats --json backlog %+v", b)
 	}
 }
+
+// `work stats` counts the pools whose heartbeat is older than they declared as stale.
+func TestStatsCountsStalePools(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	now := time.Now().Unix()
+	e.do("SADD", e.key("worker_pools"), "live", "gone", "legacy")
+	e.do("HSET", e.key("worker_pools:live"), "heartbeat_at", now, "dead_after", 6)
+	e.do("HSET", e.key("worker_pools:gone"), "heartbeat_at", now-30, "dead_after", 6)
+	e.do("HSET", e.key("worker_pools:legacy"), "heartbeat_at", now-8)
+	r := e.run(nil, "stats")
+	r.want(t, 0, "in 3 pools (1 stale)")
+	r = e.run(nil, "stats", "--json")
+	r.want(t, 0, `"worker_pools": 3`, `"stale_worker_pools": 1`)
+}

@@ -18,11 +18,14 @@ type statsReport struct {
 	Namespace   string        `json:"namespace"`
 	Summary     *work.Summary `json:"summary"`
 	WorkerPools int           `json:"worker_pools"`
-	Workers     int           `json:"workers"`
-	BusyWorkers int           `json:"busy_workers"`
-	Since       time.Time     `json:"since"`
-	Processed   int64         `json:"processed"`
-	Failed      int64         `json:"failed"`
+	// StalePools counts the pools among WorkerPools whose heartbeat is older than they declared
+	// (WorkerPoolHeartbeat.Stale): their peers take them for dead.
+	StalePools  int       `json:"stale_worker_pools"`
+	Workers     int       `json:"workers"`
+	BusyWorkers int       `json:"busy_workers"`
+	Since       time.Time `json:"since"`
+	Processed   int64     `json:"processed"`
+	Failed      int64     `json:"failed"`
 	// Backlogs are what relays report waiting in other stores to be enqueued; [] when none does.
 	Backlogs []*work.Backlog `json:"backlogs"`
 }
@@ -47,6 +50,11 @@ func (a *app) collectStats(c *work.Client, since time.Duration) (*statsReport, e
 			r.BusyWorkers++
 		}
 	}
+	for _, hb := range hbs {
+		if hb.Stale(now) {
+			r.StalePools++
+		}
+	}
 	pts, err := c.NamespaceStats(now.Add(-since), now)
 	if err != nil {
 		return nil, err
@@ -69,7 +77,11 @@ func (r *statsReport) print(w io.Writer, since time.Duration) error {
 	t.row("SCHEDULED", strconv.FormatInt(s.Scheduled, 10))
 	t.row("RETRY", strconv.FormatInt(s.Retry, 10))
 	t.row("DEAD", strconv.FormatInt(s.Dead, 10))
-	t.row("WORKERS", fmt.Sprintf("%d busy of %d in %d pools", r.BusyWorkers, r.Workers, r.WorkerPools))
+	workers := fmt.Sprintf("%d busy of %d in %d pools", r.BusyWorkers, r.Workers, r.WorkerPools)
+	if r.StalePools > 0 {
+		workers += fmt.Sprintf(" (%d stale)", r.StalePools)
+	}
+	t.row("WORKERS", workers)
 	t.row("LAST "+seconds(int64(since.Seconds())), fmt.Sprintf("%d processed, %d failed", r.Processed, r.Failed))
 	if err := t.flush(); err != nil {
 		return err
