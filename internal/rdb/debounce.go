@@ -73,7 +73,8 @@ type PendingBurst struct {
 
 // PendingBursts reads the index of bursts and each burst's hash, and drops from the index the
 // bursts that are over (their job left the scheduled set, or the hash expired). At most limit. Three
-// round trips whatever the count: the index, the hashes, the pending jobs' scores.
+// round trips whatever the count (the index, the hashes, the pending jobs' scores), and one more to
+// drop the bursts that are over.
 func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, error) {
 	var out []PendingBurst
 	err := s.do(ctx, func(c redis.Conn) error {
