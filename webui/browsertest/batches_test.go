@@ -57,6 +57,12 @@ func (p *tab) waitText(sel, want string) {
 	}
 }
 
+// location returns the page's address once its scripts have run (see settledLocation).
+func (p *tab) location() string {
+	p.t.Helper()
+	return settledLocation(p.ctx, p.t)
+}
+
 func (p *tab) run(actions ...chromedp.Action) {
 	p.t.Helper()
 	if err := chromedp.Run(p.ctx, actions...); err != nil {

@@ -104,9 +104,7 @@ func TestBrowserManagesKeys(t *testing.T) {
 	if k, err := client.Key("sync_account", key); err != nil || !k.Paused {
 		t.Fatalf("after the click on pause: %+v, %v", k, err)
 	}
-	var loc string
-	p.run(chromedp.Location(&loc))
-	if strings.Contains(loc, "done=") || !strings.Contains(loc, "q=") {
+	if loc := p.location(); strings.Contains(loc, "done=") || !strings.Contains(loc, "q=") {
 		t.Errorf("after the action the address is %s: want the key's view without the outcome", loc)
 	}
 
