@@ -36,7 +36,7 @@ type outcomeQueue struct {
 
 	heldMu    sync.Mutex // guards held and heldSince apart from mu: a fetch holds jobs one by one
 	held      map[*Job]struct{}
-	heldSince bool // a job was held since the last sweep
+	heldSince bool // a job was held (or let go unwritten) since the last sweep
 }
 
 // statKey names a per-minute stats count: a queue, a minute and 'p' (processed) or 'f' (failed).
@@ -63,14 +63,18 @@ func (o *outcomeQueue) hold(j *Job) {
 	o.heldMu.Unlock()
 }
 
-// unhold forgets a job that is no longer the pool's (see lease): the sweep may put its entry back.
+// unhold forgets a job that is no longer the pool's (see lease): the sweep may put its entry back,
+// and the next one is due as after a fetch, so that an entry fetched after the pool's reap does not
+// wait for the slow sweep while the pool fetches nothing more.
 func (o *outcomeQueue) unhold(j *Job) {
 	o.heldMu.Lock()
 	delete(o.held, j)
+	o.heldSince = true
 	o.heldMu.Unlock()
 }
 
-// heldSinceSweep reports whether a job was held since the last call of heldEntries.
+// heldSinceSweep reports whether a job was held, or let go unwritten, since the last call of
+// heldEntries.
 func (o *outcomeQueue) heldSinceSweep() bool {
 	o.heldMu.Lock()
 	defer o.heldMu.Unlock()

@@ -233,6 +233,23 @@ func TestFetcherDropsJobsOfAnEarlierEpoch(t *testing.T) {
 	if n := len(f.p.out.heldEntries()["a"]); n != 1 {
 		t.Errorf("%d jobs held in flight, want 1 (the dropped one forgotten)", n)
 	}
+	// A job dropped after a sweep makes the next sweep due, fetch or not: its entry may be in the
+	// pool's in-progress list (fetched after the reap), and nothing else would put it back.
+	if f.p.out.heldSinceSweep() {
+		t.Fatal("a sweep just took the held entries, and another is due already")
+	}
+	late := &Job{q: r.jobs().queues["a"]}
+	f.room.reserve()
+	f.p.out.hold(late)
+	f.p.out.heldEntries() // a sweep while it is held
+	f.jobs <- late
+	f.jobs <- &Job{q: r.jobs().queues["a"], epoch: r.lease.epoch.Load()}
+	if _, ok := f.take(); !ok {
+		t.Fatal("take returned no job")
+	}
+	if !f.p.out.heldSinceSweep() {
+		t.Error("a job dropped after the last sweep does not make the next one due")
+	}
 }
 
 // A pool waits for another's heartbeat as long as that pool declares (dead_after), and at least 10s
