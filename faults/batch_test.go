@@ -91,7 +91,7 @@ func TestBatchCallbacksFireOnceUnderRepeatedSIGKILL(t *testing.T) {
 	stall := newStallGuard(30 * time.Second)
 	for !complete() {
 		if stall.stalled(finished()) {
-			t.Fatalf("batches not complete after %d kills, and no member finished for 30s", kills)
+			t.Fatalf("batches not complete after %d kills, and no member finished for 30s:\n%s", kills, in.stallReport(fl))
 		}
 		time.Sleep(time.Duration(400+rng.Intn(800)) * time.Millisecond)
 		if kills < 30 && !complete() {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -650,4 +651,41 @@ func (in *inspector) residue() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// stallReport describes, for a test that saw no progress, what the namespace holds (each key's type
+// and size, at most 60 keys) and the last lines of every live worker's log, so that a stall in CI
+// can be told apart from a slow machine.
+func (in *inspector) stallReport(fl *fleet) string {
+	in.t.Helper()
+	var b strings.Builder
+	keys, err := redis.Strings(in.do("KEYS", in.ns+":*"))
+	if err != nil {
+		return err.Error()
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i == 60 {
+			fmt.Fprintf(&b, "... %d keys more\n", len(keys)-60)
+			break
+		}
+		typ, _ := redis.String(in.do("TYPE", k))
+		var n int64
+		switch typ {
+		case "list":
+			n = in.int("LLEN", k)
+		case "zset":
+			n = in.int("ZCARD", k)
+		case "set":
+			n = in.int("SCARD", k)
+		case "hash":
+			n = in.int("HLEN", k)
+		}
+		fmt.Fprintf(&b, "%s %s %d\n", k, typ, n)
+	}
+	for _, p := range fl.live() {
+		log, _ := os.ReadFile(p.log)
+		fmt.Fprintf(&b, "worker %d (pool %s) log (last lines):\n%s\n", p.pid, p.poolID, tail(log, 8))
+	}
+	return b.String()
 }
