@@ -272,26 +272,35 @@ func BenchmarkEnqueueConcurrent(b *testing.B) {
 			rt0 := rt.Load()
 			b.ReportAllocs()
 			b.ResetTimer()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for k := 0; k < g; k++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for next.Add(1) <= int64(b.N) {
-						if _, err := e.Enqueue("x", args); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			callsFrom(b, g, func(int64) error {
+				_, err := e.Enqueue("x", args)
+				return err
+			})
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 			b.ReportMetric(float64(rt.Load()-rt0)/float64(b.N), "roundtrips/job")
 		})
 	}
+}
+
+// callsFrom makes b.N calls of call (numbered from 1) from goroutines goroutines, and returns when
+// they are done; a call that fails fails the benchmark and ends its goroutine.
+func callsFrom(b *testing.B, goroutines int, call func(i int64) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for k := 0; k < goroutines; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				if err := call(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // BenchmarkBatchCreate compares creating one batch of b.N members, added 1,000 per call, with
@@ -436,32 +445,16 @@ func BenchmarkEnqueueDebounced(b *testing.B) {
 			_, cpu0 := serverStats(b, pool)
 			b.ReportAllocs()
 			b.ResetTimer()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for k := 0; k < 10; k++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := next.Add(1)
-						if i > int64(b.N) {
-							return
-						}
-						var err error
-						if mode == "plain" {
-							_, err = e.Enqueue("x", args)
-						} else {
-							_, err = e.EnqueueWith("x", args, EnqueueOptions{
-								Debounce: &Debounce{ID: ids[i%int64(len(ids))], Window: time.Minute}})
-						}
-						if err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			callsFrom(b, 10, func(i int64) error {
+				var err error
+				if mode == "plain" {
+					_, err = e.Enqueue("x", args)
+				} else {
+					_, err = e.EnqueueWith("x", args, EnqueueOptions{
+						Debounce: &Debounce{ID: ids[i%int64(len(ids))], Window: time.Minute}})
+				}
+				return err
+			})
 			b.StopTimer()
 			_, cpu1 := serverStats(b, pool)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")

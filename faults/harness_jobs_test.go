@@ -669,19 +669,7 @@ func (in *inspector) stallReport(fl *fleet) string {
 			fmt.Fprintf(&b, "... %d keys more\n", len(keys)-60)
 			break
 		}
-		typ, _ := redis.String(in.do("TYPE", k))
-		var n int64
-		switch typ {
-		case "list":
-			n = in.int("LLEN", k)
-		case "zset":
-			n = in.int("ZCARD", k)
-		case "set":
-			n = in.int("SCARD", k)
-		case "hash":
-			n = in.int("HLEN", k)
-		}
-		fmt.Fprintf(&b, "%s %s %d\n", k, typ, n)
+		fmt.Fprintf(&b, "%s: %s\n", k, describeKey(in, k))
 	}
 	for _, p := range fl.live() {
 		log, _ := os.ReadFile(p.log)

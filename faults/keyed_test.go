@@ -413,6 +413,8 @@ func describeKey(in *inspector, key string) string {
 		n = in.int("ZCARD", key)
 	case "hash":
 		n = in.int("HLEN", key)
+	case "set":
+		n = in.int("SCARD", key)
 	case "string":
 		return "string"
 	}
