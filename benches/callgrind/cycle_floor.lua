@@ -22,7 +22,7 @@ for _ = 1, rounds do
   end
   if #readd > 0 then redis.call('zadd', p .. 'ready', unpack(readd)) end
   if #out > 0 then redis.call('lpush', p .. 'pool:inprogress', unpack(out)) end
-  for _, e in ipairs(out) do redis.call('lrem', p .. 'pool:inprogress', -1, e) end
+  for _, e in ipairs(out) do redis.call('lrem', p .. 'pool:inprogress', '-1', e) end
   total = total + #out
 end
 return total

@@ -16,7 +16,7 @@ for _ = 1, rounds do
   total = total + (keyedTake(k, n, inprogress, d, nowMs, out) or 0)
   local byKey = {}
   for _, e in ipairs(out) do
-    redis.call('lrem', inprogress, -1, e)
+    redis.call('lrem', inprogress, '-1', e)
     local K = string.sub(e, 1, string.find(e, '\n', 1, true) - 1)
     byKey[K] = (byKey[K] or 0) + 1
   end

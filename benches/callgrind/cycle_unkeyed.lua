@@ -8,7 +8,7 @@ for _ = 1, rounds do
   local vals = redis.call('rpop', 'cg:jobs:a', n)
   if not vals then break end
   redis.call('lpush', 'cg:jobs:a:pool:inprogress', unpack(vals))
-  for _, e in ipairs(vals) do redis.call('lrem', 'cg:jobs:a:pool:inprogress', -1, e) end
+  for _, e in ipairs(vals) do redis.call('lrem', 'cg:jobs:a:pool:inprogress', '-1', e) end
   total = total + #vals
 end
 return total

@@ -252,14 +252,15 @@ end
 -- keyedTake moves up to n jobs of a job name's keys into the pool's keyed in-progress list, key by
 -- key in turn, as entries "<key>\n<payload>", which it also appends to out. It pops the keys with
 -- the earliest virtual times (as many as n, at most all those ready) and gives each its share of n
--- over the keys popped (at least one job, times its weight), within its concurrency limit and rate;
--- a key then waits for its next turn, unless it has no job left (dropped), is at its limit (dropped
--- until a slot is released: keyedReleaseMany), paused (until resumed) or past its rate (in delayed
--- until it may go on). What it needs of the keys it pops (overrides, running counts, backlogs) it
--- reads and writes in one call each, so a take costs a few calls plus one RPOP a key. d holds the
--- name's defaults: limit (0: none), rateJobs and ratePeriod (0 0: none). nowMs returns the server's
--- clock in ms. Returns the number of jobs taken, or nil when a key of the name's state holds
--- another type (nothing is taken then), or nil and true when the server lacks ZMSCORE.
+-- over the keys popped (rounded up, at least one job, times its weight), within its concurrency
+-- limit and rate; a key then waits for its next turn, unless it has no job left (dropped), is at its
+-- limit (dropped until a slot is released: keyedReleaseMany), paused (until resumed) or past its
+-- rate (in delayed until it may go on). What it needs of the keys it pops (overrides, running
+-- counts, backlogs) it reads and writes in one call each, so a take costs a few calls plus one RPOP
+-- a key. d holds the name's defaults: limit (0: none), rateJobs and ratePeriod (0 0: none). nowMs
+-- returns the server's clock in ms. Returns the number of jobs taken, or nil when a key of the
+-- name's state holds another type (nothing is taken then), or nil and true when the server lacks
+-- ZMSCORE.
 local function keyedTake(k, n, inprogress, d, nowMs, out)
   if redis.call('exists', k.delayed) == 1 then
     -- Keys whose rate window reopened get a turn again.
@@ -309,7 +310,11 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       vt, waiting = tonumber(m[1] or '') or 0, tonumber(m[2] or '') or 0
       hasConf = redis.call('exists', k.conf) == 1
     end
-    local quantum = math.max(1, math.floor((n - got) / #keys))
+    -- The share is rounded up, so that one round covers n when the keys have the jobs: rounded
+    -- down, 65 jobs over 10 keys took 60 in a first round and 5 in a second, whose ZPOPMIN, HMGET,
+    -- ZMSCORE, ZADD and five RPOPs cost a tenth of the take's instructions. A key served last may
+    -- get less than its share; its virtual time moves by what it got, so it loses no turn.
+    local quantum = math.max(1, math.ceil((n - got) / #keys))
     local conf
     if hasConf then
       conf = keyedConf(k, keys, d)
