@@ -220,8 +220,15 @@ func (c *Client) DeleteRetryJob(retryAt int64, jobID string) error {
 // DeleteScheduledJob deletes the scheduled job with the given RunAt and ID (as listed by
 // ScheduledJobs), and frees its unique lock if it is a unique job, so an identical job can be enqueued
 // again. It returns ErrNotDeleted when there is no such job.
+//
+// The pending job of a debounced burst (see Client.PendingBursts), which waits in its burst rather
+// than in the scheduled set, is found by its run time and ID too; deleting it ends the burst.
 func (c *Client) DeleteScheduledJob(scheduledFor int64, jobID string) error {
-	return c.deleteAt(rdb.Scheduled, scheduledFor, jobID, true)
+	err := c.deleteAt(rdb.Scheduled, scheduledFor, jobID, true)
+	if errors.Is(err, ErrNotDeleted) && jobID != "" {
+		return c.deleteBurstJob(scheduledFor, jobID)
+	}
+	return err
 }
 
 // RetryDeadJob moves the dead job with the given DiedAt and ID (as listed by DeadJobs) to the back of
@@ -419,7 +426,8 @@ func plainID(id string) bool {
 	return true
 }
 
-// FindJob finds the job with the given ID wherever it is: in the scheduled and retry sets, the queue
+// FindJob finds the job with the given ID wherever it is: the pending job of a debounced burst
+// (reported scheduled, at its run time), in the scheduled and retry sets, the queue
 // of a known job name (see Queues) or of one of its keys, the in-progress lists of a registered worker
 // pool, or the dead set,
 // looked at in that order, which is the order jobs move in, so a job moving on while FindJob runs is
@@ -434,6 +442,9 @@ func (c *Client) FindJob(jobID string) (*JobLocation, error) {
 	}
 	ctx := context.Background()
 	needles := idNeedles(jobID)
+	if loc, _, err := c.findBurst(ctx, jobID, needles); loc != nil || err != nil {
+		return loc, err
+	}
 	for _, set := range []struct {
 		state JobState
 		key   rdb.Place
@@ -643,8 +654,15 @@ func (c *Client) DeleteDeadJobsByName(jobName string) (int64, error) {
 // RunScheduledJobNow moves the scheduled job with the given RunAt and ID (as listed by ScheduledJobs)
 // to the back of its queue at once, unchanged. It returns ErrNotRetried when there is no such job or
 // it cannot be decoded.
+//
+// The pending job of a debounced burst is found too, as DeleteScheduledJob finds it; running it now
+// ends the burst.
 func (c *Client) RunScheduledJobNow(runAt int64, jobID string) error {
-	return c.runNow(rdb.Scheduled, runAt, jobID)
+	err := c.runNow(rdb.Scheduled, runAt, jobID)
+	if errors.Is(err, ErrNotRetried) && jobID != "" {
+		return c.runBurstJobNow(runAt, jobID)
+	}
+	return err
 }
 
 // RunRetryJobNow moves the job waiting for a retry with the given RetryAt and ID (as listed by

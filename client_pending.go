@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,16 +52,18 @@ func (c *Client) PendingBursts() ([]*PendingBurst, error) {
 	return out, nil
 }
 
-// RescheduleJob moves the job with the given ID, waiting in the scheduled set or the retry set, to
-// run at t (to the second), unchanged otherwise. The pending job of a debounced burst stays the
-// burst's: later enqueues of the burst still replace it and move its time. It returns
-// ErrJobNotFound (wrapped) when no such job waits there: a queued or running job cannot be moved.
+// RescheduleJob moves the job with the given ID, the pending job of a debounced burst or one waiting
+// in the scheduled set or the retry set, to run at t (to the second), unchanged otherwise. The
+// pending job of a debounced burst stays the burst's: later enqueues of the burst still replace it
+// and move its time. It returns ErrJobNotFound (wrapped) when no such job waits there: a queued or
+// running job cannot be moved.
 func (c *Client) RescheduleJob(jobID string, t time.Time) error {
 	return c.replacePending(jobID, func(j *Job, score int64) (*Job, int64, error) { return j, t.Unix(), nil })
 }
 
-// ReplaceJobArgs gives the job with the given ID, waiting in the scheduled set or the retry set,
-// other args, keeping its ID, its time and the rest; see RescheduleJob.
+// ReplaceJobArgs gives the job with the given ID, the pending job of a debounced burst or one waiting
+// in the scheduled set or the retry set, other args, keeping its ID, its time and the rest; see
+// RescheduleJob.
 func (c *Client) ReplaceJobArgs(jobID string, args map[string]interface{}) error {
 	return c.replacePending(jobID, func(j *Job, score int64) (*Job, int64, error) {
 		j.Args = args
@@ -68,43 +71,129 @@ func (c *Client) ReplaceJobArgs(jobID string, args map[string]interface{}) error
 	})
 }
 
-// replacePending finds a job in the scheduled or retry set and replaces it with what edit makes of it.
+// replacePending finds a job among the pending jobs of bursts, then in the scheduled and retry sets
+// (the order jobs move in, so a job moving on meanwhile is still found), and replaces it with what
+// edit makes of it.
 func (c *Client) replacePending(jobID string, edit func(j *Job, score int64) (*Job, int64, error)) error {
 	if jobID == "" {
 		return errEmptyJobID
 	}
 	ctx := context.Background()
+	needles := idNeedles(jobID)
+	loc, burst, err := c.findBurst(ctx, jobID, needles)
+	if err != nil {
+		return err
+	}
+	at := rdb.Scheduled
 	for _, set := range []struct {
 		state JobState
 		at    rdb.Place
 	}{{JobStateScheduled, rdb.Scheduled}, {JobStateRetry, rdb.Retry}} {
-		loc, err := c.findInSet(ctx, set.state, set.at, jobID, idNeedles(jobID))
-		if err != nil {
+		if loc != nil {
+			break
+		}
+		if loc, err = c.findInSet(ctx, set.state, set.at, jobID, needles); err != nil {
 			return err
 		}
-		if loc == nil {
-			continue
-		}
-		if !loc.Decoded {
-			return fmt.Errorf("work: the job %s cannot be decoded, so it cannot be edited: %s", jobID, loc.Job.LastErr)
-		}
-		old := loc.Job.Debounce
-		j, score, err := edit(loc.Job, loc.Score)
-		if err != nil {
-			return err
-		}
-		payload, err := j.serialize()
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrMalformedArgs, err)
-		}
-		ok, err := c.store.Reschedule(ctx, set.at, []byte(loc.Payload), score, payload, j.Name, old)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: %s left the %s set meanwhile", ErrJobNotFound, jobID, set.state)
-		}
-		return nil
+		at = set.at
 	}
-	return fmt.Errorf("%w: no job %s waits in the scheduled or retry set", ErrJobNotFound, jobID)
+	if loc == nil {
+		return fmt.Errorf("%w: no job %s waits in a debounced burst or in the scheduled or retry set", ErrJobNotFound, jobID)
+	}
+	if !loc.Decoded {
+		return fmt.Errorf("work: the job %s cannot be decoded, so it cannot be edited: %s", jobID, loc.Job.LastErr)
+	}
+	j, score, err := edit(loc.Job, loc.Score)
+	if err != nil {
+		return err
+	}
+	payload, err := j.serialize()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedArgs, err)
+	}
+	var ok bool
+	if burst != nil {
+		ok, err = c.store.EditBurst(ctx, burst.Name, burst.ID, burst.Payload, payload, score)
+	} else {
+		ok, err = c.store.Reschedule(ctx, at, []byte(loc.Payload), score, payload)
+	}
+	if err != nil {
+		return err
+	}
+	if !ok && burst != nil {
+		return fmt.Errorf("%w: %s was replaced by a later enqueue of its burst, or became due, meanwhile", ErrJobNotFound, jobID)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s left the %s set meanwhile", ErrJobNotFound, jobID, loc.State)
+	}
+	return nil
+}
+
+// findBurst looks for a job ID among the pending jobs of debounced bursts, which it reports as
+// scheduled at their run time, with the burst.
+func (c *Client) findBurst(ctx context.Context, jobID string, needles [][]byte) (*JobLocation, *rdb.PendingBurst, error) {
+	var loc *JobLocation
+	var burst *rdb.PendingBurst
+	err := c.store.EachPendingBurst(ctx, func(bursts []rdb.PendingBurst) bool {
+		for i, b := range bursts {
+			if j, ok, is := matchID(b.Payload, jobID, needles); is {
+				loc = &JobLocation{State: JobStateScheduled, Score: b.RunAt, Job: j, Decoded: ok, Payload: string(b.Payload)}
+				burst = &bursts[i]
+				return false
+			}
+		}
+		return true
+	})
+	return loc, burst, err
+}
+
+// deleteBurstJob deletes the pending job of a debounced burst with the given run time and ID, which
+// ends its burst: DeleteScheduledJob's way to a job that waits in its burst rather than in the set.
+func (c *Client) deleteBurstJob(runAt int64, jobID string) error {
+	ctx := context.Background()
+	_, b, err := c.findBurst(ctx, jobID, idNeedles(jobID))
+	if err != nil {
+		return err
+	}
+	if b == nil || b.RunAt != runAt {
+		return ErrNotDeleted
+	}
+	ok, err := c.store.EditBurst(ctx, b.Name, b.ID, b.Payload, nil, 0)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotDeleted
+	}
+	return nil
+}
+
+// runBurstJobNow ends the burst whose pending job has the given run time and ID, its job moved into
+// the scheduled set, and queues that job: RunScheduledJobNow's way to a job that waits in its burst.
+func (c *Client) runBurstJobNow(runAt int64, jobID string) error {
+	ctx := context.Background()
+	needles := idNeedles(jobID)
+	_, b, err := c.findBurst(ctx, jobID, needles)
+	if err != nil {
+		return err
+	}
+	if b == nil || b.RunAt != runAt {
+		return ErrNotRetried
+	}
+	ok, err := c.store.EndBurst(ctx, b.Name, b.ID, b.Payload)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotRetried
+	}
+	loc, err := c.findInSet(ctx, JobStateScheduled, rdb.Scheduled, jobID, needles)
+	if err != nil || loc == nil {
+		// Not there any more: a pool's requeuer queued it first.
+		return err
+	}
+	if err := c.runNow(rdb.Scheduled, loc.Score, jobID); err != nil && !errors.Is(err, ErrNotRetried) {
+		return err
+	}
+	return nil
 }

@@ -108,7 +108,96 @@ func TestReplaceKeepsADebouncedJobInItsBurst(t *testing.T) {
 	if b := bursts[0]; b.Enqueues != 2 || b.Job.ArgInt64("v") != 3 || b.Job.Debounce != "doc" {
 		t.Errorf("burst %+v, job %+v: want 2 enqueues and v 3", b, b.Job)
 	}
-	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 1 {
-		t.Errorf("%d jobs scheduled, want the burst's one", n)
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "debounces")); n != 1 {
+		t.Errorf("%d bursts pending, want the one", n)
+	}
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 0 {
+		t.Errorf("%d jobs scheduled, want none: the pending job waits in its burst", n)
+	}
+}
+
+// The pending job of a burst waits in its burst, not in the scheduled set, yet the Client reaches it
+// by the run time and ID that PendingBursts lists: FindJob reports it scheduled at that time,
+// DeleteScheduledJob and RunScheduledJobNow act on it (and end the burst), a wrong time finds none.
+func TestClientReachesABurstsPendingJob(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e, c := NewEnqueuer(ns, pool), NewClient(ns, pool)
+	d := &Debounce{Window: time.Hour}
+	pending := func(key string) *PendingBurst {
+		t.Helper()
+		bursts, err := c.PendingBursts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bursts {
+			if b.ID == key {
+				return b
+			}
+		}
+		return nil
+	}
+	enqueue := func(key string, v int) *Job {
+		t.Helper()
+		j, err := e.EnqueueWith("reindex", Q{"v": v}, EnqueueOptions{Key: key, Debounce: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	enqueue("doc-1", 1)
+	j := enqueue("doc-1", 2)
+	enqueue("doc-2", 1)
+	b := pending("doc-1")
+	if b == nil || b.Job.ID != j.ID {
+		t.Fatalf("pending burst %+v, want the job %s", b, j.ID)
+	}
+	runAt := b.RunAt.Unix()
+
+	loc, err := c.FindJob(j.ID)
+	if err != nil || loc.State != JobStateScheduled || loc.Score != runAt || loc.Job.ArgInt64("v") != 2 {
+		t.Fatalf("FindJob = %+v, %v; want it scheduled at %d with v 2", loc, err, runAt)
+	}
+	if err := c.DeleteScheduledJob(runAt+1, j.ID); !errors.Is(err, ErrNotDeleted) {
+		t.Errorf("DeleteScheduledJob at another time = %v, want ErrNotDeleted", err)
+	}
+	if err := c.RunScheduledJobNow(runAt+1, j.ID); !errors.Is(err, ErrNotRetried) {
+		t.Errorf("RunScheduledJobNow at another time = %v, want ErrNotRetried", err)
+	}
+	if err := c.DeleteScheduledJob(runAt, j.ID); err != nil {
+		t.Fatalf("DeleteScheduledJob: %v", err)
+	}
+	if b := pending("doc-1"); b != nil {
+		t.Errorf("after the delete, the burst is still pending: %+v", b)
+	}
+	hash := bhvKey(ns, "debounce", "reindex", "{doc-1}")
+	if ttl := rInt(t, pool, "TTL", hash); ttl <= 0 || ttl > 3600 {
+		t.Errorf("the ended burst's hash lives %d s, want up to an hour", ttl)
+	}
+	if _, err := c.FindJob(j.ID); !errors.Is(err, ErrJobNotFound) {
+		t.Errorf("FindJob after the delete: %v, want ErrJobNotFound", err)
+	}
+	// The next enqueue of the key starts a new burst, whose hash lives as long as its job waits.
+	if n := enqueue("doc-1", 3); n.ID == j.ID || pending("doc-1").Enqueues != 1 {
+		t.Errorf("after the delete, an enqueue did not start a new burst: %+v", pending("doc-1"))
+	}
+	if ttl := rInt(t, pool, "TTL", hash); ttl != -1 {
+		t.Errorf("a pending burst's hash has a lifetime: %d", ttl)
+	}
+
+	// Run now: the job is queued at once and its burst is over.
+	k := pending("doc-2")
+	if err := c.RunScheduledJobNow(k.RunAt.Unix(), k.Job.ID); err != nil {
+		t.Fatalf("RunScheduledJobNow: %v", err)
+	}
+	if loc, err := c.FindJob(k.Job.ID); err != nil || loc.State != JobStateQueued {
+		t.Errorf("after RunScheduledJobNow, FindJob = %+v, %v; want it queued", loc, err)
+	}
+	if b := pending("doc-2"); b != nil {
+		t.Errorf("after run now, the burst is still pending: %+v", b)
+	}
+	if err := c.RunScheduledJobNow(k.RunAt.Unix(), k.Job.ID); !errors.Is(err, ErrNotRetried) {
+		t.Errorf("RunScheduledJobNow again = %v, want ErrNotRetried", err)
 	}
 }

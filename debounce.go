@@ -14,7 +14,9 @@ import (
 // replaced, and the next enqueue begins a new burst. So every burst runs exactly once, with the
 // args of its last enqueue (or its first). The job is due in whole seconds, as EnqueueAt's: at least
 // Window after the last enqueue (less than a second more), and no later than MaxWait after the
-// first.
+// first. Until it is due the pending job waits with its burst, not in the scheduled set:
+// Client.PendingBursts lists it, and the Client's methods that take a job by its ID or its run time
+// and ID (FindJob, RescheduleJob, DeleteScheduledJob, RunScheduledJobNow, ...) reach it.
 //
 // "A user edits a document 40 times in a minute; re-index it once, 5 seconds after the last edit,
 // but never later than a minute after the first":

@@ -47,8 +47,12 @@ func TestDebounceBurstRunsOnceWithTheLastArgs(t *testing.T) {
 			first = j
 		}
 	}
-	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 1 {
-		t.Fatalf("%d jobs scheduled, want the burst's one", n)
+	// The pending job waits in its burst, not in the scheduled set, until it is due.
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "debounces")); n != 1 {
+		t.Fatalf("%d bursts pending, want one", n)
+	}
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 0 {
+		t.Fatalf("%d jobs scheduled, want none before the burst is due", n)
 	}
 	bursts, err := c.PendingBursts()
 	if err != nil || len(bursts) != 1 {
@@ -92,8 +96,8 @@ func TestDebounceKeepFirst(t *testing.T) {
 	if _, err := e.EnqueueWith("digest", Q{"v": 3}, EnqueueOptions{Key: "user-2", Debounce: d}); err != nil {
 		t.Fatal(err)
 	}
-	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 2 {
-		t.Errorf("%d jobs scheduled, want one per key", n)
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "debounces")); n != 2 {
+		t.Errorf("%d bursts pending, want one per key", n)
 	}
 }
 
@@ -153,8 +157,8 @@ func TestDebounceConcurrentEnqueuesMakeOneJob(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Fatalf("%d enqueues failed", failed.Load())
 	}
-	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 1 {
-		t.Errorf("%d jobs scheduled, want 1", n)
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "debounces")); n != 1 {
+		t.Errorf("%d bursts pending, want 1", n)
 	}
 	if n, _ := strconv.Atoi(fmt.Sprint(rInt(t, pool, "HGET", bhvKey(ns, "debounce", "j", "{same}"), "count"))); n != 400 {
 		t.Errorf("the burst counts %d enqueues, want 400", n)
@@ -236,5 +240,44 @@ func TestDebounceRefusesBadInput(t *testing.T) {
 	}
 	if keys := rStrings(t, pool, "KEYS", ns+":*"); len(keys) != 0 {
 		t.Errorf("refused enqueues wrote %v", keys)
+	}
+}
+
+// A burst written by the layout before this one (its job in the scheduled set, named by the hash's
+// "member") goes on when an enqueue of it comes: its job moves into the burst and is replaced, so
+// the burst still runs once. One whose job has left the scheduled set is over: a new burst begins.
+func TestDebounceTakesOverABurstOfTheEarlierLayout(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e, c := NewEnqueuer(ns, pool), NewClient(ns, pool)
+	now := time.Now()
+	runAt := now.Add(time.Hour).Unix()
+	old := `{"name":"reindex","id":"old-1","t":1,"args":{"v":1},"debounce":"doc-1"}`
+	gone := `{"name":"reindex","id":"old-2","t":1,"args":{"v":1},"debounce":"doc-2"}`
+	for _, b := range []struct{ id, member string }{{"doc-1", old}, {"doc-2", gone}} {
+		rdo(t, pool, "HSET", bhvKey(ns, "debounce", "reindex", "{"+b.id+"}"), "member", b.member,
+			"first_ms", now.UnixMilli(), "count", 5, "run_at", runAt, "window_ms", 3600000, "max_wait_ms", 0)
+		rdo(t, pool, "ZADD", bhvKey(ns, "debounces"), runAt, "reindex\n"+b.id)
+	}
+	rdo(t, pool, "ZADD", bhvKey(ns, "scheduled"), runAt, old)
+	d := &Debounce{Window: time.Hour}
+	for _, id := range []string{"doc-1", "doc-2"} {
+		if _, err := e.EnqueueWith("reindex", Q{"v": 2}, EnqueueOptions{Key: id, Debounce: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 0 {
+		t.Errorf("%d jobs left in the scheduled set, want the old burst's job taken into its burst", n)
+	}
+	bursts, err := c.PendingBursts()
+	if err != nil || len(bursts) != 2 {
+		t.Fatalf("PendingBursts = %v, %v", bursts, err)
+	}
+	for _, b := range bursts {
+		want := map[string]int64{"doc-1": 6, "doc-2": 1}[b.ID]
+		if b.Enqueues != want || b.Job.ArgInt64("v") != 2 {
+			t.Errorf("burst %s: %d enqueues, v %d; want %d and v 2", b.ID, b.Enqueues, b.Job.ArgInt64("v"), want)
+		}
 	}
 }

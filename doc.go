@@ -126,8 +126,8 @@
 // and debounce ID (by default the job's key) are a burst whose one pending job runs a window after
 // the last enqueue, never later than MaxWait after the first, with the last enqueue's args (or the
 // first's, KeepFirst). A job that has started is never replaced; the next enqueue begins a new
-// burst. Client.PendingBursts lists the bursts, and Client.RescheduleJob and ReplaceJobArgs edit any
-// job waiting in the scheduled or retry set:
+// burst. Client.PendingBursts lists the bursts, and Client.RescheduleJob and ReplaceJobArgs edit a
+// burst's pending job, or any job waiting in the scheduled or retry set:
 //
 //	enqueuer.EnqueueWith("reindex", work.Q{"doc": 7}, work.EnqueueOptions{
 //		Debounce: &work.Debounce{ID: "doc-7", Window: 5 * time.Second, MaxWait: time.Minute},

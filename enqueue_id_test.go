@@ -65,8 +65,11 @@ func TestEnqueueWithIDIsIdempotentForEveryKind(t *testing.T) {
 	if found != 1 {
 		t.Errorf("%d plain jobs stored, want 1", found)
 	}
-	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 3 {
-		t.Errorf("%d scheduled jobs, want 3 (scheduled, uniqueIn, debounced)", n)
+	if n := rInt(t, pool, "ZCARD", bhvKey(ns, "scheduled")); n != 2 {
+		t.Errorf("%d scheduled jobs, want 2 (scheduled, uniqueIn)", n)
+	}
+	if n := rInt(t, pool, "HGET", bhvKey(ns, "debounce", "debounced", "{burst}"), "count"); n != 1 {
+		t.Errorf("the debounced burst counts %d enqueues, want 1", n)
 	}
 	if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "unique")); n != 1 {
 		t.Errorf("%d unique jobs queued, want 1", n)

@@ -10,11 +10,12 @@ import (
 	"github.com/workqueue/work/internal/rdb"
 )
 
-// requeuer is the pool's one timer of due work, gocraft/work's requeuer grown to five sources (the
+// requeuer is the pool's one timer of due work, gocraft/work's requeuer grown to six sources (the
 // dueSources below): scheduled jobs and retries, which it moves to the back of their own queues;
 // batches whose status expired, which it drops from the batch index; run-time schedules, which it
-// hands to the scheduler (schedulesDue); and groups of grouped jobs whose time came, which it
-// flushes into calls (group.go). It runs when something is due, not on a clock: the
+// hands to the scheduler (schedulesDue); groups of grouped jobs whose time came, which it flushes
+// into calls (group.go); and bursts of debounced enqueues whose time came, whose job it moves into
+// the scheduled set, from which the next step queues it. It runs when something is due, not on a clock: the
 // dueAlarm it waits on is set by every look at Redis (a fetcher scan, a heartbeat, which say when the
 // earliest member is due), by an Enqueuer's scheduled job and this pool's own retries, by the
 // scheduler and the periodic enqueuer, and by each pass, which reports the next. So an idle pool
@@ -54,6 +55,7 @@ const (
 	dueBatchExpiry                  // batches whose status expired: out of the batch index
 	dueSchedules                    // buckets of run-time schedules: the scheduler fires them
 	dueGroups                       // groups of grouped jobs: flushed into calls
+	dueDebounces                    // bursts of debounced enqueues: their job to the scheduled set
 	dueSources
 )
 
@@ -64,6 +66,7 @@ var duePlaces = [dueSources]rdb.Place{
 	dueBatchExpiry: rdb.BatchesExpiry,
 	dueSchedules:   rdb.SchedulesDue,
 	dueGroups:      rdb.GroupsDue,
+	dueDebounces:   rdb.Debounces,
 }
 
 // dueAlarm is when the pool wants its next pass over due work: anything that learns when something
@@ -186,6 +189,18 @@ func (q *requeuer) once() (bool, int64) {
 			if err := q.flushGroups(members); err != nil {
 				return false, -1
 			}
+			continue
+		case dueDebounces:
+			// Their jobs go to the scheduled set, which the next step reads again.
+			n, err := st.EndBursts(ctx, members, false, nil)
+			if err != nil {
+				if ctx.Err() == nil {
+					q.logger.Error("work: moving the jobs of due debounced bursts", "err", err)
+					q.alarm.in(time.Second)
+				}
+				return false, -1
+			}
+			more = more || n > 0 || len(members) == requeueBatch
 			continue
 		case dueBatchExpiry:
 			more = more || len(members) == requeueBatch

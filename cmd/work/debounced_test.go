@@ -124,7 +124,7 @@ func TestRescheduleAndReplaceArgs(t *testing.T) {
 	}
 	// The job stays its burst's: the next enqueue replaces it.
 	e.debounce("reindex", "doc-1", 1, work.Debounce{Window: time.Hour})
-	if bs := e.pending(); len(bs) != 1 || bs[0].Enqueues != 3 || bs[0].Job.ArgInt64("v") != 1 || e.int("ZCARD", e.key("scheduled")) != 1 {
+	if bs := e.pending(); len(bs) != 1 || bs[0].Enqueues != 3 || bs[0].Job.ArgInt64("v") != 1 || e.int("ZCARD", e.key("debounces")) != 1 {
 		t.Errorf("after another enqueue: %+v", bs)
 	}
 

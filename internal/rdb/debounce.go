@@ -1,12 +1,12 @@
 package rdb
 
-// Debounced jobs: a burst of enqueues of one job name and debounce ID becomes one pending job in the
-// scheduled set (lua/debounce.lua); the burst's hash says what is pending, and an index lists the
-// bursts for the Client.
+// Debounced jobs: a burst of enqueues of one job name and debounce ID becomes one pending job, held
+// in the burst's hash (lua/debounce.lua); an index of the pending bursts by run time is a due source
+// of the requeuer, which moves each burst's job into the scheduled set when it is due
+// (lua/debounce_due.lua).
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
@@ -62,8 +62,8 @@ func DebounceReply(reply interface{}) (DebounceResult, error) {
 	return r, nil
 }
 
-// PendingBurst is a burst whose job still waits in the scheduled set: when it began (Unix ms), the
-// second it runs, its window and maximum wait (ms).
+// PendingBurst is a burst whose job waits in its hash: when it began (Unix ms), the second it
+// runs, its window and maximum wait (ms).
 type PendingBurst struct {
 	Name, ID                   string
 	Payload                    []byte
@@ -71,10 +71,52 @@ type PendingBurst struct {
 	WindowMs, MaxWaitMs, Count int64
 }
 
+// burstFields are the fields of a burst's hash read for a PendingBurst, in readBursts' order.
+var burstFields = []interface{}{"pending", "first_ms", "run_at", "window_ms", "max_wait_ms", "count"}
+
+// readBursts reads the hashes of the bursts whose index members are given, in one round trip: the
+// bursts that hold a job, and the members whose burst holds none (it is over) or that name no
+// burst.
+func (s *Store) readBursts(c redis.Conn, members []string) (pending []PendingBurst, over []interface{}, err error) {
+	bursts := make([]PendingBurst, 0, len(members))
+	for _, m := range members {
+		name, id, ok := strings.Cut(m, "\n")
+		if !ok {
+			over = append(over, m)
+			continue
+		}
+		bursts = append(bursts, PendingBurst{Name: name, ID: id})
+		if err := c.Send("HMGET", append([]interface{}{s.Ks.Debounce(name, id)}, burstFields...)...); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(bursts) == 0 {
+		return nil, over, nil
+	}
+	replies, err := redis.Values(c.Do(""))
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, b := range bursts {
+		// A key of another type in a burst's place holds no job: the requeuer passes it over too.
+		v, err := redis.Values(replies[i], nil)
+		if err != nil || len(v) != len(burstFields) || v[0] == nil {
+			over = append(over, debounceMember(b.Name, b.ID))
+			continue
+		}
+		b.Payload, _ = redis.Bytes(v[0], nil)
+		n := [5]*int64{&b.FirstMs, &b.RunAt, &b.WindowMs, &b.MaxWaitMs, &b.Count}
+		for j, p := range n {
+			*p, _ = redis.Int64(v[j+1], nil)
+		}
+		pending = append(pending, b)
+	}
+	return pending, over, nil
+}
+
 // PendingBursts reads the index of bursts and each burst's hash, and drops from the index the
-// bursts that are over (their job left the scheduled set, or the hash expired). At most limit. Three
-// round trips whatever the count (the index, the hashes, the pending jobs' scores), and one more to
-// drop the bursts that are over.
+// bursts that are over. At most limit, the soonest to run first. Two round trips whatever the count
+// (the index, the hashes), and one more to drop the bursts that are over.
 func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, error) {
 	var out []PendingBurst
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -83,57 +125,8 @@ func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, e
 			return wrongType(err)
 		}
 		var over []interface{}
-		var bursts []PendingBurst
-		for _, m := range members {
-			name, id, ok := strings.Cut(m, "\n")
-			if !ok {
-				over = append(over, m)
-				continue
-			}
-			bursts = append(bursts, PendingBurst{Name: name, ID: id})
-			if err := c.Send("HGETALL", s.Ks.Debounce(name, id)); err != nil {
-				return err
-			}
-		}
-		var hashes []interface{}
-		if len(bursts) > 0 {
-			if hashes, err = redis.Values(c.Do("")); err != nil {
-				return err
-			}
-		}
-		var withJob []PendingBurst
-		for i, b := range bursts {
-			h, err := redis.StringMap(hashes[i], nil)
-			if err != nil {
-				return wrongType(err)
-			}
-			if h["member"] == "" {
-				over = append(over, debounceMember(b.Name, b.ID))
-				continue
-			}
-			b.Payload = []byte(h["member"])
-			b.FirstMs, _ = strconv.ParseInt(h["first_ms"], 10, 64)
-			b.RunAt, _ = strconv.ParseInt(h["run_at"], 10, 64)
-			b.WindowMs, _ = strconv.ParseInt(h["window_ms"], 10, 64)
-			b.MaxWaitMs, _ = strconv.ParseInt(h["max_wait_ms"], 10, 64)
-			b.Count, _ = strconv.ParseInt(h["count"], 10, 64)
-			withJob = append(withJob, b)
-			if err := c.Send("ZSCORE", s.Ks.Scheduled(), b.Payload); err != nil {
-				return err
-			}
-		}
-		var scores []interface{}
-		if len(withJob) > 0 {
-			if scores, err = redis.Values(c.Do("")); err != nil {
-				return err
-			}
-		}
-		for i, b := range withJob {
-			if scores[i] == nil {
-				over = append(over, debounceMember(b.Name, b.ID))
-				continue
-			}
-			out = append(out, b)
+		if out, over, err = s.readBursts(c, members); err != nil {
+			return err
 		}
 		if len(over) > 0 {
 			_, err = c.Do("ZREM", append([]interface{}{s.Ks.Debounces()}, over...)...)
@@ -143,19 +136,87 @@ func (s *Store) PendingBursts(ctx context.Context, limit int) ([]PendingBurst, e
 	return out, err
 }
 
-// Reschedule replaces member of the scheduled or retry set (at) with payload at score, if it is
-// still there; burst names the debounce ID of a job of a burst of name ("" for none), whose pending
-// job the replacement stays. It reports whether it replaced.
-func (s *Store) Reschedule(ctx context.Context, at Place, member []byte, score int64, payload []byte, name, burst string) (bool, error) {
-	set := s.Ks.place(at)
-	hash, index, inIndex := set, set, ""
-	if burst != "" {
-		hash, index, inIndex = s.Ks.Debounce(name, burst), s.Ks.Debounces(), debounceMember(name, burst)
+// EachPendingBurst calls fn with the pending bursts, a chunk of the index at a time in no order,
+// until fn returns false or the index ends: for a search, which must see every burst however many.
+func (s *Store) EachPendingBurst(ctx context.Context, fn func([]PendingBurst) bool) error {
+	var findErr error
+	err := s.ScanSet(ctx, Debounces, "*", func(members []Zmember) bool {
+		names := make([]string, len(members))
+		for i, m := range members {
+			names[i] = string(m.Member)
+		}
+		var bursts []PendingBurst
+		findErr = s.do(ctx, func(c redis.Conn) error {
+			var err error
+			bursts, _, err = s.readBursts(c, names)
+			return err
+		})
+		return findErr == nil && fn(bursts)
+	})
+	if err == nil {
+		err = findErr
+	}
+	return err
+}
+
+// EndBursts moves the pending jobs of the bursts named by members of the index into the scheduled
+// set (see lua/debounce_due.lua): those that are due, or all of them at once (now, given as the run
+// time) when atOnce is set; with want set, only a burst still holding that payload. It returns how
+// many jobs it moved.
+func (s *Store) EndBursts(ctx context.Context, members [][]byte, atOnce bool, want []byte) (int64, error) {
+	if len(members) == 0 {
+		return 0, nil
+	}
+	mode := "due"
+	if atOnce {
+		mode = "now"
+	}
+	args := make([]interface{}, 0, 5+len(members))
+	args = append(args, s.Ks.Debounces(), s.Ks.Scheduled(), s.Ks.P+"debounce:", mode, want)
+	for _, m := range members {
+		args = append(args, m)
 	}
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		n, err = redis.Int64(rescheduleScript.Do(c, set, hash, index, member, score, payload, inIndex, s.Ks.DueChannel()))
+		n, err = redis.Int64(debounceDueScript.Do(c, args...))
+		return wrongType(err)
+	})
+	return n, err
+}
+
+// EndBurst moves the pending job of the burst of name and id into the scheduled set at once, if the
+// burst still holds payload, and reports whether it did.
+func (s *Store) EndBurst(ctx context.Context, name, id string, payload []byte) (bool, error) {
+	n, err := s.EndBursts(ctx, [][]byte{[]byte(debounceMember(name, id))}, true, payload)
+	return n == 1, err
+}
+
+// EditBurst replaces the pending job of the burst of name and id, if it is still old, with payload
+// due at runAt; with payload nil it deletes the job, which ends the burst. It reports whether it
+// edited.
+func (s *Store) EditBurst(ctx context.Context, name, id string, old, payload []byte, runAt int64) (bool, error) {
+	op := "set"
+	if payload == nil {
+		op = "delete"
+	}
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(debounceEditScript.Do(c, s.Ks.Debounce(name, id), s.Ks.Debounces(), old, op,
+			payload, runAt, debounceMember(name, id), s.Ks.DueChannel()))
+		return wrongType(err)
+	})
+	return n == 1, err
+}
+
+// Reschedule replaces member of the scheduled or retry set (at) with payload at score, if it is
+// still there. It reports whether it replaced.
+func (s *Store) Reschedule(ctx context.Context, at Place, member []byte, score int64, payload []byte) (bool, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		var err error
+		n, err = redis.Int64(rescheduleScript.Do(c, s.Ks.place(at), member, score, payload, s.Ks.DueChannel()))
 		return wrongType(err)
 	})
 	return n == 1, err

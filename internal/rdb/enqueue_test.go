@@ -90,13 +90,17 @@ func TestEnqueueManySharesOneScriptCallPerKind(t *testing.T) {
 			t.Errorf("push %s with an ID was refused but left its mark (%d, %v)", p.Payload, n, err)
 		}
 	}
-	// One pending job per burst, with the last payload; the groups hold their four jobs.
-	members, err := redis.Strings(conn.Do("ZRANGE", s.Ks.Scheduled(), 0, -1))
+	// One pending job per burst, with the last payload, held in its burst; the groups hold their
+	// four jobs.
+	bursts, err := s.PendingBursts(context.Background(), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(members) != 2 || members[0] != `{"a2":1}` && members[1] != `{"a2":1}` {
-		t.Errorf("scheduled set %q, want the burst a's last payload and b's", members)
+	if len(bursts) != 2 || string(bursts[0].Payload) != `{"a2":1}` && string(bursts[1].Payload) != `{"a2":1}` {
+		t.Errorf("pending bursts %+v, want the burst a's last payload and b's", bursts)
+	}
+	if n, err := redis.Int(conn.Do("ZCARD", s.Ks.Scheduled())); err != nil || n != 0 {
+		t.Errorf("the scheduled set holds %d (%v), want none: pending jobs wait in their bursts", n, err)
 	}
 	if n, err := redis.Int(conn.Do("LLEN", s.Ks.Group("digest", "g"))); err != nil || n != 4 {
 		t.Errorf("group g holds %d jobs (%v), want 4", n, err)
@@ -154,24 +158,25 @@ func TestDebouncedPushesOfOneCallKeepTheirOwnSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h["member"] != w.kept || h["window_ms"] != fmt.Sprint(w.window) || h["max_wait_ms"] != fmt.Sprint(w.maxWait) {
-			t.Errorf("%s %s: burst hash %v, want member %s window %d max wait %d", w.name, w.id, h, w.kept, w.window, w.maxWait)
+		if h["pending"] != w.kept || h["window_ms"] != fmt.Sprint(w.window) || h["max_wait_ms"] != fmt.Sprint(w.maxWait) {
+			t.Errorf("%s %s: burst hash %v, want pending %s window %d max wait %d", w.name, w.id, h, w.kept, w.window, w.maxWait)
+		}
+		if ttl, err := redis.Int(conn.Do("TTL", s.Ks.Debounce(w.name, w.id))); err != nil || ttl != -1 {
+			t.Errorf("%s %s: the burst's hash has a lifetime (%d, %v) while its job waits in it", w.name, w.id, ttl, err)
 		}
 		if _, err := redis.Int64(conn.Do("ZSCORE", s.Ks.Debounces(), w.name+"\n"+w.id)); err != nil {
 			t.Errorf("%s %s: not in the index of bursts: %v", w.name, w.id, err)
 		}
-		if _, err := redis.Int64(conn.Do("ZSCORE", s.Ks.Scheduled(), w.kept)); err != nil {
-			t.Errorf("%s %s: %s is not pending: %v", w.name, w.id, w.kept, err)
-		}
 	}
-	if n, err := redis.Int(conn.Do("ZCARD", s.Ks.Scheduled())); err != nil || n != len(wants) {
-		t.Errorf("%d pending jobs (%v), want %d", n, err, len(wants))
+	if n, err := redis.Int(conn.Do("ZCARD", s.Ks.Debounces())); err != nil || n != len(wants) {
+		t.Errorf("%d pending bursts (%v), want %d", n, err, len(wants))
 	}
 }
 
 // TestPendingBurstsListsThoseWhoseJobWaits: PendingBursts lists the bursts whose job still waits in
-// the scheduled set, in run-time order, and drops from the index those that are over (the job left
-// the scheduled set, the hash is gone) and members of another form; an empty index lists none.
+// their hash, in run-time order, and drops from the index those that are over (the job left the
+// hash, the hash is gone or of another type) and members of another form; an empty index lists
+// none.
 func TestPendingBurstsListsThoseWhoseJobWaits(t *testing.T) {
 	pool := newTestPool(t)
 	s := NewStore(redistest.Namespace(t, pool, "rdb-bursts"), PoolBackend(pool))
@@ -192,8 +197,8 @@ func TestPendingBurstsListsThoseWhoseJobWaits(t *testing.T) {
 			t.Fatal(p.Err)
 		}
 	}
-	// Burst 3's job left the scheduled set, burst 4's hash expired; a member of another form.
-	if _, err := conn.Do("ZREM", s.Ks.Scheduled(), `{"i":3}`); err != nil {
+	// Burst 3's job left its hash, burst 4's hash expired; a member of another form.
+	if _, err := conn.Do("HDEL", s.Ks.Debounce("mail", "3"), "pending"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Do("DEL", s.Ks.Debounce("mail", "4")); err != nil {
@@ -219,11 +224,65 @@ func TestPendingBurstsListsThoseWhoseJobWaits(t *testing.T) {
 	if n, err := redis.Int(conn.Do("ZCARD", s.Ks.Debounces())); err != nil || n != 28 {
 		t.Errorf("the index holds %d (%v), want the 28 pending", n, err)
 	}
-	// A hash of another type fails the read.
+	// A hash of another type holds no job: passed over, as the requeuer passes it over.
 	if _, err := conn.Do("SET", s.Ks.Debounce("mail", "0"), "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PendingBursts(ctx, 100); !errors.Is(err, ErrWrongType) {
-		t.Errorf("with a hash of another type: %v, want ErrWrongType", err)
+	if bs, err := s.PendingBursts(ctx, 100); err != nil || len(bs) != 27 || bs[0].ID != "1" {
+		t.Errorf("with a hash of another type: %d bursts (%v), want the 27 others", len(bs), err)
+	}
+}
+
+// TestEndBurstsMovesDueJobsIntoTheScheduledSet: the requeuer's step for due bursts moves each due
+// burst's job into the scheduled set at its run time and ends the burst (its hash keeps its figures
+// for an hour); a burst not yet due gets its index score back, one that is over leaves the index.
+// At once, with the payload the caller saw, a burst ends whatever its time, unless it was replaced.
+func TestEndBurstsMovesDueJobsIntoTheScheduledSet(t *testing.T) {
+	pool := newTestPool(t)
+	s := NewStore(redistest.Namespace(t, pool, "rdb-end"), PoolBackend(pool))
+	conn := pool.Get()
+	defer conn.Close()
+	ctx := context.Background()
+	var pushes []*Push
+	for _, id := range []string{"due", "later", "over", "now"} {
+		pushes = append(pushes, &Push{Name: "mail", Payload: []byte(`{"` + id + `":1}`),
+			Debounce: &DebounceSpec{ID: id, WindowMs: 3600000}})
+	}
+	s.EnqueueMany(ctx, ReplicaWait{}, pushes)
+	// "due" came due (its run time set back by hand), "later" is listed as due by a stale score,
+	// "over" holds no job.
+	if _, err := conn.Do("HSET", s.Ks.Debounce("mail", "due"), "run_at", 1000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Do("HDEL", s.Ks.Debounce("mail", "over"), "pending"); err != nil {
+		t.Fatal(err)
+	}
+	members := [][]byte{[]byte("mail\ndue"), []byte("mail\nlater"), []byte("mail\nover")}
+	if n, err := s.EndBursts(ctx, members, false, nil); err != nil || n != 1 {
+		t.Fatalf("EndBursts = %d, %v; want 1 moved", n, err)
+	}
+	if score, err := redis.Int64(conn.Do("ZSCORE", s.Ks.Scheduled(), `{"due":1}`)); err != nil || score != 1000 {
+		t.Errorf("the due job's score %d (%v), want its run time 1000", score, err)
+	}
+	idx, err := redis.Strings(conn.Do("ZRANGE", s.Ks.Debounces(), 0, -1))
+	if err != nil || len(idx) != 2 || idx[0] != "mail\nlater" && idx[1] != "mail\nlater" {
+		t.Errorf("the index holds %q (%v), want later and now", idx, err)
+	}
+	h, err := redis.StringMap(conn.Do("HGETALL", s.Ks.Debounce("mail", "due")))
+	if err != nil || h["pending"] != "" || h["count"] != "1" {
+		t.Errorf("the ended burst's hash %v (%v), want its figures without its job", h, err)
+	}
+	if ttl, err := redis.Int(conn.Do("TTL", s.Ks.Debounce("mail", "due"))); err != nil || ttl <= 0 || ttl > 3600 {
+		t.Errorf("the ended burst's hash lives %d s (%v), want up to an hour", ttl, err)
+	}
+	// At once: not when the job was replaced since, and then yes.
+	if ok, err := s.EndBurst(ctx, "mail", "now", []byte(`{"other":1}`)); err != nil || ok {
+		t.Errorf("EndBurst of a replaced job = %v, %v; want false", ok, err)
+	}
+	if ok, err := s.EndBurst(ctx, "mail", "now", []byte(`{"now":1}`)); err != nil || !ok {
+		t.Errorf("EndBurst = %v, %v; want true", ok, err)
+	}
+	if n, err := redis.Int(conn.Do("ZCARD", s.Ks.Scheduled())); err != nil || n != 2 {
+		t.Errorf("the scheduled set holds %d (%v), want the two ended bursts' jobs", n, err)
 	}
 }

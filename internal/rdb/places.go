@@ -24,6 +24,7 @@ const (
 	placeKeyedInProgress
 	placeKeyedWaiting
 	placeGroupsDue
+	placeDebounces
 )
 
 // The sorted sets of the layout.
@@ -38,6 +39,9 @@ var (
 	SchedulesDue = Place{kind: placeSchedulesDue}
 	// GroupsDue is <ns>:groups_due, groups of grouped jobs by the time they are due.
 	GroupsDue = Place{kind: placeGroupsDue}
+	// Debounces is <ns>:debounces, the bursts of debounced enqueues whose job waits in the burst's
+	// hash, by the time it is due.
+	Debounces = Place{kind: placeDebounces}
 )
 
 // Queue is the queue of a job name: <ns>:jobs:<name>.
@@ -88,6 +92,8 @@ func (k Keyspace) place(p Place) string {
 		return k.KeyedWaiting(p.name)
 	case placeGroupsDue:
 		return k.GroupsDue()
+	case placeDebounces:
+		return k.Debounces()
 	}
 	panic("rdb: the zero Place has no key")
 }

@@ -82,6 +82,12 @@ var (
 	scheduleControlScript = loadScript("schedule_control")
 	// debounceScript enqueues jobs of bursts, each replacing its burst's pending job: lua/debounce.lua.
 	debounceScript = loadScript("debounce")
+	// debounceDueScript moves the jobs of bursts that are due into the scheduled set:
+	// lua/debounce_due.lua.
+	debounceDueScript = loadScript("debounce_due")
+	// debounceEditScript reschedules, replaces or deletes a burst's pending job:
+	// lua/debounce_edit.lua.
+	debounceEditScript = loadScript("debounce_edit")
 	// rescheduleScript replaces a scheduled or retry member by hand: lua/reschedule.lua.
 	rescheduleScript = loadScript("reschedule")
 )

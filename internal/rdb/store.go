@@ -810,16 +810,17 @@ type ScanResult struct {
 	NonEmpty []string // the ids of the queues looked at that hold jobs (a job name, or keyedQueueID of it)
 }
 
-// scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry, groups_due), and
+// scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry, groups_due,
+// debounces), and
 // scanKeysPerName how many keys per job name: its queue, and its keyed jobs' ready and delayed keys.
 const (
-	scanSets        = 4
+	scanSets        = 5
 	scanKeysPerName = 3
 )
 
 // scanArgs appends the keys scan (lua/lib/scan.lua) reads for the given job names.
 func (s *Store) scanArgs(args []interface{}, names []string) []interface{} {
-	args = append(args, s.Ks.Scheduled(), s.Ks.Retry(), s.Ks.BatchesExpiry(), s.Ks.GroupsDue())
+	args = append(args, s.Ks.Scheduled(), s.Ks.Retry(), s.Ks.BatchesExpiry(), s.Ks.GroupsDue(), s.Ks.Debounces())
 	for _, name := range names {
 		args = append(args, s.Ks.Jobs(name), s.Ks.KeyedReady(name), s.Ks.keyedDelayed(name))
 	}

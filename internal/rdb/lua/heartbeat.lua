@@ -16,8 +16,8 @@
 -- uses: keychecks, scan
 --
 -- KEYS[1] worker_pools set; KEYS[2] this pool's heartbeat hash
--- KEYS[3..e] (e = ARGV[13]) scheduled set, retry set, batches_expiry, groups_due, then per job
---   name its queue and its keyed jobs' ready and delayed keys (scan's keys)
+-- KEYS[3..e] (e = ARGV[13]) scheduled set, retry set, batches_expiry, groups_due, debounces, then
+--   per job name its queue and its keyed jobs' ready and delayed keys (scan's keys)
 -- KEYS[e+5i-4..e+5i], one group per job name i to square: in-progress list, keyed in-progress list
 --   (the pool's jobs of the name's keys, which count against MaxConcurrency too), lock counter,
 --   lock_info hash, max_concurrency
