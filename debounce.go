@@ -111,5 +111,5 @@ func (e *Enqueuer) enqueueDebounced(job *Job, d *Debounce, mark *rdb.JobIDMark) 
 		}
 		job = pending
 	}
-	return job, r.RunAt, nil
+	return job, 0, nil
 }

@@ -22,14 +22,12 @@ func debounceMember(name, id string) string { return name + "\n" + id }
 // DebounceResult is what an enqueue of a burst did.
 type DebounceResult struct {
 	State   string // "new", "replaced" or "kept"
-	Payload []byte // the pending job
-	RunAt   int64
-	Count   int64 // enqueues in the burst so far
+	Payload []byte // the pending job, when kept
 }
 
 // debounceArgs are debounceScript's arguments for the debounced pushes ps.
 func (s *Store) debounceArgs(ps ...*Push) []interface{} {
-	args := make([]interface{}, 0, 1+3+len(ps)+1+6*len(ps))
+	args := make([]interface{}, 0, 1+3+len(ps)+1+5*len(ps))
 	args = append(args, 3+len(ps), s.Ks.Scheduled(), s.Ks.KnownJobs(), s.Ks.Debounces())
 	for _, p := range ps {
 		args = append(args, s.Ks.Debounce(p.Name, p.Debounce.ID))
@@ -40,26 +38,30 @@ func (s *Store) debounceArgs(ps ...*Push) []interface{} {
 		if d.KeepFirst {
 			keep = "1"
 		}
-		args = append(args, p.Payload, d.WindowMs, d.MaxWaitMs, keep, p.Name, debounceMember(p.Name, d.ID))
+		args = append(args, p.Payload, d.WindowMs, d.MaxWaitMs, keep, debounceMember(p.Name, d.ID))
 	}
 	return args
 }
 
-// DebounceReply reads a debounced push's reply (Push.Reply).
+// DebounceReply reads a debounced push's reply (Push.Reply: its one value of the script's reply).
 func DebounceReply(reply interface{}) (DebounceResult, error) {
-	var r DebounceResult
-	v, err := redis.Values(reply, nil)
-	if err != nil {
-		return r, err
+	if v, ok := reply.([]interface{}); ok && len(v) == 1 {
+		reply = v[0]
 	}
-	if len(v) != 4 {
-		return r, redis.Error("work: debounce: unexpected reply")
+	switch v := reply.(type) {
+	case int64:
+		switch v {
+		case 1:
+			return DebounceResult{State: "new"}, nil
+		case 2:
+			return DebounceResult{State: "replaced"}, nil
+		}
+	case []byte:
+		return DebounceResult{State: "kept", Payload: v}, nil
+	case redis.Error:
+		return DebounceResult{}, v
 	}
-	r.State, _ = redis.String(v[0], nil)
-	r.Payload, _ = redis.Bytes(v[1], nil)
-	r.RunAt, _ = redis.Int64(v[2], nil)
-	r.Count, _ = redis.Int64(v[3], nil)
-	return r, nil
+	return DebounceResult{}, redis.Error("work: debounce: unexpected reply")
 }
 
 // PendingBurst is a burst whose job waits in its hash: when it began (Unix ms), the second it

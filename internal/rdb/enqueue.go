@@ -193,7 +193,7 @@ func batched(p *Push) bool { return p.Debounce != nil || p.Group != "" }
 
 // batchPushes returns the script calls the debounced and the grouped pushes of pushes make.
 func batchPushes(pushes []*Push) []*scriptBatch {
-	debounced, grouped := &scriptBatch{sc: debounceScript, per: 4}, &scriptBatch{sc: groupAddScript, per: 2}
+	debounced, grouped := &scriptBatch{sc: debounceScript, per: 1}, &scriptBatch{sc: groupAddScript, per: 2}
 	for _, p := range pushes {
 		switch {
 		case p.Debounce != nil:

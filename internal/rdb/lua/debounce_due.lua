@@ -1,8 +1,8 @@
 -- Ends bursts of debounced enqueues: moves each one's pending job from its hash into the scheduled
 -- set, from which the requeuer queues it as any scheduled job, and drops the burst from the index.
 -- The requeuer calls it with the bursts the index says are due; the Client's "run now" with one
--- burst, moved whatever its run time. The hash keeps the burst's figures for an hour after, without
--- its job; an enqueue of the burst after this starts a new one.
+-- burst, moved whatever its run time. The burst's hash goes: an enqueue of the burst after this
+-- starts a new one.
 --
 -- keys: 2
 -- uses: none
@@ -31,10 +31,8 @@ for i = 4, #ARGV do
   elseif not atOnce and runAt and runAt > now then
     redis.call('zadd', index, runAt, m)
   else
-    local hash = prefix .. name .. ':{' .. id .. '}'
     redis.call('zadd', sched, atOnce and now or (runAt or now), pending)
-    redis.call('hdel', hash, 'pending')
-    redis.call('expire', hash, 3600)
+    redis.call('del', prefix .. name .. ':{' .. id .. '}')
     redis.call('zrem', index, m)
     moved = moved + 1
   end

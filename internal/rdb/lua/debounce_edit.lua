@@ -16,8 +16,7 @@
 
 if redis.call('hget', KEYS[1], 'pending') ~= ARGV[1] then return 0 end
 if ARGV[2] == 'delete' then
-  redis.call('hdel', KEYS[1], 'pending')
-  redis.call('expire', KEYS[1], 3600)
+  redis.call('del', KEYS[1])
   redis.call('zrem', KEYS[2], ARGV[5])
   return 1
 end
