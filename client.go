@@ -294,12 +294,15 @@ type Summary struct {
 	InFlight  int64 `json:"in_flight"` // jobs running, over all pools
 	Paused    int   `json:"paused"`    // paused queues
 	Scheduled int64 `json:"scheduled"` // jobs in the scheduled set
-	Retry     int64 `json:"retry"`     // jobs waiting for a retry
-	Dead      int64 `json:"dead"`      // dead jobs
+	// Debounced counts the pending bursts of debounced enqueues, each holding one job that waits
+	// with its burst, not in the scheduled set, until it is due (see Client.PendingBursts).
+	Debounced int64 `json:"debounced"`
+	Retry     int64 `json:"retry"` // jobs waiting for a retry
+	Dead      int64 `json:"dead"`  // dead jobs
 }
 
-// Summary returns the namespace's queue, in-flight, scheduled, retry and dead totals, in three round
-// trips whatever the number of queues.
+// Summary returns the namespace's queue, in-flight, scheduled, debounced, retry and dead totals, in
+// three round trips whatever the number of queues.
 func (c *Client) Summary() (*Summary, error) {
 	qs, err := c.QueueStats()
 	if err != nil {
@@ -314,7 +317,7 @@ func (c *Client) Summary() (*Summary, error) {
 			s.Paused++
 		}
 	}
-	s.Scheduled, s.Retry, s.Dead, err = c.store.SetSizes(context.Background())
+	s.Scheduled, s.Retry, s.Dead, s.Debounced, err = c.store.SetSizes(context.Background())
 	if err != nil {
 		return nil, err
 	}

@@ -207,6 +207,7 @@ func TestClientQueueStatsAndSummary(t *testing.T) {
 	rdo(t, pool, "ZADD", ks.Scheduled(), 1, "s")
 	rdo(t, pool, "ZADD", ks.Retry(), 1, "r1", 2, "r2")
 	rdo(t, pool, "ZADD", ks.Dead(), 1, "d1", 2, "d2", 3, "d3")
+	rdo(t, pool, "ZADD", ks.Debounces(), 1, "mail\nb1", 2, "mail\nb2")
 
 	qs, err := c.QueueStats()
 	if err != nil {
@@ -225,7 +226,7 @@ func TestClientQueueStatsAndSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *s != (Summary{Queues: 3, Queued: 2, InFlight: 3, Paused: 1, Scheduled: 1, Retry: 2, Dead: 3}) {
+	if *s != (Summary{Queues: 3, Queued: 2, InFlight: 3, Paused: 1, Scheduled: 1, Debounced: 2, Retry: 2, Dead: 3}) {
 		t.Errorf("summary %+v", *s)
 	}
 }

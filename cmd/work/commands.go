@@ -75,6 +75,7 @@ func (r *statsReport) print(w io.Writer, since time.Duration) error {
 	t.row("QUEUED", fmt.Sprintf("%d in %d queues (%d paused)", s.Queued, s.Queues, s.Paused))
 	t.row("IN FLIGHT", strconv.FormatInt(s.InFlight, 10))
 	t.row("SCHEDULED", strconv.FormatInt(s.Scheduled, 10))
+	t.row("DEBOUNCED", fmt.Sprintf("%d pending bursts", s.Debounced))
 	t.row("RETRY", strconv.FormatInt(s.Retry, 10))
 	t.row("DEAD", strconv.FormatInt(s.Dead, 10))
 	workers := fmt.Sprintf("%d busy of %d in %d pools", r.BusyWorkers, r.Workers, r.WorkerPools)

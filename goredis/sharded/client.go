@@ -78,6 +78,7 @@ func (c *Client) Summary() (*work.Summary, error) {
 		sum.InFlight += x.InFlight
 		sum.Paused += x.Paused
 		sum.Scheduled += x.Scheduled
+		sum.Debounced += x.Debounced
 		sum.Retry += x.Retry
 		sum.Dead += x.Dead
 	}

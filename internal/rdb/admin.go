@@ -468,23 +468,24 @@ func (s *Store) ZremMembers(ctx context.Context, at Place, members [][]byte) (in
 	return n, err
 }
 
-// SetSizes returns the sizes of the scheduled, retry and dead sets, in one round trip.
-func (s *Store) SetSizes(ctx context.Context) (scheduled, retry, dead int64, err error) {
+// SetSizes returns the sizes of the scheduled, retry and dead sets and of the index of pending
+// debounced bursts, in one round trip.
+func (s *Store) SetSizes(ctx context.Context) (scheduled, retry, dead, bursts int64, err error) {
 	err = s.do(ctx, func(c redis.Conn) error {
-		c.Send("ZCARD", s.Ks.Scheduled())
-		c.Send("ZCARD", s.Ks.Retry())
-		c.Send("ZCARD", s.Ks.Dead())
+		for _, k := range []string{s.Ks.Scheduled(), s.Ks.Retry(), s.Ks.Dead(), s.Ks.Debounces()} {
+			c.Send("ZCARD", k)
+		}
 		r, err := redis.Int64s(c.Do(""))
 		if err != nil {
 			return err
 		}
-		if len(r) != 3 {
+		if len(r) != 4 {
 			return fmt.Errorf("work: ZCARD: unexpected reply of %d elements", len(r))
 		}
-		scheduled, retry, dead = r[0], r[1], r[2]
+		scheduled, retry, dead, bursts = r[0], r[1], r[2], r[3]
 		return nil
 	})
-	return scheduled, retry, dead, err
+	return scheduled, retry, dead, bursts, err
 }
 
 // queueDetail is one known job name with its queue length, oldest payload (nil when empty), paused
