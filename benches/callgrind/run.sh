@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Counts the instructions Redis executes per job for three ways of fetching and acknowledging jobs,
+# Counts the instructions Redis executes per job for four ways of fetching and acknowledging jobs,
 # with callgrind: unkeyed (the exchange script's RPOP with a count), the least dispatch that keeps a
-# queue per key (cycle_floor.lua), and the library's keyed fetch and acknowledgement
-# (cycle_keyed.lua on internal/rdb/lua/lib/keyed.lua). Instruction counts hardly depend on the machine's load (the
+# queue per key (cycle_floor.lua), the library's keyed fetch and acknowledgement
+# (cycle_keyed.lua on internal/rdb/lua/lib/keyed.lua), and the least dispatch that keeps the jobs of
+# every key in one sorted set (cycle_shared.lua), with and without running counts. Instruction counts hardly depend on the machine's load (the
 # count also holds the command's parsing and a share of Redis's timer tasks), so the three compare
 # where a timed run on a shared machine cannot. It runs the Lua directly, not the whole exchange
 # script, so it leaves out what all three share (the call itself, statistics, locks).
@@ -55,4 +56,10 @@ for keys in 100000 10; do
   measure "keyed, $keys keys" "$tmp/cycle_keyed.lua" 0
   redis-cli -p "$port" --eval setup_keyed.lua , "$keys" "$per" >/dev/null
   measure "keyed, $keys keys, KeyConcurrency 1" "$tmp/cycle_keyed.lua" 1
+  redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" >/dev/null
+  measure "one shared set, $keys keys" cycle_shared.lua 0
+  redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" >/dev/null
+  measure "one shared set, $keys keys, running counts" cycle_shared.lua 1
+  redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" >/dev/null
+  measure "one shared set, $keys keys, counts per take" cycle_shared.lua 2
 done

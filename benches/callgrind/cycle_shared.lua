@@ -1,0 +1,70 @@
+-- The least dispatch of keyed jobs kept in one sorted set for all keys, scored by virtual start
+-- time (issue #38's proposal for keys without limits of their own): ZPOPMIN of the take, which is
+-- already in fair order, the turn's virtual time written once, LPUSH into an in-progress list and
+-- LREM of each when done. With ARGV[1] 1, each key's running count too (HINCRBY when taken, and
+-- lowered, the field dropped at 0, when done): what a per-key limit would add; with ARGV[1] 2 the
+-- same counts kept in one HMGET and one HSET (and HDEL) per take and per release. A job over its
+-- key's limit would wait in a list of its key until a slot frees; these setups never put one there,
+-- so that path is not counted.
+--
+-- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job) or 2 (calls per take), ARGV[2] jobs per take,
+-- ARGV[3] takes. Returns the jobs taken.
+local p = 'cg:keyed:a:'
+local mode, n, rounds = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local running = p .. 'running'
+local total = 0
+-- counts adds d to the running counts of keys (a list, a key once or more), in one HMGET and one
+-- HSET (and one HDEL of the counts that reach 0) for the whole list: mode 2.
+local function counts(keys, no, d)
+  local uniq, seen, nu = {}, {}, 0
+  for i = 1, no do
+    local K = keys[i]
+    if not seen[K] then
+      nu = nu + 1
+      uniq[nu] = K
+      seen[K] = 0
+    end
+    seen[K] = seen[K] + d
+  end
+  local cur = redis.call('hmget', running, unpack(uniq, 1, nu))
+  local set, ns, del, nd = {}, 0, {}, 0
+  for i = 1, nu do
+    local v = (tonumber(cur[i]) or 0) + seen[uniq[i]]
+    if v > 0 then
+      set[ns + 1], set[ns + 2] = uniq[i], tostring(v)
+      ns = ns + 2
+    else
+      nd = nd + 1
+      del[nd] = uniq[i]
+    end
+  end
+  if ns > 0 then redis.call('hset', running, unpack(set, 1, ns)) end
+  if nd > 0 then redis.call('hdel', running, unpack(del, 1, nd)) end
+end
+for _ = 1, rounds do
+  local popped = redis.call('zpopmin', p .. 'shared', n)
+  if #popped == 0 then break end
+  local out, keys, no = {}, {}, 0
+  for i = 1, #popped, 2 do
+    local e = popped[i]
+    no = no + 1
+    out[no] = e
+    if mode > 0 then
+      local K = string.sub(e, 1, string.find(e, '\n', 1, true) - 1)
+      keys[no] = K
+      if mode == 1 then redis.call('hincrby', running, K, '1') end
+    end
+  end
+  if mode == 2 then counts(keys, no, 1) end
+  redis.call('hset', p .. 'meta', 'vt', popped[#popped])
+  redis.call('lpush', p .. 'pool:inprogress', unpack(out, 1, no))
+  for i = 1, no do
+    redis.call('lrem', p .. 'pool:inprogress', '-1', out[i])
+    if mode == 1 and redis.call('hincrby', running, keys[i], '-1') <= 0 then
+      redis.call('hdel', running, keys[i])
+    end
+  end
+  if mode == 2 then counts(keys, no, -1) end
+  total = total + no
+end
+return total
