@@ -5,9 +5,11 @@
 -- lowered, the field dropped at 0, when done): what a per-key limit would add; with ARGV[1] 2 the
 -- same counts kept in one HMGET and one HSET (and HDEL) per take and per release. A job over its
 -- key's limit would wait in a list of its key until a slot frees; these setups never put one there,
--- so that path is not counted.
+-- so that path is not counted. With ARGV[1] 3, a limit of one job a key kept without a count: only a
+-- key's next job is in the set (setup_shared.lua "head"), and each release moves the key's following
+-- job from its list into the set.
 --
--- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job) or 2 (calls per take), ARGV[2] jobs per take,
+-- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job), 2 (calls per take) or 3 (next job only), ARGV[2] jobs per take,
 -- ARGV[3] takes. Returns the jobs taken.
 local p = 'cg:keyed:a:'
 local mode, n, rounds = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -65,6 +67,18 @@ for _ = 1, rounds do
     end
   end
   if mode == 2 then counts(keys, no, -1) end
+  if mode == 3 then
+    -- A limit of one: the key's next job joins the set as this one ends, a turn later.
+    local add, na = {}, 0
+    for i = 1, no do
+      local nxt = redis.call('rpop', p .. '{' .. keys[i] .. '}')
+      if nxt then
+        add[na + 1], add[na + 2] = tostring(tonumber(popped[2 * i]) + 1), nxt
+        na = na + 2
+      end
+    end
+    if na > 0 then redis.call('zadd', p .. 'shared', unpack(add, 1, na)) end
+  end
   total = total + no
 end
 return total

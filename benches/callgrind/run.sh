@@ -62,4 +62,6 @@ for keys in 100000 10; do
   measure "one shared set, $keys keys, running counts" cycle_shared.lua 1
   redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" >/dev/null
   measure "one shared set, $keys keys, counts per take" cycle_shared.lua 2
+  redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" head >/dev/null
+  measure "one shared set, $keys keys, next job only" cycle_shared.lua 3
 done

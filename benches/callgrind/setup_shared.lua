@@ -1,18 +1,27 @@
 -- Fills one sorted set with the jobs of job name "a" in namespace "cg", as a dispatch that keeps the
 -- jobs of keys without limits in one set (cycle_shared.lua) would leave them: ARGV[1] keys, each
 -- with ARGV[2] jobs, job i of a key scored i - 1 (its virtual start time when every key starts at
--- 0 with weight 1), each member "<key>\n<payload>".
+-- 0 with weight 1), each member "<key>\n<payload>". With ARGV[3] "head", only each key's first job
+-- is in the set and the others wait in the key's list (<prefix>{<key>}, the next at the tail): a
+-- limit of one job a key kept without a count (cycle_shared.lua, mode 3).
 --
--- keys: 0; ARGV[1] keys, ARGV[2] jobs per key. Returns the number of jobs.
+-- keys: 0; ARGV[1] keys, ARGV[2] jobs per key, ARGV[3] "head" or "". Returns the number of jobs.
 local p = 'cg:keyed:a:'
 redis.call('del', p .. 'shared', p .. 'running', p .. 'meta', p .. 'pool:inprogress')
-local keys, per = tonumber(ARGV[1]), tonumber(ARGV[2])
+local keys, per, head = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == 'head'
+
 local batch, nb = {}, 0
 for k = 0, keys - 1 do
+  redis.call('del', p .. '{' .. k .. '}')
   for i = 1, per do
-    batch[nb + 1] = tostring(i - 1)
-    batch[nb + 2] = k .. '\n{"name":"a","id":"' .. k .. '-' .. i .. '","t":1,"args":null,"key":"' .. k .. '"}'
-    nb = nb + 2
+    local job = k .. '\n{"name":"a","id":"' .. k .. '-' .. i .. '","t":1,"args":null,"key":"' .. k .. '"}'
+    if head and i > 1 then
+      redis.call('lpush', p .. '{' .. k .. '}', job)
+    else
+      batch[nb + 1] = tostring(i - 1)
+      batch[nb + 2] = job
+      nb = nb + 2
+    end
     if nb >= 2000 then
       redis.call('zadd', p .. 'shared', unpack(batch, 1, nb))
       nb = 0
