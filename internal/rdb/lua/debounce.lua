@@ -39,7 +39,7 @@ local function enqueue(hash, payload, window, maxWait, replace, indexMember)
   else
     h = redis.call('hmget', hash, 'run_at', 'first_ms', 'count', 'member', 'pending')
   end
-  local oldRunAt, first, count, pending = tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), h[5]
+  local oldRunAt, first, count, pending = tonumber(h[1]), h[2], tonumber(h[3]), h[5]
   if h[4] then
     -- A burst written by a version that kept the pending job in the scheduled set ("member"), and
     -- kept the hash an hour past its run: if its job is still there, the burst goes on, its job
@@ -69,8 +69,9 @@ local function enqueue(hash, payload, window, maxWait, replace, indexMember)
   -- A later enqueue of a pending burst: most often within the same second as the one before, so the
   -- run time and the index stay as they are.
   local runAt = math.ceil((nowMs + window) / 1000)
-  if maxWait > 0 then runAt = math.min(runAt, math.floor((first + maxWait) / 1000)) end
-  count = count + 1
+  if maxWait > 0 then runAt = math.min(runAt, math.floor(((tonumber(first) or nowMs) + maxWait) / 1000)) end
+  -- Text made here: Redis would format a Lua number with more work, on every call.
+  count = string.format('%d', count + 1)
   local out = 2
   if not replace then out = pending end
   if runAt == oldRunAt then
@@ -96,8 +97,10 @@ end
 local out, entries = {}, #KEYS - 3
 for i = 1, entries do
   local a = 5 * i - 3
-  local ok, r = pcall(enqueue, KEYS[3 + i], ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]),
-    ARGV[a + 3] ~= '1', ARGV[a + 4])
+  -- A number read from text costs as much as a small command: the common "no maximum wait" is not.
+  local maxWait = ARGV[a + 2] == '0' and 0 or tonumber(ARGV[a + 2])
+  local ok, r = pcall(enqueue, KEYS[3 + i], ARGV[a], tonumber(ARGV[a + 1]), maxWait, ARGV[a + 3] ~= '1',
+    ARGV[a + 4])
   if not ok then
     if not (type(r) == 'table' and r.err) then r = redis.error_reply(tostring(r)) end
     if entries == 1 then return r end
