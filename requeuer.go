@@ -15,11 +15,11 @@ import (
 // batches whose status expired, which it drops from the batch index; run-time schedules, which it
 // hands to the scheduler (schedulesDue); groups of grouped jobs whose time came, which it flushes
 // into calls (group.go); and bursts of debounced enqueues whose time came, whose job it moves into
-// the scheduled set, from which the next step queues it. It runs when something is due, not on a clock: the
-// dueAlarm it waits on is set by every look at Redis (a fetcher scan, a heartbeat, which say when the
-// earliest member is due), by an Enqueuer's scheduled job and this pool's own retries, by the
-// scheduler and the periodic enqueuer, and by each pass, which reports the next. So an idle pool
-// sends no command for it. A job goes to the queue its payload names whether or not this pool
+// the scheduled set, from which the next step queues it. It runs when something is due, not on a
+// clock: the dueAlarm it waits on is set by every look at Redis (a fetcher scan, a heartbeat, which
+// say when the earliest member is due), by an Enqueuer's scheduled job and this pool's own retries,
+// by the scheduler and the periodic enqueuer, and by each pass, which reports the next. So an idle
+// pool sends no command for it. A job goes to the queue its payload names whether or not this pool
 // handles that name, so pools with different job sets share a namespace. A member that cannot be
 // decoded goes to the dead set with the reason and its bytes instead of blocking the set.
 type requeuer struct {

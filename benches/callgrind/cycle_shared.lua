@@ -9,8 +9,8 @@
 -- key's next job is in the set (setup_shared.lua "head"), and each release moves the key's following
 -- job from its list into the set.
 --
--- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job), 2 (calls per take) or 3 (next job only), ARGV[2] jobs per take,
--- ARGV[3] takes. Returns the jobs taken.
+-- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job), 2 (calls per take) or 3 (next job only),
+-- ARGV[2] jobs per take, ARGV[3] takes. Returns the jobs taken.
 local p = 'cg:keyed:a:'
 local mode, n, rounds = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local running = p .. 'running'
