@@ -172,27 +172,22 @@ func (c *Client) deleteBurstJob(runAt int64, jobID string) error {
 // the scheduled set, and queues that job: RunScheduledJobNow's way to a job that waits in its burst.
 func (c *Client) runBurstJobNow(runAt int64, jobID string) error {
 	ctx := context.Background()
-	needles := idNeedles(jobID)
-	_, b, err := c.findBurst(ctx, jobID, needles)
+	_, b, err := c.findBurst(ctx, jobID, idNeedles(jobID))
 	if err != nil {
 		return err
 	}
 	if b == nil || b.RunAt != runAt {
 		return ErrNotRetried
 	}
-	ok, err := c.store.EndBurst(ctx, b.Name, b.ID, b.Payload)
+	ok, at, err := c.store.EndBurst(ctx, b.Name, b.ID, b.Payload)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return ErrNotRetried
 	}
-	loc, err := c.findInSet(ctx, JobStateScheduled, rdb.Scheduled, jobID, needles)
-	if err != nil || loc == nil {
-		// Not there any more: a pool's requeuer queued it first.
-		return err
-	}
-	if err := c.runNow(rdb.Scheduled, loc.Score, jobID); err != nil && !errors.Is(err, ErrNotRetried) {
+	// Not found there any more means that a pool's requeuer queued it first.
+	if err := c.runNow(rdb.Scheduled, at, jobID); err != nil && !errors.Is(err, ErrNotRetried) {
 		return err
 	}
 	return nil

@@ -192,7 +192,7 @@ func (q *requeuer) once() (bool, int64) {
 			continue
 		case dueDebounces:
 			// Their jobs go to the scheduled set, which the next step reads again.
-			n, err := st.EndBursts(ctx, members, false, nil)
+			n, _, err := st.EndBursts(ctx, members, false, nil)
 			if err != nil {
 				if ctx.Err() == nil {
 					q.logger.Error("work: moving the jobs of due debounced bursts", "err", err)

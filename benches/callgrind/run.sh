@@ -19,30 +19,19 @@ cd "$(dirname "$0")"
 n=${1:-50}
 takes=${2:-36}
 lib=../../internal/rdb/lua/lib
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-tmp=$(mktemp -d)
-valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
-  redis-server --port "$port" --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
-vg=$!
-trap 'kill $vg 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
-for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
-redis-cli -p "$port" ping >/dev/null || { echo "redis-server under valgrind did not start:" >&2; cat "$tmp/redis.log" >&2; exit 1; }
+. ./server.sh
 
 cat "$lib/keychecks.lua" "$lib/keyed.lua" cycle_keyed.lua >"$tmp/cycle_keyed.lua"
-# measure LABEL SCRIPT LIMIT: runs SCRIPT between a reset of callgrind's counts and a dump of them
-# (the dumps are numbered), and prints the instructions per job.
-dumps=0
+# measure LABEL SCRIPT LIMIT: runs SCRIPT while callgrind counts, and prints the instructions per job.
 measure() {
   # Loaded first, so that compiling the script (the keyed one carries the library's Lua) is not
   # counted.
-  local sha jobs ir
+  local sha jobs
   sha=$(redis-cli -p "$port" -x script load <"$2")
-  callgrind_control -z "$vg" >/dev/null 2>&1
+  counting
   jobs=$(redis-cli -p "$port" evalsha "$sha" 0 "$3" "$n" "$takes")
   [ "$jobs" -gt 0 ] || { echo "$1: the script took no job" >&2; exit 1; }
-  callgrind_control -d "$vg" >/dev/null 2>&1
-  dumps=$((dumps + 1))
-  ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg.out.$dumps")
+  counted
   printf '%-42s %6d jobs  %9d instructions a job\n' "$1" "$jobs" $((ir / jobs))
 }
 jobs=$((n * takes))

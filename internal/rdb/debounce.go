@@ -7,14 +7,19 @@ package rdb
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
 )
 
-// Debounce is the hash of one burst; Debounces the index of bursts, scored by run time.
-func (k Keyspace) Debounce(name, id string) string { return k.P + "debounce:" + name + ":{" + id + "}" }
-func (k Keyspace) Debounces() string               { return k.P + "debounces" }
+// Debounce is the hash of one burst; Debounces the index of bursts, scored by run time. The scripts
+// that read bursts named by the index build a burst's key from debouncePrefix as Debounce does.
+func (k Keyspace) Debounce(name, id string) string {
+	return k.debouncePrefix() + name + ":{" + id + "}"
+}
+func (k Keyspace) Debounces() string      { return k.P + "debounces" }
+func (k Keyspace) debouncePrefix() string { return k.P + "debounce:" }
 
 // debounceMember is a burst's member in the index.
 func debounceMember(name, id string) string { return name + "\n" + id }
@@ -164,34 +169,40 @@ func (s *Store) EachPendingBurst(ctx context.Context, fn func([]PendingBurst) bo
 // EndBursts moves the pending jobs of the bursts named by members of the index into the scheduled
 // set (see lua/debounce_due.lua): those that are due, or all of them at once (now, given as the run
 // time) when atOnce is set; with want set, only a burst still holding that payload. It returns how
-// many jobs it moved.
-func (s *Store) EndBursts(ctx context.Context, members [][]byte, atOnce bool, want []byte) (int64, error) {
+// many jobs it moved, and the server's clock (epoch seconds), the run time of a job moved at once.
+func (s *Store) EndBursts(ctx context.Context, members [][]byte, atOnce bool, want []byte) (moved, now int64, err error) {
 	if len(members) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	mode := "due"
 	if atOnce {
 		mode = "now"
 	}
 	args := make([]interface{}, 0, 5+len(members))
-	args = append(args, s.Ks.Debounces(), s.Ks.Scheduled(), s.Ks.P+"debounce:", mode, want)
+	args = append(args, s.Ks.Debounces(), s.Ks.Scheduled(), s.Ks.debouncePrefix(), mode, want)
 	for _, m := range members {
 		args = append(args, m)
 	}
-	var n int64
-	err := s.do(ctx, func(c redis.Conn) error {
-		var err error
-		n, err = redis.Int64(debounceDueScript.Do(c, args...))
-		return wrongType(err)
+	err = s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Int64s(debounceDueScript.Do(c, args...))
+		if err != nil {
+			return wrongType(err)
+		}
+		if len(r) != 2 {
+			return fmt.Errorf("work: debounce_due: unexpected reply of %d elements", len(r))
+		}
+		moved, now = r[0], r[1]
+		return nil
 	})
-	return n, err
+	return moved, now, err
 }
 
 // EndBurst moves the pending job of the burst of name and id into the scheduled set at once, if the
-// burst still holds payload, and reports whether it did.
-func (s *Store) EndBurst(ctx context.Context, name, id string, payload []byte) (bool, error) {
-	n, err := s.EndBursts(ctx, [][]byte{[]byte(debounceMember(name, id))}, true, payload)
-	return n == 1, err
+// burst still holds payload, and reports whether it did and the job's score there (the server's
+// clock).
+func (s *Store) EndBurst(ctx context.Context, name, id string, payload []byte) (bool, int64, error) {
+	n, at, err := s.EndBursts(ctx, [][]byte{[]byte(debounceMember(name, id))}, true, payload)
+	return n == 1, at, err
 }
 
 // EditBurst replaces the pending job of the burst of name and id, if it is still old, with payload

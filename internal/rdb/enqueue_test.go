@@ -258,7 +258,7 @@ func TestEndBurstsMovesDueJobsIntoTheScheduledSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	members := [][]byte{[]byte("mail\ndue"), []byte("mail\nlater"), []byte("mail\nover")}
-	if n, err := s.EndBursts(ctx, members, false, nil); err != nil || n != 1 {
+	if n, _, err := s.EndBursts(ctx, members, false, nil); err != nil || n != 1 {
 		t.Fatalf("EndBursts = %d, %v; want 1 moved", n, err)
 	}
 	if score, err := redis.Int64(conn.Do("ZSCORE", s.Ks.Scheduled(), `{"due":1}`)); err != nil || score != 1000 {
@@ -272,11 +272,16 @@ func TestEndBurstsMovesDueJobsIntoTheScheduledSet(t *testing.T) {
 		t.Errorf("the ended burst's hash is still there (%d, %v)", n, err)
 	}
 	// At once: not when the job was replaced since, and then yes.
-	if ok, err := s.EndBurst(ctx, "mail", "now", []byte(`{"other":1}`)); err != nil || ok {
+	if ok, _, err := s.EndBurst(ctx, "mail", "now", []byte(`{"other":1}`)); err != nil || ok {
 		t.Errorf("EndBurst of a replaced job = %v, %v; want false", ok, err)
 	}
-	if ok, err := s.EndBurst(ctx, "mail", "now", []byte(`{"now":1}`)); err != nil || !ok {
+	ok, at, err := s.EndBurst(ctx, "mail", "now", []byte(`{"now":1}`))
+	if err != nil || !ok {
 		t.Errorf("EndBurst = %v, %v; want true", ok, err)
+	}
+	// The score it reports is the job's in the scheduled set, so that the caller can queue it.
+	if score, err := redis.Int64(conn.Do("ZSCORE", s.Ks.Scheduled(), `{"now":1}`)); err != nil || score != at {
+		t.Errorf("the job moved at once scores %d (%v), EndBurst said %d", score, err, at)
 	}
 	if n, err := redis.Int(conn.Do("ZCARD", s.Ks.Scheduled())); err != nil || n != 2 {
 		t.Errorf("the scheduled set holds %d (%v), want the two ended bursts' jobs", n, err)

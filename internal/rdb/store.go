@@ -811,8 +811,8 @@ type ScanResult struct {
 }
 
 // scanSets is how many timed sets scan reads (scheduled, retry, batches_expiry, groups_due,
-// debounces), and
-// scanKeysPerName how many keys per job name: its queue, and its keyed jobs' ready and delayed keys.
+// debounces), and scanKeysPerName how many keys per job name: its queue, and its keyed jobs' ready
+// and delayed keys.
 const (
 	scanSets        = 5
 	scanKeysPerName = 3

@@ -53,12 +53,15 @@ local function enqueue(hash, payload, window, maxWait, replace, indexMember)
     redis.call('hdel', hash, 'member')
     redis.call('persist', hash)
   end
-  if not (oldRunAt and first and count and (replace or pending)) then
-    -- A new burst.
+  local new = not (oldRunAt and first and count and (replace or pending))
+  local runAt = math.ceil((nowMs + window) / 1000)
+  if maxWait > 0 then
+    local from = not new and tonumber(first) or nowMs
+    runAt = math.min(runAt, math.floor((from + maxWait) / 1000))
+  end
+  if new then
     local name = string.match(indexMember, '^(.-)\n')
     redis.call('sadd', known, name)
-    local runAt = math.ceil((nowMs + window) / 1000)
-    if maxWait > 0 then runAt = math.min(runAt, math.floor((nowMs + maxWait) / 1000)) end
     redis.call('hset', hash, 'pending', payload, 'first_ms', nowMs, 'count', '1', 'run_at', runAt,
       'window_ms', window, 'max_wait_ms', maxWait)
     redis.call('zadd', index, runAt, indexMember)
@@ -68,8 +71,6 @@ local function enqueue(hash, payload, window, maxWait, replace, indexMember)
 
   -- A later enqueue of a pending burst: most often within the same second as the one before, so the
   -- run time and the index stay as they are.
-  local runAt = math.ceil((nowMs + window) / 1000)
-  if maxWait > 0 then runAt = math.min(runAt, math.floor(((tonumber(first) or nowMs) + maxWait) / 1000)) end
   -- Text made here: Redis would format a Lua number with more work, on every call.
   count = string.format('%d', count + 1)
   local out = 2
@@ -97,7 +98,7 @@ end
 local out, entries = {}, #KEYS - 3
 for i = 1, entries do
   local a = 5 * i - 3
-  -- A number read from text costs as much as a small command: the common "no maximum wait" is not.
+  -- Reading a number from text is not free (strtod): the common "no maximum wait" is not read.
   local maxWait = ARGV[a + 2] == '0' and 0 or tonumber(ARGV[a + 2])
   local ok, r = pcall(enqueue, KEYS[3 + i], ARGV[a], tonumber(ARGV[a + 1]), maxWait, ARGV[a + 3] ~= '1',
     ARGV[a + 4])

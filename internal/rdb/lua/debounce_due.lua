@@ -13,8 +13,9 @@
 --   come; ARGV[3] the pending payload the caller saw ("" for any): a burst whose job was replaced
 --   since is left; ARGV[4..] the bursts' members in the index (<name>\n<id>)
 --
--- Returns how many jobs it moved. A member of the index whose burst holds no job (it is over, or
--- was written by hand) leaves the index; one not yet due (moved later by hand) gets its run time back.
+-- Returns {how many jobs it moved, the server's clock in epoch seconds} (the run time a job moved at
+-- once got). A member of the index whose burst holds no job (it is over, or was written by hand)
+-- leaves the index; one not yet due (moved later by hand) gets its run time back.
 
 local now = tonumber(redis.call('time')[1])
 local index, sched, prefix, atOnce, want = KEYS[1], KEYS[2], ARGV[1], ARGV[2] == 'now', ARGV[3]
@@ -37,4 +38,4 @@ for i = 4, #ARGV do
     moved = moved + 1
   end
 end
-return moved
+return {moved, now}

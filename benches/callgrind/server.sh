@@ -1,0 +1,21 @@
+# Sourced by run.sh and debounce.sh: starts redis-server under callgrind on a free port (port, tmp and
+# vg are set; the server and tmp go when the script exits), and defines
+#   counting            zeroes callgrind's counts: what the server runs from now on is counted
+#   counted             dumps them and sets ir to the instructions run since counting
+# Needs valgrind (apt-get install valgrind), redis-server, redis-cli and python3 (for a free port).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+tmp=$(mktemp -d)
+valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+  redis-server --port "$port" --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
+vg=$!
+trap 'kill $vg 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
+for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+redis-cli -p "$port" ping >/dev/null || { echo "redis-server under valgrind did not start:" >&2; cat "$tmp/redis.log" >&2; exit 1; }
+
+dumps=0 # callgrind numbers its dumps
+counting() { callgrind_control -z "$vg" >/dev/null 2>&1; }
+counted() {
+  callgrind_control -d "$vg" >/dev/null 2>&1
+  dumps=$((dumps + 1))
+  ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg.out.$dumps")
+}
