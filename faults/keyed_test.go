@@ -117,12 +117,13 @@ func TestKeyedLimitsHoldUnderRepeatedSIGKILL(t *testing.T) {
 	killedPools := map[string]bool{}
 	atLimit := func() (n int) {
 		for _, name := range names {
-			running, err := redis.IntMap(in.do("HGETALL", in.key("keyed", name, "running")))
+			// The hash's "{}" field is not a key's (it holds dashes, not a count): read by key.
+			running, err := redis.StringMap(in.do("HGETALL", in.key("keyed", name, "running")))
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < keys; i++ {
-				if running[keyOf(i)] >= limit(name, i) {
+				if n, _ := strconv.Atoi(running[keyOf(i)]); n >= limit(name, i) {
 					n++
 				}
 			}

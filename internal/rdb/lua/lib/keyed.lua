@@ -6,7 +6,8 @@
 --            turn that takes n jobs moves its key n/weight later; a key that gets jobs again joins
 --            at the current time, vt)
 --   waiting  sorted set: keys with jobs waiting, scored by how many (Client.Keys, busiest first)
---   running  hash: key -> its jobs fetched by a pool and not finished
+--   running  hash: key -> its jobs fetched by a pool and not finished; and RUNNING_PAD, which no
+--            key can be, with a value too long for a listpack (see RUNNING_PAD)
 --   delayed  sorted set: keys past their rate limit, scored by the millisecond they may go on
 --   conf     hash: overrides of one key, set through the Client: c:<key> concurrency (-1: no
 --            limit), r:<key> "<jobs>/<period ms>", w:<key> weight, m:<key> most jobs waiting (-1:
@@ -31,6 +32,14 @@
 
 -- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
+
+-- RUNNING_PAD is a field of the running hash that is not a key (keys hold no brace) and whose
+-- value is longer than Redis's default hash-max-listpack-value (64 bytes), so that the hash is a
+-- hashtable from its first write and stays one when its last key's field goes. A small hash is a
+-- listpack, where every field read or written is a scan of the hash: with the 50 to 130 keys a pool
+-- of 50 workers keeps running, those scans cost more Redis time than the rest of a take of keys of
+-- one job (benches/README.md, "Keyed jobs"). Readers of the hash skip the field.
+local RUNNING_PAD, RUNNING_PAD_VALUE = '{}', string.rep('-', 80)
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
 local function keyedKeys(p)
@@ -282,6 +291,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   local readd, drained, served, backlog = {}, {}, {}, {}
   local taken = {} -- key -> jobs taken
   local vt, waiting, hasConf
+  local padded -- whether the running hash has RUNNING_PAD; read with the first round's counts
   -- giveBack returns popped keys to ready at their scores, when the take must stop.
   local function giveBack(keys, scores)
     local add = {}
@@ -323,7 +333,15 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         return nil
       end
     end
-    local running = redis.pcall('hmget', k.running, unpack(keys))
+    local running
+    if padded == nil then
+      keys[#keys + 1] = RUNNING_PAD
+      running = redis.pcall('hmget', k.running, unpack(keys))
+      keys[#keys] = nil
+      if not running.err then padded = running[#keys + 1] ~= false end
+    else
+      running = redis.pcall('hmget', k.running, unpack(keys))
+    end
     -- The keys' backlogs (the waiting index), which tell whether a key has jobs left after its turn.
     local left = pcallReply('zmscore', k.waiting, unpack(keys))
     if running.err or left.err then
@@ -446,6 +464,10 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       upd[#upd + 1] = backlog[K]
       upd[#upd + 1] = K
     end
+  end
+  if not padded then
+    counts[#counts + 1] = RUNNING_PAD
+    counts[#counts + 1] = RUNNING_PAD_VALUE
   end
   redis.pcall('hset', k.running, unpack(counts))
   if #drained > 0 then redis.pcall('zrem', k.waiting, unpack(drained)) end
