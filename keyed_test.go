@@ -3,7 +3,6 @@ package work
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,9 +221,6 @@ func waitKeyedStateGone(t *testing.T, pool *redis.Pool, ns, name string) {
 	eventually(t, 10*time.Second, "the name's keyed state, but its meta and conf hashes, to go", func() bool {
 		left = left[:0]
 		for _, k := range rStrings(t, pool, "KEYS", ns+":keyed:"+name+":*") {
-			if k == ns+":keyed:"+name+":running" && slices.Equal(rStrings(t, pool, "HKEYS", k), []string{"{}"}) {
-				continue // the running hash keeps its pad field (TestKeyedRunningHashIsAHashtable)
-			}
 			if k != ns+":keyed:"+name+":meta" && k != ns+":keyed:"+name+":conf" {
 				left = append(left, k)
 			}
@@ -233,69 +229,62 @@ func waitKeyedStateGone(t *testing.T, pool *redis.Pool, ns, name string) {
 	})
 }
 
-// The running hash of a name's keyed jobs keeps a field that is not a key, so that Redis holds it
-// as a hashtable rather than a listpack, which a pool's takes and acknowledgements would scan for
-// every key; the Client's counts leave that field out.
-func TestKeyedRunningHashIsAHashtable(t *testing.T) {
+// A push or a take of many keys leaves the name's ready and waiting sorted sets and its running
+// hash in Redis's skiplist and hashtable encodings: as listpacks (up to 128 entries) every member
+// read or written would be a scan of the set.
+func TestKeyedTakeOfManyKeysLeavesNoListpack(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	started, release := make(chan string, 3), make(chan struct{})
-	wp := NewWorkerPool(bhvCtx{}, 3, ns, pool).Job("sync", func(j *Job) error {
+	const keys = 40 // above the 32 keys a take from which the scripts convert
+	started, release := make(chan string, 3*keys), make(chan struct{})
+	// Room for two jobs a key: the pool's first fetch, which may split its room between the name's
+	// plain queue and its keys, asks its keys for more than 32 jobs, and leaves each key a job.
+	wp := NewWorkerPool(bhvCtx{}, 2*keys, ns, pool).Job("sync", func(j *Job) error {
 		started <- j.Key
 		<-release
 		return nil
 	})
+	e := NewEnqueuer(ns, pool)
+	var jobs []BatchJob
+	for i := 0; i < 3; i++ { // each key keeps jobs waiting, so that ready and waiting stay
+		for k := 0; k < keys; k++ {
+			jobs = append(jobs, BatchJob{Name: "sync", Key: fmt.Sprintf("k%02d", k)})
+		}
+	}
+	if _, err := e.EnqueueBatch(jobs); err != nil {
+		t.Fatal(err)
+	}
+	encoding := func(part string) string {
+		v, err := redis.String(rdo(t, pool, "OBJECT", "ENCODING", ns+":keyed:sync:"+part), nil)
+		if err != nil {
+			t.Fatalf("OBJECT ENCODING of %s: %v (keys: %v)", part, err, rStrings(t, pool, "KEYS", ns+":keyed:sync:*"))
+		}
+		return v
+	}
+	for part, want := range map[string]string{"ready": "skiplist", "waiting": "skiplist"} {
+		if enc := encoding(part); enc != want {
+			t.Errorf("after a push of %d keys, %s is a %s, want a %s", keys, part, enc, want)
+		}
+	}
 	wp.Start()
 	defer wp.Stop()
 	free := sync.OnceFunc(func() { close(release) })
 	defer free() // before the Stop, which waits for the handlers
-	e := NewEnqueuer(ns, pool)
-	for _, key := range []string{"a", "b", "c"} {
-		if _, err := e.EnqueueWith("sync", nil, EnqueueOptions{Key: key}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 3; i++ {
+	for i := 0; i < keys; i++ {
 		select {
 		case <-started:
 		case <-time.After(time.Minute):
-			t.Fatal("the three keyed jobs did not start")
+			t.Fatalf("%d of the %d first jobs started", i, keys)
 		}
 	}
-	running := ns + ":keyed:sync:running"
-	encoding := func() string {
-		v, err := redis.String(rdo(t, pool, "OBJECT", "ENCODING", running), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	if enc := encoding(); enc != "hashtable" {
-		t.Fatalf("the running hash of 3 keys is a %s, want a hashtable", enc)
-	}
-	c := NewClient(ns, pool)
-	stats, err := c.KeyStats()
-	if err != nil || len(stats) != 1 || stats[0].Running != 3 || stats[0].RunningKeys != 3 {
-		t.Fatalf("KeyStats() = %+v, %v; want 3 jobs of 3 keys running", stats, err)
-	}
-	keys, total, err := c.Keys("sync", 1)
-	if err != nil || total != 3 || len(keys) != 3 {
-		t.Fatalf("Keys() = %d keys of %d, %v; want the 3 running", len(keys), total, err)
-	}
-	for _, k := range keys {
-		if k.Running != 1 || k.Key == "{}" {
-			t.Fatalf("Keys() lists %+v", k)
+	for part, want := range map[string]string{"ready": "skiplist", "waiting": "skiplist", "running": "hashtable"} {
+		if enc := encoding(part); enc != want {
+			t.Errorf("with %d keys running, %s is a %s, want a %s", keys, part, enc, want)
 		}
 	}
 	free()
 	waitKeyedStateGone(t, pool, ns, "sync")
-	if enc := encoding(); enc != "hashtable" {
-		t.Fatalf("with no key running, the running hash is a %s, want a hashtable still", enc)
-	}
-	if stats, err := c.KeyStats(); err != nil || stats[0].Running != 0 || stats[0].RunningKeys != 0 {
-		t.Fatalf("KeyStats() = %+v, %v; want nothing running", stats[0], err)
-	}
 }
 
 // A pool's KeyMaxWaiting reaches every enqueuer through Redis; a pool without it lifts it.

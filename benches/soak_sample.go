@@ -226,8 +226,7 @@ const (
 )
 
 // keyedStateSizes are the series that add up the sizes of a keyed job name's state keys, by the
-// key's last part, and the command that reads each size. The running hash's size counts its pad field, one a
-// name (RUNNING_PAD in internal/rdb/lua/lib/keyed.lua).
+// key's last part, and the command that reads each size.
 var keyedStateSizes = map[string]struct{ series, cmd string }{
 	"ready":   {"keyed_ready", "ZCARD"},
 	"waiting": {"keyed_waiting_keys", "ZCARD"},

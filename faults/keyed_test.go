@@ -117,13 +117,12 @@ func TestKeyedLimitsHoldUnderRepeatedSIGKILL(t *testing.T) {
 	killedPools := map[string]bool{}
 	atLimit := func() (n int) {
 		for _, name := range names {
-			// The hash's "{}" field is not a key's (it holds dashes, not a count): read by key.
-			running, err := redis.StringMap(in.do("HGETALL", in.key("keyed", name, "running")))
+			running, err := redis.IntMap(in.do("HGETALL", in.key("keyed", name, "running")))
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < keys; i++ {
-				if n, _ := strconv.Atoi(running[keyOf(i)]); n >= limit(name, i) {
+				if running[keyOf(i)] >= limit(name, i) {
 					n++
 				}
 			}

@@ -24,12 +24,6 @@ func (k Keyspace) Keyed(name string) string        { return k.P + "keyed:" + nam
 func (k Keyspace) KeyedReady(name string) string   { return k.Keyed(name) + "ready" }
 func (k Keyspace) KeyedWaiting(name string) string { return k.Keyed(name) + "waiting" }
 func (k Keyspace) keyedRunning(name string) string { return k.Keyed(name) + "running" }
-
-// keyedRunningPad is the field of a name's running hash that is not a key: the scripts keep it, with
-// a long value, so that Redis holds the hash as a hashtable (RUNNING_PAD in lua/lib/keyed.lua).
-// Readers of the hash skip it.
-const keyedRunningPad = "{}"
-
 func (k Keyspace) keyedDelayed(name string) string { return k.Keyed(name) + "delayed" }
 func (k Keyspace) keyedConf(name string) string    { return k.Keyed(name) + "conf" }
 func (k Keyspace) keyedMeta(name string) string    { return k.Keyed(name) + "meta" }
@@ -184,12 +178,8 @@ func (s *Store) KeysByBacklog(ctx context.Context, name string, start, stop int6
 			return err
 		}
 		running, err := redis.Strings(r[2], nil)
-		if err != nil {
+		if err != nil || len(running) == 0 {
 			return err
-		}
-		running = slices.DeleteFunc(running, func(k string) bool { return k == keyedRunningPad })
-		if len(running) == 0 {
-			return nil
 		}
 		for _, k := range running {
 			c.Send("ZSCORE", s.Ks.KeyedWaiting(name), k)
@@ -225,7 +215,7 @@ func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 		for _, name := range names {
 			c.Send("HGET", s.Ks.keyedMeta(name), "waiting")
 			c.Send("ZCARD", s.Ks.KeyedWaiting(name))
-			c.Send("HGETALL", s.Ks.keyedRunning(name))
+			c.Send("HVALS", s.Ks.keyedRunning(name))
 			c.Send("ZREVRANGE", s.Ks.KeyedWaiting(name), 0, 0, "WITHSCORES")
 			c.Send("HKEYS", s.Ks.keyedConf(name))
 		}
@@ -241,12 +231,10 @@ func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 			// Keys of another type read as empty.
 			o.Waiting, _ = redis.Int64(r[5*i], nil)
 			o.WaitingKeys, _ = redis.Int64(r[5*i+1], nil)
-			running, _ := redis.StringMap(r[5*i+2], nil)
-			for k, v := range running {
-				if n, err := strconv.ParseInt(v, 10, 64); err == nil && k != keyedRunningPad {
-					o.RunningKeys++
-					o.Running += n
-				}
+			vals, _ := redis.Int64s(r[5*i+2], nil)
+			o.RunningKeys = int64(len(vals))
+			for _, v := range vals {
+				o.Running += v
 			}
 			if top, _ := redis.Strings(r[5*i+3], nil); len(top) == 2 {
 				o.LargestKey = top[0]

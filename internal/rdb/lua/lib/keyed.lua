@@ -6,8 +6,7 @@
 --            turn that takes n jobs moves its key n/weight later; a key that gets jobs again joins
 --            at the current time, vt)
 --   waiting  sorted set: keys with jobs waiting, scored by how many (Client.Keys, busiest first)
---   running  hash: key -> its jobs fetched by a pool and not finished; and RUNNING_PAD, which no
---            key can be, with a value too long for a listpack (see RUNNING_PAD)
+--   running  hash: key -> its jobs fetched by a pool and not finished
 --   delayed  sorted set: keys past their rate limit, scored by the millisecond they may go on
 --   conf     hash: overrides of one key, set through the Client: c:<key> concurrency (-1: no
 --            limit), r:<key> "<jobs>/<period ms>", w:<key> weight, m:<key> most jobs waiting (-1:
@@ -33,13 +32,36 @@
 -- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
 
--- RUNNING_PAD is a field of the running hash that is not a key (keys hold no brace) and whose
--- value is longer than Redis's default hash-max-listpack-value (64 bytes), so that the hash is a
--- hashtable from its first write and stays one when its last key's field goes. A small hash is a
--- listpack, where every field read or written is a scan of the hash: with the 50 to 130 keys a pool
--- of 50 workers keeps running, those scans cost more Redis time than the rest of a take of keys of
--- one job (benches/README.md, "Keyed jobs"). Readers of the hash skip the field.
-local RUNNING_PAD, RUNNING_PAD_VALUE = '{}', string.rep('-', 80)
+-- WIDE_AT is the number of keys in one take or one push from which keyedTake and keyedPushMany
+-- make sure that ready, waiting and running are not listpacks. Redis holds a sorted set or hash of up to 128 entries (its default
+-- zset- and hash-max-listpack-entries) as a listpack, where every member read or written is a scan
+-- and every insert or removal moves the rest: cheap for ten keys, but with a take of 50 to 65 keys
+-- among some hundred it made a keyed job cost Redis about half as much again as with 100,000 keys
+-- (benches/README.md, "Keyed jobs"). Redis never turns a larger encoding back into a listpack while
+-- the key exists, so one conversion holds until the key empties.
+local WIDE_AT = 32
+-- WIDE_MEMBER is longer than Redis's default zset- and hash-max-listpack-value (64 bytes): added to
+-- a listpack and removed again, it leaves a skiplist or hashtable behind. Keys hold no brace, so it
+-- is never a key.
+local WIDE_MEMBER = '{' .. string.rep('-', 78) .. '}'
+
+-- keyedWiden converts the name's ready, waiting and running keys out of the listpack encoding
+-- (ziplist before Redis 7), each only when it is one: see WIDE_AT. A key that does not exist, and
+-- a server that does not answer OBJECT ENCODING, are left alone.
+local function keyedWiden(k)
+  for _, key in ipairs({k.ready, k.waiting, k.running}) do
+    local enc = redis.pcall('object', 'encoding', key)
+    if enc == 'listpack' or enc == 'ziplist' then
+      if key == k.running then
+        redis.pcall('hset', key, WIDE_MEMBER, '0')
+        redis.pcall('hdel', key, WIDE_MEMBER)
+      else
+        redis.pcall('zadd', key, 0, WIDE_MEMBER)
+        redis.pcall('zrem', key, WIDE_MEMBER)
+      end
+    end
+  end
+end
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
 local function keyedKeys(p)
@@ -156,6 +178,7 @@ local function keyedPushMany(k, name, groups, payloads, channel)
   for i = 1, #backlog, 2000 do redis.call('zadd', k.waiting, unpack(backlog, i, math.min(#backlog, i + 1999))) end
   redis.call('hincrby', k.meta, 'waiting', total)
   keyedReadyMany(k, fresh, name, channel)
+  if #groups >= WIDE_AT then keyedWiden(k) end
 end
 
 -- keyedReturn puts a payload back at the front of key K's queue (a job fetched and not run: a stop,
@@ -291,7 +314,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   local readd, drained, served, backlog = {}, {}, {}, {}
   local taken = {} -- key -> jobs taken
   local vt, waiting, hasConf
-  local padded -- whether the running hash has RUNNING_PAD; read with the first round's counts
+  local wide -- whether the first round popped WIDE_AT keys or more
   -- giveBack returns popped keys to ready at their scores, when the take must stop.
   local function giveBack(keys, scores)
     local add = {}
@@ -311,6 +334,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       keys[#keys + 1] = popped[i]
       scores[#scores + 1] = tonumber(popped[i + 1])
     end
+    if not vt then wide = #keys >= WIDE_AT end
     if not vt then
       local m = redis.pcall('hmget', k.meta, 'vt', 'waiting')
       if m.err then
@@ -333,15 +357,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         return nil
       end
     end
-    local running
-    if padded == nil then
-      keys[#keys + 1] = RUNNING_PAD
-      running = redis.pcall('hmget', k.running, unpack(keys))
-      keys[#keys] = nil
-      if not running.err then padded = running[#keys + 1] ~= false end
-    else
-      running = redis.pcall('hmget', k.running, unpack(keys))
-    end
+    local running = redis.pcall('hmget', k.running, unpack(keys))
     -- The keys' backlogs (the waiting index), which tell whether a key has jobs left after its turn.
     local left = pcallReply('zmscore', k.waiting, unpack(keys))
     if running.err or left.err then
@@ -465,13 +481,11 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       upd[#upd + 1] = K
     end
   end
-  if not padded then
-    counts[#counts + 1] = RUNNING_PAD
-    counts[#counts + 1] = RUNNING_PAD_VALUE
-  end
   redis.pcall('hset', k.running, unpack(counts))
   if #drained > 0 then redis.pcall('zrem', k.waiting, unpack(drained)) end
   if #upd > 0 then redis.pcall('zadd', k.waiting, 'XX', unpack(upd)) end
   redis.pcall('hset', k.meta, 'vt', tostring(vt), 'waiting', math.max(waiting - got, 0))
+  -- After the writes, so that the keys this take created are converted too.
+  if wide then keyedWiden(k) end
   return got
 end
