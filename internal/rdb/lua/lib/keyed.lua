@@ -33,12 +33,12 @@
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
 
 -- WIDE_AT is the number of keys in one take or one push from which keyedTake and keyedPushMany
--- make sure that ready, waiting and running are not listpacks. Redis holds a sorted set or hash of up to 128 entries (its default
--- zset- and hash-max-listpack-entries) as a listpack, where every member read or written is a scan
--- and every insert or removal moves the rest: cheap for ten keys, but with a take of 50 to 65 keys
--- among some hundred it made a keyed job cost Redis about half as much again as with 100,000 keys
--- (benches/README.md, "Keyed jobs"). Redis never turns a larger encoding back into a listpack while
--- the key exists, so one conversion holds until the key empties.
+-- make sure that ready, waiting and running are not listpacks. Redis holds a sorted set or hash of
+-- up to 128 entries (its default zset- and hash-max-listpack-entries) as a listpack, where every
+-- member read or written is a scan and every insert or removal moves the rest: cheap for ten keys,
+-- but with takes of 50 to 65 keys among a hundred a keyed job cost Redis more than with 100,000 keys
+-- (benches/README.md, "Keyed jobs"). Redis never turns a skiplist or hashtable back into a listpack
+-- while the key exists, so one conversion holds until the key empties.
 local WIDE_AT = 32
 -- WIDE_MEMBER is longer than Redis's default zset- and hash-max-listpack-value (64 bytes): added to
 -- a listpack and removed again, it leaves a skiplist or hashtable behind. Keys hold no brace, so it
@@ -334,8 +334,8 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       keys[#keys + 1] = popped[i]
       scores[#scores + 1] = tonumber(popped[i + 1])
     end
-    if not vt then wide = #keys >= WIDE_AT end
     if not vt then
+      wide = #keys >= WIDE_AT
       local m = redis.pcall('hmget', k.meta, 'vt', 'waiting')
       if m.err then
         giveBack(keys, scores)
