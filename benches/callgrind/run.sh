@@ -3,10 +3,13 @@
 # with callgrind: unkeyed (the exchange script's RPOP with a count), the least dispatch that keeps a
 # queue per key (cycle_floor.lua), the library's keyed fetch and acknowledgement
 # (cycle_keyed.lua on internal/rdb/lua/lib/keyed.lua), and the least dispatch that keeps the jobs of
-# every key in one sorted set (cycle_shared.lua), with and without running counts. Instruction counts hardly depend on the machine's load (the
-# count also holds the command's parsing and a share of Redis's timer tasks), so the three compare
-# where a timed run on a shared machine cannot. It runs the Lua directly, not the whole exchange
-# script, so it leaves out what all three share (the call itself, statistics, locks).
+# every key in one sorted set (cycle_shared.lua), with and without running counts. Instruction
+# counts hardly depend on the machine's load (the count also holds the command's parsing and a share
+# of Redis's timer tasks), so the four compare where a timed run on a shared machine cannot. It runs
+# the Lua directly, not the whole exchange script, so it leaves out what all four share (the call
+# itself, statistics, locks). The keyed take's listpack conversion (keyedWiden) runs at every take
+# of 32 keys or more here, since each case acknowledges a take's jobs before the next and so empties
+# the running hash, where a pool's stays.
 #
 #   benches/callgrind/run.sh [jobs per take] [takes]    # defaults 50 and 36: up to 1,800 jobs a case
 #
