@@ -239,8 +239,9 @@ func TestKeyedTakeOfManyKeysLeavesNoListpack(t *testing.T) {
 	const keys = 40 // above the 32 keys a take from which the scripts convert
 	started, release := make(chan string, 3*keys), make(chan struct{})
 	// Room for two jobs a key: the pool's first fetch, which may split its room between the name's
-	// plain queue and its keys, asks its keys for more than 32 jobs, and leaves each key a job.
-	wp := NewWorkerPool(bhvCtx{}, 2*keys, ns, pool).Job("sync", func(j *Job) error {
+	// plain queue and its keys, asks its keys for more than 32 jobs, and leaves each key a job. A
+	// KeyConcurrency above what runs keeps the running counts (without a limit there are none).
+	wp := NewWorkerPool(bhvCtx{}, 2*keys, ns, pool).JobWithOptions("sync", JobOptions{KeyConcurrency: 3}, func(j *Job) error {
 		started <- j.Key
 		<-release
 		return nil

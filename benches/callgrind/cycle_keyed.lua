@@ -6,7 +6,7 @@
 -- keys: 0; ARGV[1] KeyConcurrency (0: none), ARGV[2] jobs per take, ARGV[3] takes.
 -- Returns the jobs taken.
 local k = keyedKeys('cg:keyed:a:')
-local d = {limit = tonumber(ARGV[1]), rateJobs = 0, ratePeriod = 0}
+local d = {limit = tonumber(ARGV[1]), rateJobs = 0, ratePeriod = 0, hold = false, pools = 'cg:worker_pools'}
 local n, rounds = tonumber(ARGV[2]), tonumber(ARGV[3])
 local inprogress = 'cg:keyed:a:pool:inprogress'
 local function nowMs() return 0 end

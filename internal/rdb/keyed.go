@@ -129,29 +129,89 @@ func keyConfFields(key string) []interface{} {
 	return []interface{}{"p:" + key, "c:" + key, "r:" + key, "w:" + key, "m:" + key}
 }
 
-// KeyStates reads the state of the given keys of a name in one round trip.
+// runningByKey returns how many jobs of each key of each of names run: the running hash where
+// meta's counts field keeps it, else the keys of the entries in the pools' keyed in-progress lists
+// (lib/keyed.lua, keyedCounting). A key of another type reads as empty. Two round trips at most.
+func (s *Store) runningByKey(c redis.Conn, names []string) ([]map[string]int64, error) {
+	for _, name := range names {
+		c.Send("HGET", s.Ks.keyedMeta(name), "counts")
+		c.Send("HGETALL", s.Ks.keyedRunning(name))
+	}
+	c.Send("SMEMBERS", s.Ks.WorkerPools())
+	r, err := redis.Values(c.Do(""))
+	if err != nil {
+		return nil, err
+	}
+	if len(r) != 2*len(names)+1 {
+		return nil, fmt.Errorf("work: running keys: unexpected reply of %d elements", len(r))
+	}
+	out := make([]map[string]int64, len(names))
+	var listed []int // the names whose counts are not kept
+	for i := range names {
+		if mode, _ := redis.String(r[2*i], nil); mode == "0" {
+			out[i] = map[string]int64{}
+			listed = append(listed, i)
+			continue
+		}
+		if out[i], _ = redis.Int64Map(r[2*i+1], nil); out[i] == nil {
+			out[i] = map[string]int64{}
+		}
+	}
+	pools, _ := redis.Strings(r[len(r)-1], nil)
+	if len(listed) == 0 || len(pools) == 0 {
+		return out, nil
+	}
+	for _, i := range listed {
+		for _, id := range pools {
+			c.Send("LRANGE", s.Ks.KeyedInProgress(names[i], id), 0, -1)
+		}
+	}
+	if r, err = redis.Values(c.Do("")); err != nil {
+		return nil, err
+	}
+	if len(r) != len(listed)*len(pools) {
+		return nil, fmt.Errorf("work: running keys: unexpected reply of %d elements", len(r))
+	}
+	for j, i := range listed {
+		for q := range pools {
+			entries, _ := redis.Values(r[j*len(pools)+q], nil)
+			for _, e := range entries {
+				if key := KeyedEntryKey(e); key != nil {
+					out[i][string(key)]++
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// KeyStates reads the state of the given keys of a name in two round trips (three when its
+// running counts are not kept: runningByKey).
 func (s *Store) KeyStates(ctx context.Context, name string, keys []string) ([]KeyState, error) {
 	out := make([]KeyState, len(keys))
 	err := s.do(ctx, func(c redis.Conn) error {
+		running, err := s.runningByKey(c, []string{name})
+		if err != nil {
+			return err
+		}
 		for _, key := range keys {
 			c.Send("LLEN", s.Ks.KeyedQueue(name, key))
-			c.Send("HGET", s.Ks.keyedRunning(name), key)
 			c.Send("HMGET", append([]interface{}{s.Ks.keyedConf(name)}, keyConfFields(key)...)...)
 		}
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
 		}
-		if len(r) != 3*len(keys) {
+		if len(r) != 2*len(keys) {
 			return fmt.Errorf("work: keys: unexpected reply of %d elements", len(r))
 		}
 		for i, key := range keys {
 			st := &out[i]
 			st.Key = key
 			// A key of another type reads as empty: the listing goes on.
-			st.Waiting, _ = redis.Int64(r[3*i], nil)
-			st.Running, _ = redis.Int64(r[3*i+1], nil)
-			conf, _ := redis.Strings(r[3*i+2], nil)
+			st.Waiting, _ = redis.Int64(r[2*i], nil)
+			st.Running = running[0][key]
+			conf, _ := redis.Strings(r[2*i+1], nil)
 			copy(st.Conf[:], conf)
 		}
 		return nil
@@ -166,7 +226,6 @@ func (s *Store) KeysByBacklog(ctx context.Context, name string, start, stop int6
 	err = s.do(ctx, func(c redis.Conn) error {
 		c.Send("ZREVRANGE", s.Ks.KeyedWaiting(name), start, stop)
 		c.Send("ZCARD", s.Ks.KeyedWaiting(name))
-		c.Send("HKEYS", s.Ks.keyedRunning(name))
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
@@ -177,9 +236,18 @@ func (s *Store) KeysByBacklog(ctx context.Context, name string, start, stop int6
 		if waitingKeys, err = redis.Int64(r[1], nil); err != nil {
 			return err
 		}
-		running, err := redis.Strings(r[2], nil)
-		if err != nil || len(running) == 0 {
+		counts, err := s.runningByKey(c, []string{name})
+		if err != nil {
 			return err
+		}
+		var running []string
+		for k, n := range counts[0] {
+			if n > 0 {
+				running = append(running, k)
+			}
+		}
+		if len(running) == 0 {
+			return nil
 		}
 		for _, k := range running {
 			c.Send("ZSCORE", s.Ks.KeyedWaiting(name), k)
@@ -212,10 +280,13 @@ type keyedSummary struct {
 func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSummary, error) {
 	out := make([]keyedSummary, len(names))
 	err := s.do(ctx, func(c redis.Conn) error {
+		running, err := s.runningByKey(c, names)
+		if err != nil {
+			return err
+		}
 		for _, name := range names {
 			c.Send("HGET", s.Ks.keyedMeta(name), "waiting")
 			c.Send("ZCARD", s.Ks.KeyedWaiting(name))
-			c.Send("HVALS", s.Ks.keyedRunning(name))
 			c.Send("ZREVRANGE", s.Ks.KeyedWaiting(name), 0, 0, "WITHSCORES")
 			c.Send("HKEYS", s.Ks.keyedConf(name))
 		}
@@ -223,24 +294,25 @@ func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 		if err != nil {
 			return err
 		}
-		if len(r) != 5*len(names) {
+		if len(r) != 4*len(names) {
 			return fmt.Errorf("work: key stats: unexpected reply of %d elements", len(r))
 		}
 		for i := range names {
 			o := &out[i]
 			// Keys of another type read as empty.
-			o.Waiting, _ = redis.Int64(r[5*i], nil)
-			o.WaitingKeys, _ = redis.Int64(r[5*i+1], nil)
-			vals, _ := redis.Int64s(r[5*i+2], nil)
-			o.RunningKeys = int64(len(vals))
-			for _, v := range vals {
-				o.Running += v
+			o.Waiting, _ = redis.Int64(r[4*i], nil)
+			o.WaitingKeys, _ = redis.Int64(r[4*i+1], nil)
+			for _, v := range running[i] {
+				if v > 0 {
+					o.RunningKeys++
+					o.Running += v
+				}
 			}
-			if top, _ := redis.Strings(r[5*i+3], nil); len(top) == 2 {
+			if top, _ := redis.Strings(r[4*i+2], nil); len(top) == 2 {
 				o.LargestKey = top[0]
 				o.Largest, _ = strconv.ParseInt(top[1], 10, 64)
 			}
-			fields, _ := redis.Strings(r[5*i+4], nil)
+			fields, _ := redis.Strings(r[4*i+3], nil)
 			overridden := map[string]bool{}
 			for _, f := range fields {
 				if strings.HasPrefix(f, "p:") {
@@ -302,7 +374,7 @@ func (s *Store) NewKeyedQueueArgs(name, poolID string, limited bool, rl RateLimi
 	if d.HoldOnRetry {
 		hold = "1"
 	}
-	q.extra = []interface{}{s.Ks.Keyed(name), d.Limit, d.Rate.Jobs, d.Rate.PeriodMs, hold}
+	q.extra = []interface{}{s.Ks.Keyed(name), d.Limit, d.Rate.Jobs, d.Rate.PeriodMs, hold, s.Ks.WorkerPools()}
 	return q
 }
 

@@ -31,8 +31,9 @@
 --     it; -1: not a candidate), rate limit jobs and period in ms (0 0: none) (5 fields)
 --   k: as for q, then the name's keyed prefix (<ns>:keyed:<name>:), its per-key defaults:
 --     KeyConcurrency (0: none), KeyRateLimit jobs and period in ms, and "1" when a job that goes
---     to the retry set keeps its key's slot (KeyRetryInOrder; its member says "key_hold":true)
---     (10 fields)
+--     to the retry set keeps its key's slot (KeyRetryInOrder; its member says "key_hold":true),
+--     the worker_pools set (whose pools' keyed in-progress lists a recount of the running keys
+--     reads, lib/keyed.lua) (11 fields)
 --   Candidates are tried in the order given; what a queue cannot give passes to the next ones, so a
 --   candidate with a share of 0 may still give jobs.
 -- ARGV then outcomes, each an op code and its arguments, to the end of ARGV (g is a group number):
@@ -72,7 +73,7 @@ local keyAt, argAt = {}, {}
 -- A group's keys, from keyAt[g], then its fields, from argAt[g]; a keyed group's own fields follow.
 local JOBS, INPROGRESS, PAUSED, LOCK, LOCK_INFO, MAX_CONCURRENCY, RATE = 0, 1, 2, 3, 4, 5, 6
 local NAME, LIMITED, SHARE, RATE_JOBS, RATE_PERIOD = 0, 1, 2, 3, 4
-local KEYED_PREFIX, KEY_LIMIT, KEY_RATE_JOBS, KEY_RATE_PERIOD, KEY_HOLD = 5, 6, 7, 8, 9
+local KEYED_PREFIX, KEY_LIMIT, KEY_RATE_JOBS, KEY_RATE_PERIOD, KEY_HOLD, KEY_POOLS = 5, 6, 7, 8, 9, 10
 -- keyed[g] is the keyed state of a keyed group (keyedKeys), nil for a queue; released[g] counts the
 -- jobs of each of its keys whose hold this call ended; holdOnRetry[g] says that its retries keep
 -- their keys' slots.
@@ -85,7 +86,7 @@ do
     if string.byte(kinds, g) == 107 then -- 'k'
       keyed[g], released[g] = keyedKeys(ARGV[a + KEYED_PREFIX]), {}
       holdOnRetry[g] = ARGV[a + KEY_HOLD] == '1'
-      k, a = k + 7, a + 10
+      k, a = k + 7, a + 11
     else
       k, a = k + 7, a + 5
     end
@@ -279,7 +280,8 @@ end
 -- keyDefaults are a keyed group's per-key defaults, as keyedTake and keyedReleaseMany take them.
 local function keyDefaults(f)
   return {limit = tonumber(ARGV[f + KEY_LIMIT]), rateJobs = tonumber(ARGV[f + KEY_RATE_JOBS]),
-    ratePeriod = tonumber(ARGV[f + KEY_RATE_PERIOD])}
+    ratePeriod = tonumber(ARGV[f + KEY_RATE_PERIOD]), hold = ARGV[f + KEY_HOLD] == '1',
+    pools = ARGV[f + KEY_POOLS]}
 end
 for g, byKey in pairs(released) do
   if next(byKey) then keyedReleaseMany(keyed[g], byKey, keyDefaults(argAt[g]), ARGV[argAt[g] + NAME], channel) end

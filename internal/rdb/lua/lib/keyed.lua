@@ -6,13 +6,16 @@
 --            turn that takes n jobs moves its key n/weight later; a key that gets jobs again joins
 --            at the current time, vt)
 --   waiting  sorted set: keys with jobs waiting, scored by how many (Client.Keys, busiest first)
---   running  hash: key -> its jobs fetched by a pool and not finished
+--   running  hash: key -> its jobs fetched by a pool and not finished (and those a retry holds,
+--            KeyRetryInOrder), kept only while meta's counts field allows (keyedCounting)
 --   delayed  sorted set: keys past their rate limit, scored by the millisecond they may go on
 --   conf     hash: overrides of one key, set through the Client: c:<key> concurrency (-1: no
 --            limit), r:<key> "<jobs>/<period ms>", w:<key> weight, m:<key> most jobs waiting (-1:
 --            no limit), p:<key> paused
 --   meta     hash: vt, the virtual time of the last turn; waiting, the jobs waiting over all keys;
---            max_waiting, JobOptions.KeyMaxWaiting as the pools registered it
+--            max_waiting, JobOptions.KeyMaxWaiting as the pools registered it; counts, whether
+--            running is kept: '1' kept for good, '0' not kept (the in-progress lists say what runs),
+--            absent kept until a take finds no use for it (keyedCounting)
 --   {<key>}  list: the key's jobs, pushed at the head and taken from the tail (FIFO)
 --   {<key>}:rate  string: the key's rate limiter state (GCRA), ms; expires
 --   <pool>:inprogress  list: the jobs of the name's keys a pool holds, each "<key>\n<payload>"
@@ -27,7 +30,7 @@
 -- their scripts fail with an error that says so (KEYED_NEEDS).
 --
 -- uses: keychecks
--- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedReleaseMany, keyedTake
+-- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, keyedTake
 
 -- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
@@ -205,6 +208,53 @@ local function keyedRelease(k, K, n, rearm, name, channel)
   end
 end
 
+-- keyedRecount writes the running hash anew from what the pools of the pools set hold (each pool's
+-- keyed in-progress list: a pool joins the set before it holds a job and leaves it once its lists
+-- are empty, or a reaper empties them) and keeps it from then on: meta's counts becomes '1'. Run
+-- when counts turn on after a time without them (keyedCounting); its cost is one read of every
+-- job in flight. A job a retry holds (KeyRetryInOrder) is not in a list: counts stay on wherever
+-- such holds are made.
+local function keyedRecount(k, pools)
+  local n, set = {}, {}
+  local ids = redis.pcall('smembers', pools)
+  if ids.err then ids = {} end
+  for _, id in ipairs(ids) do
+    local held = redis.pcall('lrange', k.p .. id .. ':inprogress', 0, -1)
+    if not held.err then
+      for _, e in ipairs(held) do
+        local K = keyedSplit(e)
+        if K then n[K] = (n[K] or 0) + 1 end
+      end
+    end
+  end
+  redis.pcall('del', k.running)
+  for K, c in pairs(n) do
+    set[#set + 1] = K
+    set[#set + 1] = c
+  end
+  for i = 1, #set, 2000 do redis.pcall('hset', k.running, unpack(set, i, math.min(#set, i + 1999))) end
+  redis.pcall('hset', k.meta, 'counts', '1')
+end
+
+-- keyedCounting returns whether a take keeps running counts, given meta's counts field (mode) and
+-- the name's defaults d. The counts serve the limits only (the Client can count the in-progress
+-- lists), and making and dropping a key's field for each job is about a third of what Redis spends
+-- on a keyed job whose key has one job: so they are kept for good from the first take whose name
+-- has a KeyConcurrency or holds retries (KeyRetryInOrder), with a recount when they were off, and a
+-- take without either turns them off when it finds them unused (no field yet: kept by an earlier
+-- release) and no job counted. A key's own concurrency override turns them on in keyedTake.
+local function keyedCounting(k, mode, d)
+  if d.limit > 0 or d.hold then
+    if mode == '0' then keyedRecount(k, d.pools)
+    elseif mode ~= '1' then redis.pcall('hset', k.meta, 'counts', '1') end
+    return true
+  end
+  if mode == '0' then return false end
+  if mode == '1' or redis.call('exists', k.running) == 1 then return true end
+  redis.pcall('hset', k.meta, 'counts', '0')
+  return false
+end
+
 -- CONF_FIELDS are the prefixes of a key's fields in the conf hash, in the order keyedConf reads them.
 local CONF_FIELDS = {'p:', 'c:', 'w:', 'r:'}
 
@@ -246,7 +296,7 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
   for K, n in pairs(byKey) do
     if n > 0 then keys[#keys + 1] = K end
   end
-  if #keys == 0 then return end
+  if #keys == 0 or redis.pcall('hget', k.meta, 'counts') == '0' then return end
   local had = redis.pcall('hmget', k.running, unpack(keys))
   if had.err then return end
   local set, gone = {}, {}
@@ -262,14 +312,15 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
   if #set > 0 then redis.pcall('hset', k.running, unpack(set)) end
   if #gone > 0 then redis.pcall('hdel', k.running, unpack(gone)) end
   -- Keys at their limit before this release were left out of ready: with jobs waiting, they get a
-  -- turn again.
+  -- turn again. A key this pool knows no limit of may have been left out by a pool that has one
+  -- (the counts being kept says some pool or override needs them): it gets a turn too.
   local conf
   if redis.call('exists', k.conf) == 1 then conf = keyedConf(k, keys, d) end
   local rearm = {}
   for i, K in ipairs(keys) do
     local limit = d.limit
     if conf and conf[K] then limit = conf[K].limit end
-    if limit > 0 and (tonumber(had[i] or '') or 0) >= limit then rearm[#rearm + 1] = K end
+    if limit == 0 or (tonumber(had[i] or '') or 0) >= limit then rearm[#rearm + 1] = K end
   end
   if #rearm == 0 then return end
   local scores = pcallReply('zmscore', k.waiting, unpack(rearm))
@@ -313,7 +364,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   local got, first = 0, #out + 1 -- the entries go to out[first..]
   local readd, drained, served, backlog = {}, {}, {}, {}
   local taken = {} -- key -> jobs taken
-  local vt, waiting, hasConf
+  local vt, waiting, hasConf, counting
   local wide -- whether the first round popped WIDE_AT keys or more
   -- giveBack returns popped keys to ready at their scores, when the take must stop.
   local function giveBack(keys, scores)
@@ -336,13 +387,14 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     end
     if not vt then
       wide = #keys >= WIDE_AT
-      local m = redis.pcall('hmget', k.meta, 'vt', 'waiting')
+      local m = redis.pcall('hmget', k.meta, 'vt', 'waiting', 'counts')
       if m.err then
         giveBack(keys, scores)
         return nil
       end
       vt, waiting = tonumber(m[1] or '') or 0, tonumber(m[2] or '') or 0
       hasConf = redis.call('exists', k.conf) == 1
+      counting = keyedCounting(k, m[3], d)
     end
     -- The share is rounded up, so that one round covers n when the keys have the jobs: rounded
     -- down, 65 jobs over 10 keys took 60 in a first round and 5 in a second, whose ZPOPMIN, HMGET,
@@ -356,8 +408,20 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         giveBack(keys, scores)
         return nil
       end
+      if not counting then
+        for _, o in pairs(conf) do
+          if o.limit > 0 then
+            -- A key's own limit needs the counts: those of this take's earlier rounds are read
+            -- at its end.
+            keyedRecount(k, d.pools)
+            counting = true
+            break
+          end
+        end
+      end
     end
-    local running = redis.pcall('hmget', k.running, unpack(keys))
+    local running = {}
+    if counting then running = redis.pcall('hmget', k.running, unpack(keys)) end
     -- The keys' backlogs (the waiting index), which tell whether a key has jobs left after its turn.
     local left = pcallReply('zmscore', k.waiting, unpack(keys))
     if running.err or left.err then
@@ -436,7 +500,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           if took > 0 then
             got = got + took
             taken[K] = (taken[K] or 0) + took
-            if not served[K] then served[K] = running[i] or '0' end
+            if counting and not served[K] then served[K] = running[i] or '0' end
             if tat then redis.pcall('set', q .. ':rate', tostring(tat + took * interval), 'PX', math.ceil(rp * 2)) end
           end
         end
@@ -472,16 +536,25 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   end
   -- The counts of the keys served and their backlogs (a key whose backlog is unknown, -1, keeps
   -- its entry), the jobs waiting over all keys, the turn.
-  local counts, upd = {}, {}
+  local counts, upd, unread = {}, {}, {}
   for K, t in pairs(taken) do
-    counts[#counts + 1] = K
-    counts[#counts + 1] = (tonumber(served[K]) or 0) + t
+    if counting and not served[K] then unread[#unread + 1] = K end
     if backlog[K] > 0 then
       upd[#upd + 1] = backlog[K]
       upd[#upd + 1] = K
     end
   end
-  redis.pcall('hset', k.running, unpack(counts))
+  if #unread > 0 then
+    local v = redis.pcall('hmget', k.running, unpack(unread))
+    for i, K in ipairs(unread) do served[K] = (not v.err and v[i]) or '0' end
+  end
+  if counting then
+    for K, t in pairs(taken) do
+      counts[#counts + 1] = K
+      counts[#counts + 1] = (tonumber(served[K]) or 0) + t
+    end
+    redis.pcall('hset', k.running, unpack(counts))
+  end
   if #drained > 0 then redis.pcall('zrem', k.waiting, unpack(drained)) end
   if #upd > 0 then redis.pcall('zadd', k.waiting, 'XX', unpack(upd)) end
   redis.pcall('hset', k.meta, 'vt', tostring(vt), 'waiting', math.max(waiting - got, 0))
