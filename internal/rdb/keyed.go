@@ -153,8 +153,11 @@ func (s *Store) runningByKey(c redis.Conn, names []string) ([]map[string]int64, 
 			listed = append(listed, i)
 			continue
 		}
-		if out[i], _ = redis.Int64Map(r[2*i+1], nil); out[i] == nil {
-			out[i] = map[string]int64{}
+		out[i] = map[string]int64{}
+		kv, _ := redis.Strings(r[2*i+1], nil)
+		for j := 0; j+1 < len(kv); j += 2 {
+			// A field that is not a number reads as 0, the others as they are.
+			out[i][kv[j]], _ = strconv.ParseInt(kv[j+1], 10, 64)
 		}
 	}
 	pools, _ := redis.Strings(r[len(r)-1], nil)
