@@ -30,7 +30,7 @@
 -- their scripts fail with an error that says so (KEYED_NEEDS).
 --
 -- uses: keychecks
--- defines: keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, keyedTake
+-- defines: keyedNum, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, keyedTake
 
 -- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
@@ -64,6 +64,20 @@ local function keyedWiden(k)
       end
     end
   end
+end
+
+-- NUMS holds the text of the numbers keyedNum gave in this script's run.
+local NUMS = {}
+-- keyedNum returns n as the text Redis would make of it, formatting each number once a run: Redis
+-- formats a Lua number passed to a command with printf, which costs about as much as a small
+-- command, and a take passes the same few counts for key after key.
+local function keyedNum(n)
+  local t = NUMS[n]
+  if not t then
+    t = tostring(n)
+    NUMS[n] = t
+  end
+  return t
 end
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
@@ -339,11 +353,12 @@ end
 -- limit and rate; a key then waits for its next turn, unless it has no job left (dropped), is at its
 -- limit (dropped until a slot is released: keyedReleaseMany), paused (until resumed) or past its
 -- rate (in delayed until it may go on). What it needs of the keys it pops (overrides, running
--- counts, backlogs) it reads and writes in one call each, so a take costs a few calls plus one RPOP
--- a key. d holds the name's defaults: limit (0: none), rateJobs and ratePeriod (0 0: none). nowMs
--- returns the server's clock in ms. Returns the number of jobs taken, or nil when a key of the
--- name's state holds another type (nothing is taken then), or nil and true when the server lacks
--- ZMSCORE.
+-- counts) it reads and writes in one call each, and a key's backlog comes with its RPOP, so a take
+-- costs a few calls plus one RPOP a key (and at most one RPUSH or LLEN). d holds the name's
+-- defaults: limit (0: none), rateJobs and ratePeriod (0 0: none), hold (KeyRetryInOrder) and pools
+-- (the worker_pools set). nowMs returns the server's clock in ms. Returns the number of jobs taken,
+-- or nil when a key of the name's state holds another type (nothing is taken then), or nil and true
+-- when the server lacks RPOP with a count.
 local function keyedTake(k, n, inprogress, d, nowMs, out)
   if redis.call('exists', k.delayed) == 1 then
     -- Keys whose rate window reopened get a turn again.
@@ -422,11 +437,9 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     end
     local running = {}
     if counting then running = redis.pcall('hmget', k.running, unpack(keys)) end
-    -- The keys' backlogs (the waiting index), which tell whether a key has jobs left after its turn.
-    local left = pcallReply('zmscore', k.waiting, unpack(keys))
-    if running.err or left.err then
+    if running.err then
       giveBack(keys, scores)
-      return nil, lacking(left)
+      return nil
     end
     for i, K in ipairs(keys) do
       local s = scores[i]
@@ -465,12 +478,20 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           end
         end
         if m > 0 then
-          -- The backlog says whether the key keeps jobs after m; when it says not (or does not
-          -- know), one more than m is asked for, and put back if it comes.
-          local b = (backlog[K] or tonumber(left[i] or '')) or -1
+          -- The backlog: one more than m is asked for, and put back if it comes, the length after
+          -- it saying how many are left; a key this turn brings to its limit (no turn to give it
+          -- after) is asked for m and, if it gives m, its length. Not when an earlier round of the
+          -- take left it more than m. (Reading the backlogs from the waiting index cost a score a
+          -- key, which Redis before 7.2 formats with printf: more than either.)
+          local b = backlog[K] or -1
           local ask = m
-          if b <= m then ask = m + 1 end
-          local vals = pcallReply('rpop', q, ask)
+          if b <= m and not (limit > 0 and run + m >= limit) then ask = m + 1 end
+          local vals = pcallReply('rpop', q, keyedNum(ask))
+          if lacking(vals) and got == 0 then
+            -- RPOP with a count (Redis 6.2) fails on the first key a take serves.
+            giveBack(keys, scores)
+            return nil, true
+          end
           if wrongType(vals, KEYED_NEEDS) then vals = false end -- the key is skipped
           local took = vals and math.min(#vals, m) or 0
           if took == 1 then
@@ -482,8 +503,12 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           local more
           if ask > m then
             more = vals and #vals > m
-            if more then redis.call('rpush', q, vals[m + 1]) end
-            b = more and -1 or 0
+            b = 0
+            if more then b = redis.call('rpush', q, vals[m + 1]) end
+          elseif b < 0 then
+            b = 0
+            if vals and #vals == m then b = redis.call('llen', q) end
+            more = b > 0
           else
             b = b - took
             more = took == m and b > 0
@@ -534,8 +559,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       return nil
     end
   end
-  -- The counts of the keys served and their backlogs (a key whose backlog is unknown, -1, keeps
-  -- its entry), the jobs waiting over all keys, the turn.
+  -- The counts of the keys served and their backlogs, the jobs waiting over all keys, the turn.
   local counts, upd, unread = {}, {}, {}
   for K, t in pairs(taken) do
     if counting and not served[K] then unread[#unread + 1] = K end
