@@ -318,7 +318,7 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
     local left = (tonumber(had[i] or '') or 0) - byKey[K]
     if left > 0 then
       set[#set + 1] = K
-      set[#set + 1] = left
+      set[#set + 1] = keyedNum(left)
     else
       gone[#gone + 1] = K
     end
@@ -564,7 +564,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   for K, t in pairs(taken) do
     if counting and not served[K] then unread[#unread + 1] = K end
     if backlog[K] > 0 then
-      upd[#upd + 1] = backlog[K]
+      upd[#upd + 1] = keyedNum(backlog[K])
       upd[#upd + 1] = K
     end
   end
@@ -575,7 +575,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   if counting then
     for K, t in pairs(taken) do
       counts[#counts + 1] = K
-      counts[#counts + 1] = (tonumber(served[K]) or 0) + t
+      counts[#counts + 1] = keyedNum((tonumber(served[K]) or 0) + t)
     end
     redis.pcall('hset', k.running, unpack(counts))
   end
