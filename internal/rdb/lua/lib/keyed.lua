@@ -14,8 +14,8 @@
 --            no limit), p:<key> paused
 --   meta     hash: vt, the virtual time of the last turn; waiting, the jobs waiting over all keys;
 --            max_waiting, JobOptions.KeyMaxWaiting as the pools registered it; counts, whether
---            running is kept: '1' kept for good, '0' not kept (the in-progress lists say what runs),
---            absent kept until a take finds no use for it (keyedCounting)
+--            running is kept: '1' kept for good, '0' not kept (the in-progress lists say what
+--            runs), absent kept until a take finds no use for it (keyedCounting)
 --   {<key>}  list: the key's jobs, pushed at the head and taken from the tail (FIFO)
 --   {<key>}:rate  string: the key's rate limiter state (GCRA), ms; expires
 --   <pool>:inprogress  list: the jobs of the name's keys a pool holds, each "<key>\n<payload>"
@@ -252,11 +252,11 @@ end
 
 -- keyedCounting returns whether a take keeps running counts, given meta's counts field (mode) and
 -- the name's defaults d. The counts serve the limits only (the Client can count the in-progress
--- lists), and making and dropping a key's field for each job is about a third of what Redis spends
--- on a keyed job whose key has one job: so they are kept for good from the first take whose name
--- has a KeyConcurrency or holds retries (KeyRetryInOrder), with a recount when they were off, and a
--- take without either turns them off when it finds them unused (no field yet: kept by an earlier
--- release) and no job counted. A key's own concurrency override turns them on in keyedTake.
+-- lists), and making and dropping a key's field for each job is about a quarter of what Redis
+-- spends on a keyed job whose key has one job: so they are kept for good from the first take whose
+-- name has a KeyConcurrency or holds retries (KeyRetryInOrder), with a recount when they were off,
+-- and a take without either turns them off when it finds them unused (no field yet: kept by an
+-- earlier release) and no job counted. A key's own concurrency override turns them on in keyedTake.
 local function keyedCounting(k, mode, d)
   if d.limit > 0 or d.hold then
     if mode == '0' then keyedRecount(k, d.pools)
