@@ -8,8 +8,8 @@
 # of Redis's timer tasks), so the four compare where a timed run on a shared machine cannot. It runs
 # the Lua directly, not the whole exchange script, so it leaves out what all four share (the call
 # itself, statistics, locks). The keyed take's listpack conversion (keyedWiden) runs at every take
-# of 32 keys or more here, since each case acknowledges a take's jobs before the next and so empties
-# the running hash, where a pool's stays.
+# of 32 keys or more in the KeyConcurrency cases, since each acknowledges a take's jobs before the
+# next and so empties the running hash, where a pool's stays (without a limit there is none).
 #
 #   benches/callgrind/run.sh [jobs per take] [takes]    # defaults 50 and 36: up to 1,800 jobs a case
 #
