@@ -148,12 +148,11 @@ func (s *Store) runningByKey(c redis.Conn, names []string) ([]map[string]int64, 
 	out := make([]map[string]int64, len(names))
 	var listed []int // the names whose counts are not kept
 	for i := range names {
+		out[i] = map[string]int64{}
 		if mode, _ := redis.String(r[2*i], nil); mode == "0" {
-			out[i] = map[string]int64{}
 			listed = append(listed, i)
 			continue
 		}
-		out[i] = map[string]int64{}
 		kv, _ := redis.Strings(r[2*i+1], nil)
 		for j := 0; j+1 < len(kv); j += 2 {
 			// A field that is not a number reads as 0, the others as they are.
