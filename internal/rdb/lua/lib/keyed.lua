@@ -478,14 +478,16 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           end
         end
         if m > 0 then
-          -- The backlog: one more than m is asked for, and put back if it comes, the length after
-          -- it saying how many are left; a key this turn brings to its limit (no turn to give it
-          -- after) is asked for m and, if it gives m, its length. Not when an earlier round of the
-          -- take left it more than m. (Reading the backlogs from the waiting index cost a score a
-          -- key, which Redis before 7.2 formats with printf: more than either.)
+          -- The backlog, unless an earlier round of the take left the key more than m: a key is
+          -- asked for m and, if it gives m, its length. A share of one job (a take over many keys,
+          -- most of one job) asks for two instead, and puts the second back if it comes, the
+          -- length after it saying how many are left: an LLEN costs about half a push of a job,
+          -- and a key that gives one job of two needs neither. A key this turn brings to its limit
+          -- gets no turn after it, so it is asked for m. (Reading the backlogs from the waiting
+          -- index cost a score a key, which Redis before 7.2 formats with printf: more than either.)
           local b = backlog[K] or -1
           local ask = m
-          if b <= m and not (limit > 0 and run + m >= limit) then ask = m + 1 end
+          if b <= m and m == 1 and not (limit > 0 and run + m >= limit) then ask = m + 1 end
           local vals = pcallReply('rpop', q, keyedNum(ask))
           if lacking(vals) and got == 0 then
             -- RPOP with a count (Redis 6.2) fails on the first key a take serves.
