@@ -1,7 +1,7 @@
 package work
 
 import (
-	"sync"
+	"errors"
 	"testing"
 	"time"
 
@@ -12,27 +12,31 @@ import (
 // these tests hold the counts off for a name without limits, the Client's counts without them, and
 // the recount that turns them on when a limit appears while uncounted jobs run.
 
-// heldJobs is a handler whose jobs run until released, one per token sent on release; started
-// receives the key of each job as it starts.
+// heldJobs is a handler whose jobs run until released, one per token sent on release, or until the
+// test ends; started receives the key of each job as it starts.
 type heldJobs struct {
 	started chan string
 	release chan struct{}
-	stop    func()
+	end     *bhvGate
 }
 
-func newHeldJobs(t *testing.T) *heldJobs {
-	h := &heldJobs{started: make(chan string, 100), release: make(chan struct{}, 100)}
-	done := make(chan struct{})
-	h.stop = sync.OnceFunc(func() { close(done) })
-	t.Cleanup(h.stop)
-	go func() { <-done; close(h.release) }()
-	return h
+func newHeldJobs() *heldJobs {
+	return &heldJobs{started: make(chan string, 100), release: make(chan struct{}, 100), end: newBhvGate()}
 }
 
 func (h *heldJobs) handler(j *Job) error {
 	h.started <- j.Key
-	<-h.release
+	select {
+	case <-h.release:
+	case <-h.end.ch:
+	}
 	return nil
+}
+
+// start starts wp until the test ends, the held jobs released first so that its Stop returns.
+func (h *heldJobs) start(t *testing.T, wp *WorkerPool) {
+	bhvStart(t, wp)
+	t.Cleanup(h.end.Open)
 }
 
 // wait returns the keys of the next n jobs to start.
@@ -75,13 +79,10 @@ func TestKeyedRunningWithoutALimitIsNotCounted(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	h := newHeldJobs(t)
-	wp := NewWorkerPool(bhvCtx{}, 3, ns, pool).Job("sync", h.handler)
+	h := newHeldJobs()
 	e := NewEnqueuer(ns, pool)
 	enqueueKeyed(t, e, "sync", "a", "a", "b")
-	wp.Start()
-	defer wp.Stop()
-	defer h.stop()
+	h.start(t, NewWorkerPool(bhvCtx{}, 3, ns, pool).Job("sync", h.handler))
 	h.wait(t, 3)
 	enqueueKeyed(t, e, "sync", "d") // waits: every worker is busy
 
@@ -126,13 +127,10 @@ func TestKeyedLimitSetWhileUncountedJobsRunCountsThem(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	h := newHeldJobs(t)
-	wp := NewWorkerPool(bhvCtx{}, 6, ns, pool).Job("sync", h.handler)
+	h := newHeldJobs()
 	e := NewEnqueuer(ns, pool)
 	enqueueKeyed(t, e, "sync", "a", "a", "a")
-	wp.Start()
-	defer wp.Stop()
-	defer h.stop()
+	h.start(t, NewWorkerPool(bhvCtx{}, 6, ns, pool).Job("sync", h.handler))
 	h.wait(t, 3)
 	if err := NewClient(ns, pool).SetKeyLimits("sync", "a", KeyLimits{Concurrency: 2}); err != nil {
 		t.Fatal(err)
@@ -156,18 +154,13 @@ func TestKeyedPoolWithAKeyLimitCountsUncountedJobs(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	h := newHeldJobs(t)
-	// Two workers: busy with the first two jobs, this pool takes no third.
-	open := NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("sync", h.handler)
+	h := newHeldJobs()
 	e := NewEnqueuer(ns, pool)
 	enqueueKeyed(t, e, "sync", "a", "a")
-	open.Start()
-	defer open.Stop()
+	// Two workers: busy with the first two jobs, this pool takes no third.
+	h.start(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("sync", h.handler))
 	h.wait(t, 2)
-	limited := NewWorkerPool(bhvCtx{}, 4, ns, pool).JobWithOptions("sync", JobOptions{KeyConcurrency: 2}, h.handler)
-	limited.Start()
-	defer limited.Stop()
-	defer h.stop() // before the Stops, which wait for the handlers
+	h.start(t, NewWorkerPool(bhvCtx{}, 4, ns, pool).JobWithOptions("sync", JobOptions{KeyConcurrency: 2}, h.handler))
 	enqueueKeyed(t, e, "sync", "a")
 	waitRecounted(t, pool, ns, "sync", "a", 2)
 	h.none(t)
@@ -192,14 +185,12 @@ func TestKeyedCountsOfAnEarlierReleaseGoWhenEmpty(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	done := make(chan string, 10)
-	wp := NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("sync", func(j *Job) error { done <- j.Key; return nil })
+	done := make(chan struct{}, 10)
 	e := NewEnqueuer(ns, pool)
 	rdo(t, pool, "HSET", ns+":keyed:sync:running", "x", 1) // a job of x, counted by an earlier release
-	wp.Start()
-	defer wp.Stop()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("sync", func(*Job) error { done <- struct{}{}; return nil }))
 	enqueueKeyed(t, e, "sync", "a")
-	<-done
+	bhvWait(t, done, "a's job")
 	eventually(t, 10*time.Second, "a's count to go", func() bool {
 		return rInt(t, pool, "HLEN", ns+":keyed:sync:running") == 1
 	})
@@ -208,8 +199,35 @@ func TestKeyedCountsOfAnEarlierReleaseGoWhenEmpty(t *testing.T) {
 	}
 	rdo(t, pool, "HDEL", ns+":keyed:sync:running", "x") // x's job ended
 	enqueueKeyed(t, e, "sync", "b")
-	<-done
+	bhvWait(t, done, "b's job")
 	if v, _ := redis.String(rdo(t, pool, "HGET", ns+":keyed:sync:meta", "counts"), nil); v != "0" {
 		t.Errorf("meta counts = %q once no job is counted, want \"0\"", v)
+	}
+}
+
+// A name whose retries keep their key's slot (KeyRetryInOrder) keeps its counts without a
+// KeyConcurrency: a held retry is in no in-progress list, so only the count says that it runs.
+func TestKeyedRetryInOrderKeepsCounts(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).JobWithOptions("sync", JobOptions{
+		KeyRetryInOrder: true, Backoff: func(*Job) int64 { return 3600 },
+	}, func(*Job) error { return errors.New("fails") }))
+	enqueueKeyed(t, NewEnqueuer(ns, pool), "sync", "a")
+	c := NewClient(ns, pool)
+	eventually(t, 10*time.Second, "the failed job in the retry set", func() bool {
+		retries, _, _ := c.RetryJobs(1)
+		return len(retries) == 1 && retries[0].KeyHold
+	})
+	if v, _ := redis.String(rdo(t, pool, "HGET", ns+":keyed:sync:meta", "counts"), nil); v != "1" {
+		t.Errorf("meta counts = %q, want \"1\"", v)
+	}
+	k, err := c.Key("sync", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Running != 1 {
+		t.Errorf("key a: %d running, want 1 (its retry holds the slot)", k.Running)
 	}
 }
