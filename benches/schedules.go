@@ -5,6 +5,7 @@ package main
 // schedulers. See README.md, "schedules".
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -440,6 +441,12 @@ func hgetInt(do redisDo, key, field string) (int64, error) {
 	return v, err
 }
 
+// queuedScript reads a keyed job name's waiting count (KEYS[1], its meta hash) and in-progress lists
+// (the other keys) at one instant.
+const queuedScript = `local r = {redis.call('hget', KEYS[1], 'waiting')}
+for i = 2, #KEYS do r[i] = redis.call('lrange', KEYS[i], 0, -1) end
+return r`
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // schedBurst sets cfg.burst schedules due at one second and, while the pools are offered a steady
@@ -488,12 +495,38 @@ func (b *bench) schedBurst(m map[string]float64, client *work.Client, cfg *sched
 	defer stopProfile()
 	s0 := b.snap()
 	waitingKey := workNamespace + ":keyed:" + schedBurstJob + ":meta"
+	poolIDs, err := redigo.Strings(b.srv.do("SMEMBERS", workNamespace+":worker_pools"))
+	if err != nil {
+		return fmt.Errorf("burst: the pools' IDs: %w", err)
+	}
+	queuedKeys := []interface{}{queuedScript, len(poolIDs) + 1, waitingKey}
+	for _, id := range poolIDs {
+		queuedKeys = append(queuedKeys, workNamespace+":keyed:"+schedBurstJob+":"+id+":inprogress")
+	}
 	samples, _, err := b.pollCount(int64(cfg.burst), 5*time.Millisecond, tick.Add(processTimeout(cfg.burst)), func() (int64, error) {
-		// Started before waiting: a job counted started was taken before the HGET, so it is not
-		// counted twice; one taken and not yet started is not counted, so the count is never ahead.
+		// A job of the burst is queued once it is waiting, taken (in a pool's in-progress list)
+		// or started. The started count comes first, then the waiting count and the in-progress
+		// lists in one read (a take moves a job from one to the other atomically); a taken job
+		// counts unless it was among the started, so none counts twice. One that starts, ends
+		// and is acknowledged between the two reads is missed: the count is never ahead.
 		started := rec.burstStarted.Load()
-		w, err := hgetInt(b.srv.do, waitingKey, "waiting")
-		return started + w, err
+		r, err := redigo.Values(b.srv.do("EVAL", queuedKeys...))
+		if err != nil {
+			return 0, err
+		}
+		w, err := redigo.Int64(r[0], nil)
+		if err != nil && err != redigo.ErrNil {
+			return 0, err
+		}
+		var taken int64
+		for _, v := range r[1:] {
+			entries, err := redigo.ByteSlices(v, nil)
+			if err != nil {
+				return 0, err
+			}
+			taken += rec.notStartedBy(entries, started)
+		}
+		return started + taken + w, nil
 	})
 	s1 := b.snap()
 	stopProfile()
@@ -566,9 +599,10 @@ type schedRecorder struct {
 
 	mu        sync.Mutex
 	burstTick int64
-	runs      map[string]int  // burst: runs by schedule ID
-	wrong     int             // burst: jobs of another tick, or started before it
-	seen      []time.Duration // burst: handler start less the tick
+	runs      map[string]int   // burst: runs by schedule ID
+	startedAs map[string]int64 // burst: the value of burstStarted its first run made it
+	wrong     int              // burst: jobs of another tick, or started before it
+	seen      []time.Duration  // burst: handler start less the tick
 	other     []otherRun
 }
 
@@ -579,7 +613,7 @@ func (r *schedRecorder) reset(tick int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.burstStarted.Store(0)
-	r.burstTick, r.runs, r.wrong, r.seen, r.other = tick, make(map[string]int), 0, nil, nil
+	r.burstTick, r.runs, r.startedAs, r.wrong, r.seen, r.other = tick, make(map[string]int), make(map[string]int64), 0, nil, nil
 }
 
 func (r *schedRecorder) burstJob(job *work.Job) error {
@@ -593,8 +627,14 @@ func (r *schedRecorder) burstJob(job *work.Job) error {
 		}
 		r.seen = append(r.seen, now.Sub(t))
 	}
+	// Counted under the lock, so that notStartedBy sees the count a start made.
+	n := r.burstStarted.Add(1)
+	if r.startedAs != nil {
+		if _, ok := r.startedAs[job.ScheduleID]; !ok {
+			r.startedAs[job.ScheduleID] = n
+		}
+	}
 	r.mu.Unlock()
-	r.burstStarted.Add(1)
 	return nil
 }
 
@@ -614,6 +654,40 @@ func (r *schedRecorder) otherCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.other)
+}
+
+// notStartedBy counts the in-progress entries (key, line feed, job JSON) of burst jobs that were not
+// among the first started (a value of burstStarted) to start.
+func (r *schedRecorder) notStartedBy(entries [][]byte, started int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, e := range entries {
+		id := scheduleIDOf(e)
+		if id == "" {
+			continue
+		}
+		if as, ok := r.startedAs[id]; !ok || as > started {
+			n++
+		}
+	}
+	return n
+}
+
+// scheduleIDOf returns the schedule_id field of a job's JSON ("": none); the IDs of the burst's
+// schedules need no escaping.
+func scheduleIDOf(b []byte) string {
+	const field = `"schedule_id":"`
+	i := bytes.Index(b, []byte(field))
+	if i < 0 {
+		return ""
+	}
+	b = b[i+len(field):]
+	j := bytes.IndexByte(b, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(b[:j])
 }
 
 // burstResult returns the burst's jobs run, the ticks run more than once, the jobs of another tick

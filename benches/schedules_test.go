@@ -57,3 +57,28 @@ func TestCustomerSchedule(t *testing.T) {
 		t.Fatalf("customerSchedule = %+v", s)
 	}
 }
+
+// A burst job taken and not started counts as queued, and so does one started after the started
+// count was read; one started before it, or a job of no schedule, does not.
+func TestNotStartedByCountsTakenBurstJobs(t *testing.T) {
+	r := &schedRecorder{}
+	r.reset(1700000000)
+	for _, id := range []string{"customer-1000002-digest", "customer-1000004-digest"} {
+		if err := r.burstJob(&work.Job{ScheduleID: id, Tick: 1700000000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := [][]byte{
+		[]byte("1000001\n" + `{"name":"digest","id":"a","t":1,"key":"1000001","schedule_id":"customer-1000001-digest","tick":1700000000}`),
+		[]byte("1000002\n" + `{"name":"digest","id":"b","t":1,"key":"1000002","schedule_id":"customer-1000002-digest","tick":1700000000}`),
+		[]byte("1000004\n" + `{"name":"digest","id":"d","t":1,"key":"1000004","schedule_id":"customer-1000004-digest","tick":1700000000}`),
+		[]byte("k\n" + `{"name":"digest","id":"c","t":1,"key":"k"}`),
+		[]byte("1000003\n" + `{"name":"digest","schedule_id":"customer-1000003`),
+	}
+	if n := r.notStartedBy(entries, 1); n != 2 {
+		t.Fatalf("notStartedBy(1) = %d, want 2 (1000001 never started, 1000004 second)", n)
+	}
+	if n := r.notStartedBy(entries, 2); n != 1 {
+		t.Fatalf("notStartedBy(2) = %d, want 1", n)
+	}
+}
