@@ -1,10 +1,12 @@
 package main
 
 import (
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	redigo "github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work"
 )
 
@@ -80,5 +82,44 @@ func TestNotStartedByCountsTakenBurstJobs(t *testing.T) {
 	}
 	if n := r.notStartedBy(entries, 2); n != 1 {
 		t.Fatalf("notStartedBy(2) = %d, want 1", n)
+	}
+}
+
+// The other jobs of the burst carry the time each was due to be sent: their stamps step by the
+// pacing interval from the first, whenever the calls themselves ran.
+func TestOfferOthersStampsTheTimeDue(t *testing.T) {
+	addr, names := testRedisAndNames(t, "offer")
+	ns := names[0]
+	pool := redigoPool(addr, 4)
+	defer pool.Close()
+	stop := make(chan struct{})
+	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
+	sent, errs, lag := offerOthers(work.NewEnqueuer(ns, pool), 500, 3, stop)
+	if errs != 0 || sent < 10 || lag < 0 {
+		t.Fatalf("sent %d, errors %d, lag %v", sent, errs, lag)
+	}
+	c := pool.Get()
+	defer c.Close()
+	var stamps []int64
+	for _, name := range trafficNames {
+		raw, err := redigo.ByteSlices(c.Do("LRANGE", ns+":jobs:"+name, 0, -1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range raw {
+			stamps = append(stamps, argsT(b))
+		}
+		c.Do("DEL", ns+":jobs:"+name)
+	}
+	if int64(len(stamps)) != sent {
+		t.Fatalf("%d jobs queued, %d sent", len(stamps), sent)
+	}
+	// 500 jobs/s: one due every 2,000 µs, each at its own step (the goroutines stop at different
+	// steps, so the last ones may leave gaps).
+	sort.Slice(stamps, func(i, j int) bool { return stamps[i] < stamps[j] })
+	for i, s := range stamps {
+		if d := s - stamps[0]; d%2000 != 0 || (i > 0 && s == stamps[i-1]) {
+			t.Fatalf("stamp %d is %d µs after the first: want a step of its own, a multiple of 2,000", i, d)
+		}
 	}
 }
