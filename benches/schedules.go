@@ -708,8 +708,9 @@ func (r *schedRecorder) otherCount() int {
 	return len(r.other)
 }
 
-// notStartedBy counts the in-progress entries (key, line feed, job JSON) of burst jobs that were not
-// among the first started (a value of burstStarted) to start.
+// notStartedBy counts the in-progress entries (key, line feed, job JSON) of burst jobs that had not
+// started when burstStarted read started: those not started yet, and those whose start made the
+// count higher than that.
 func (r *schedRecorder) notStartedBy(entries [][]byte, started int64) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
