@@ -250,27 +250,49 @@ func crashChild(l library, in *bufio.Scanner, addr string, conc int, names []str
 // start (or at once when late), until all are sent or stop is closed. It returns the jobs sent, the
 // enqueue errors and the time from the start to the end of the last send.
 func pace(p producer, rate, n, g int, a args, stop <-chan struct{}) (sent, errs int64, el time.Duration) {
+	sent, errs, _, el = paceEach(rate, n, g, stop, func(i int, _ time.Time) error {
+		return p.enqueue(trafficNames[i%len(trafficNames)], a)
+	})
+	return sent, errs, el
+}
+
+// paceEach calls send for i from 0 to n-1 at rate calls/s from g goroutines, call i at its due time
+// i/rate after the start (or at once when late), until all are made or stop (nil: never) is closed.
+// It returns the calls that succeeded, those that failed, the most a call began behind its due
+// time, and the time from the start to the end of the last call.
+func paceEach(rate, n, g int, stop <-chan struct{}, send func(i int, due time.Time) error) (sent, errs int64, lag, el time.Duration) {
 	interval := float64(time.Second) / float64(rate)
 	var wg sync.WaitGroup
 	var nSent, nErrs atomic.Int64
+	var mu sync.Mutex
 	t0 := time.Now()
 	for k := 0; k < g; k++ {
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
+			var late time.Duration
+			defer func() {
+				mu.Lock()
+				lag = max(lag, late)
+				mu.Unlock()
+			}()
 			for i := k; i < n; i += g {
-				if d := time.Until(t0.Add(time.Duration(float64(i) * interval))); d > 0 {
-					if stop == nil {
-						time.Sleep(d)
-					} else {
-						select {
-						case <-stop:
-							return
-						case <-time.After(d):
-						}
+				due := t0.Add(time.Duration(float64(i) * interval))
+				if d := time.Until(due); d > 0 {
+					select {
+					case <-stop:
+						return
+					case <-time.After(d):
 					}
+				} else {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					late = max(late, -d)
 				}
-				if err := p.enqueue(trafficNames[i%len(trafficNames)], a); err != nil {
+				if err := send(i, due); err != nil {
 					nErrs.Add(1)
 				} else {
 					nSent.Add(1)
@@ -279,7 +301,7 @@ func pace(p producer, rate, n, g int, a args, stop <-chan struct{}) (sent, errs 
 		}(k)
 	}
 	wg.Wait()
-	return nSent.Load(), nErrs.Load(), time.Since(t0)
+	return nSent.Load(), nErrs.Load(), lag, time.Since(t0)
 }
 
 // connectedClients is INFO clients' connected_clients.

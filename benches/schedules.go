@@ -602,46 +602,10 @@ func (b *bench) schedBurst(m map[string]float64, client *work.Client, cfg *sched
 // Redis holds up (behind a burst's commits, say) makes the calls after it late, and their jobs' wait
 // counts that. It returns the jobs sent, the errors and the most a call began behind its time.
 func offerOthers(e *work.Enqueuer, rate, g int, stop <-chan struct{}) (sent, errs int64, lagMax time.Duration) {
-	interval := time.Duration(float64(time.Second) / float64(rate))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	t0 := time.Now()
-	for k := range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var s, n int64
-			var lag time.Duration
-			defer func() {
-				mu.Lock()
-				sent, errs, lagMax = sent+s, errs+n, max(lagMax, lag)
-				mu.Unlock()
-			}()
-			for i := k; ; i += g {
-				at := t0.Add(time.Duration(i) * interval)
-				if d := time.Until(at); d > 0 {
-					select {
-					case <-stop:
-						return
-					case <-time.After(d):
-					}
-				} else {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					lag = max(lag, -d)
-				}
-				if _, err := e.Enqueue(trafficNames[i%len(trafficNames)], work.Q{"t": at.UnixMicro()}); err != nil {
-					n++
-				} else {
-					s++
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	sent, errs, lagMax, _ = paceEach(rate, math.MaxInt, g, stop, func(i int, due time.Time) error {
+		_, err := e.Enqueue(trafficNames[i%len(trafficNames)], work.Q{"t": due.UnixMicro()})
+		return err
+	})
 	return sent, errs, lagMax
 }
 
