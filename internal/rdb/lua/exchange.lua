@@ -53,8 +53,8 @@
 -- in the in-progress list, from where the pool's sweep, its stop or a reaper puts it back);
 -- status[g] is 1 when group g gave what was asked (it may hold more), 0 when it ran out, -1 paused,
 -- -2 at its concurrency limit, -3 not a candidate, -4 past its rate limit, -5 a key of the wrong
--- type, -6 keyed jobs on a server that lacks what they need (ZMSCORE); counts[g] the jobs taken
--- from it; jobs the payloads, grouped by group in order (oldest first).
+-- type, -6 keyed jobs on a server that lacks what they need (RPOP with a count); counts[g] the jobs
+-- taken from it; jobs the payloads, grouped by group in order (oldest first).
 
 local pool, channel, G = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local NOW

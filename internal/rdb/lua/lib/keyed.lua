@@ -412,9 +412,10 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       counting = keyedCounting(k, m[3], d)
     end
     -- The share is rounded up, so that one round covers n when the keys have the jobs: rounded
-    -- down, 65 jobs over 10 keys took 60 in a first round and 5 in a second, whose ZPOPMIN, HMGET,
-    -- ZMSCORE, ZADD and five RPOPs cost a tenth of the take's instructions. A key served last may
-    -- get less than its share; its virtual time moves by what it got, so it loses no turn.
+    -- down, 65 jobs over 10 keys took 60 in a first round and 5 in a second, whose calls (then
+    -- ZPOPMIN, HMGET, ZMSCORE, ZADD and five RPOPs) cost a tenth of the take's instructions. A key
+    -- served last may get less than its share; its virtual time moves by what it got, so it loses
+    -- no turn.
     local quantum = math.max(1, math.ceil((n - got) / #keys))
     local conf
     if hasConf then
