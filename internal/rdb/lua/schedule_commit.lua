@@ -7,7 +7,7 @@
 -- again in a minute. Then each bucket written gets its real score in schedules:due (ending the claim's
 -- lease), or leaves it when empty.
 --
--- A commit carries a thousand ticks or so: its loop over them creates no table per tick and calls
+-- A commit carries hundreds of ticks: its loop over them creates no table per tick and calls
 -- Redis only for a keyed job's own queue; everything else is gathered into a few calls per key.
 -- Schedules come in runs of one bucket (as the claim returns them), the bucket named once a run.
 --
