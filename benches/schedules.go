@@ -41,6 +41,7 @@ type schedConfig struct {
 	batch, batchG  int           // schedules per SetSchedules call, goroutines making them
 	idle           time.Duration // how long idle pools are watched
 	otherRate      int           // other jobs/s offered during the burst
+	otherSenders   int           // goroutines offering them, one Enqueue call at a time each
 	pools, workers int           // pools, and workers in each
 	bullmq         bool          // write n job schedulers in BullMQ's layout too
 	rounds         int
@@ -56,6 +57,7 @@ func declareScheduleFlags() *schedConfig {
 	flag.IntVar(&c.batch, "schedules-batch", 10000, "schedules per Client.SetSchedules call in the schedules workload (from 4 goroutines)")
 	flag.DurationVar(&c.idle, "schedules-idle", 20*time.Second, "how long the schedules workload watches idle pools")
 	flag.IntVar(&c.otherRate, "schedules-other-rate", 1000, "other jobs/s offered to the pools during the schedules workload's burst")
+	flag.IntVar(&c.otherSenders, "schedules-other-senders", 256, "goroutines offering -schedules-other-rate, each making one Enqueue call at a time, as an application's request handlers do: enough that calls held up behind the burst's scripts do not hold back the rate offered")
 	flag.BoolVar(&c.bullmq, "schedules-bullmq", true, "also write -schedules-n job schedulers in BullMQ's Redis layout and measure their memory")
 	flag.IntVar(&c.rounds, "schedules-rounds", 3, "rounds of the schedules workload (0: -rounds); 3, not 5, as a round takes minutes")
 	return c
@@ -66,7 +68,7 @@ func (c *schedConfig) check(rounds int, libs []string) error {
 	if !contains(libs, "work") {
 		return errors.New("the schedules workload needs work among -libs")
 	}
-	if c.n < 1 || c.due < 1 || c.fires < 1 || c.burst < 1 || c.batch < 1 || c.idle <= 0 || c.otherRate < 1 || c.rounds < 0 {
+	if c.n < 1 || c.due < 1 || c.fires < 1 || c.burst < 1 || c.batch < 1 || c.idle <= 0 || c.otherRate < 1 || c.otherSenders < 1 || c.rounds < 0 {
 		return errors.New("the schedules flags take positive numbers (-schedules-rounds may be 0)")
 	}
 	if c.rounds == 0 {
@@ -101,11 +103,11 @@ func (b *bench) schedulesCase(cfg *schedConfig) *benchCase {
 		desc: fmt.Sprintf("work alone; per-customer schedules (ID customer-<n>-report, spec \"0 0 9 * * <the weekday 3 days ahead>\" in %s, job %q, args {\"customer_id\":<n>}, key <n>; n from 1,000,000) set by Client.SetSchedules, %d per call from %d goroutines; "+
 			"%d pools of %d workers serving 5 job names and %q. none: no schedule; the pools idle for %v. "+
 			"%s stored: %s schedules due at one second just ahead (spec \"<s> <m> <h> * * <weekday>\", job %q, which no pool serves) fired, %d times, each at its own second, after 10 others that load the scripts; Redis's CPU and commands counted from just before that second until their jobs are all queued; then the pools idle for %v. "+
-			"%s stored: %s schedules set (memory, rate); the pools idle for %v; %s due at one second fired as in %s stored; then %s more (job %q) due at one second while the pools are offered %s other jobs/s; lateness is from the tick to when a job is queued (polled every 5 ms) or starts. "+
+			"%s stored: %s schedules set (memory, rate); the pools idle for %v; %s due at one second fired as in %s stored; then %s more (job %q) due at one second while the pools are offered %s other jobs/s from %d goroutines making one Enqueue call at a time each; lateness is from the tick to when a job is queued (polled every 5 ms) or starts. "+
 			"BullMQ layout: %s job schedulers written as BullMQ stores them (see README.md), memory only",
 			schedZone, schedStoredJob, cfg.batch, cfg.batchG, cfg.pools, cfg.workers, schedBurstJob, cfg.idle,
 			due, due, schedDueJob, cfg.fires, cfg.idle,
-			n, n, cfg.idle, due, due, burst, schedBurstJob, commas(float64(cfg.otherRate)), n),
+			n, n, cfg.idle, due, due, burst, schedBurstJob, commas(float64(cfg.otherRate)), cfg.otherSenders, n),
 		rounds: cfg.rounds,
 		metrics: []metricDef{
 			{"set.rate", "set: schedules/s (SetSchedules)", kindRate},
@@ -480,7 +482,7 @@ func (b *bench) schedBurst(m map[string]float64, client *work.Client, cfg *sched
 	sending.Add(1)
 	go func() {
 		defer sending.Done()
-		sent, sendErrs, lagMax = offerOthers(enq, cfg.otherRate, 8, stop)
+		sent, sendErrs, lagMax = offerOthers(enq, cfg.otherRate, cfg.otherSenders, stop)
 	}()
 	stopOthers := func() {
 		select {
