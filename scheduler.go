@@ -44,7 +44,7 @@ const (
 	scheduleLease = 10
 	// scheduleClaimMost and scheduleClaimBudget bound one claim: the schedules it returns and the
 	// buckets it looks at. A commit of 1,000 ticks held Redis about 20 ms, and every other client's
-	// next command waited behind it: with 500, other jobs start about 1.5 times as fast while a
+	// next command waited behind it: with 500, other jobs wait 0.6 to 0.7 times as long while a
 	// burst of schedules fires, and the burst is queued no later (benches/README.md, "Schedules").
 	scheduleClaimMost   = 500
 	scheduleClaimBudget = 2000

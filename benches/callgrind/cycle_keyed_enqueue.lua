@@ -1,16 +1,13 @@
 -- The library's keyed enqueue, fetch and acknowledgement of the same jobs: appended to
--- internal/rdb/lua/lib/keychecks.lua and internal/rdb/lua/lib/keyed.lua, each of ARGV[3] rounds
--- queues ARGV[2] jobs as one enqueue_keyed.lua call does (keyedCheckMany, then keyedPushMany), then
--- takes as many with keyedTake into an in-progress list and acknowledges them (LREM of each entry,
--- keyedReleaseMany of their keys), as cycle_keyed.lua does.
+-- internal/rdb/lua/lib/keychecks.lua, internal/rdb/lua/lib/keyed.lua and take_ack.lua, each of
+-- ARGV[3] rounds queues ARGV[2] jobs as one enqueue_keyed.lua call does (keyedCheckMany, then
+-- keyedPushMany), then takes and acknowledges as many as cycle_keyed.lua does (takeAndAck).
 --
 -- keys: 0; ARGV[1] "fresh" (a key of its own for each job) or "10" (keys 0..9 in turn), ARGV[2]
 -- jobs per round, ARGV[3] rounds. Returns the jobs taken.
 local k = keyedKeys('cg:keyed:a:')
 local d = {limit = 0, rateJobs = 0, ratePeriod = 0, hold = false, pools = 'cg:worker_pools'}
 local fresh, n, rounds = ARGV[1] == 'fresh', tonumber(ARGV[2]), tonumber(ARGV[3])
-local inprogress = 'cg:keyed:a:pool:inprogress'
-local function nowMs() return 0 end
 local total, seq = 0, 0
 for _ = 1, rounds do
   -- The round's jobs, grouped by key as the client groups them: groups {key, from, to}.
@@ -34,14 +31,6 @@ for _ = 1, rounds do
   end
   if keyedCheckMany(k, checks) then return redis.error_reply('the check refused the jobs') end
   keyedPushMany(k, 'a', groups, payloads, 'cg:wake')
-  local out = {}
-  total = total + (keyedTake(k, n, inprogress, d, nowMs, out) or 0)
-  local ended = {}
-  for _, e in ipairs(out) do
-    redis.call('lrem', inprogress, '-1', e)
-    local K = string.sub(e, 1, string.find(e, '\n', 1, true) - 1)
-    ended[K] = (ended[K] or 0) + 1
-  end
-  keyedReleaseMany(k, ended, d, 'a', 'cg:wake')
+  total = total + takeAndAck(k, n, 'cg:keyed:a:pool:inprogress', d)
 end
 return total

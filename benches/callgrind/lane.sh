@@ -19,20 +19,9 @@ takes=${2:-36}
 lib=../../internal/rdb/lua/lib
 . ./server.sh
 
-cat "$lib/keychecks.lua" "$lib/keyed.lua" cycle_keyed.lua >"$tmp/cycle_keyed.lua"
-cat "$lib/keychecks.lua" "$lib/keyed.lua" cycle_keyed_enqueue.lua >"$tmp/cycle_keyed_enqueue.lua"
+cat "$lib/keychecks.lua" "$lib/keyed.lua" take_ack.lua cycle_keyed.lua >"$tmp/cycle_keyed.lua"
+cat "$lib/keychecks.lua" "$lib/keyed.lua" take_ack.lua cycle_keyed_enqueue.lua >"$tmp/cycle_keyed_enqueue.lua"
 cli() { redis-cli -p "$port" "$@" >/dev/null; }
-# measure LABEL SCRIPT ARGS...: runs SCRIPT while callgrind counts, and prints the instructions per job.
-measure() {
-  local label=$1 script=$2 sha jobs
-  shift 2
-  sha=$(redis-cli -p "$port" -x script load <"$script")
-  counting
-  jobs=$(redis-cli -p "$port" evalsha "$sha" 0 "$@")
-  [ "$jobs" -gt 0 ] || { echo "$label: the script took no job" >&2; exit 1; }
-  counted
-  printf '%-58s %6d jobs  %9d instructions a job\n' "$label" "$jobs" $((ir / jobs))
-}
 # fill_keyed KEYS PER: the library's state with KEYS keys of PER jobs, no running counts kept.
 fill_keyed() {
   cli flushall

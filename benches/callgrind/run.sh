@@ -24,36 +24,24 @@ takes=${2:-36}
 lib=../../internal/rdb/lua/lib
 . ./server.sh
 
-cat "$lib/keychecks.lua" "$lib/keyed.lua" cycle_keyed.lua >"$tmp/cycle_keyed.lua"
-# measure LABEL SCRIPT LIMIT: runs SCRIPT while callgrind counts, and prints the instructions per job.
-measure() {
-  # Loaded first, so that compiling the script (the keyed one carries the library's Lua) is not
-  # counted.
-  local sha jobs
-  sha=$(redis-cli -p "$port" -x script load <"$2")
-  counting
-  jobs=$(redis-cli -p "$port" evalsha "$sha" 0 "$3" "$n" "$takes")
-  [ "$jobs" -gt 0 ] || { echo "$1: the script took no job" >&2; exit 1; }
-  counted
-  printf '%-42s %6d jobs  %9d instructions a job\n' "$1" "$jobs" $((ir / jobs))
-}
+cat "$lib/keychecks.lua" "$lib/keyed.lua" take_ack.lua cycle_keyed.lua >"$tmp/cycle_keyed.lua"
 jobs=$((n * takes))
 redis-cli -p "$port" --eval setup_unkeyed.lua , "$jobs" >/dev/null
-measure "unkeyed" cycle_unkeyed.lua 0
+measure "unkeyed" cycle_unkeyed.lua 0 "$n" "$takes"
 for keys in 100000 10; do
   per=$(( (jobs + keys - 1) / keys ))
   redis-cli -p "$port" --eval setup_keyed.lua , "$keys" "$per" >/dev/null
-  measure "least per-key dispatch, $keys keys" cycle_floor.lua 0
+  measure "least per-key dispatch, $keys keys" cycle_floor.lua 0 "$n" "$takes"
   redis-cli -p "$port" --eval setup_keyed.lua , "$keys" "$per" >/dev/null
-  measure "keyed, $keys keys" "$tmp/cycle_keyed.lua" 0
+  measure "keyed, $keys keys" "$tmp/cycle_keyed.lua" 0 "$n" "$takes"
   redis-cli -p "$port" --eval setup_keyed.lua , "$keys" "$per" >/dev/null
-  measure "keyed, $keys keys, KeyConcurrency 1" "$tmp/cycle_keyed.lua" 1
+  measure "keyed, $keys keys, KeyConcurrency 1" "$tmp/cycle_keyed.lua" 1 "$n" "$takes"
   redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" >/dev/null
-  measure "one shared set, $keys keys" cycle_shared.lua 0
+  measure "one shared set, $keys keys" cycle_shared.lua 0 "$n" "$takes"
   redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" >/dev/null
-  measure "one shared set, $keys keys, running counts" cycle_shared.lua 1
+  measure "one shared set, $keys keys, running counts" cycle_shared.lua 1 "$n" "$takes"
   redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" >/dev/null
-  measure "one shared set, $keys keys, counts per take" cycle_shared.lua 2
+  measure "one shared set, $keys keys, counts per take" cycle_shared.lua 2 "$n" "$takes"
   redis-cli -p "$port" --eval setup_shared.lua , "$keys" "$per" head >/dev/null
-  measure "one shared set, $keys keys, next job only" cycle_shared.lua 3
+  measure "one shared set, $keys keys, next job only" cycle_shared.lua 3 "$n" "$takes"
 done

@@ -1,7 +1,10 @@
-# Sourced by run.sh and debounce.sh: starts redis-server under callgrind on a free port (port, tmp and
-# vg are set; the server and tmp go when the script exits), and defines
+# Sourced by run.sh, lane.sh and debounce.sh: starts redis-server under callgrind on a free port
+# (port, tmp and vg are set; the server and tmp go when the script exits), and defines
 #   counting            zeroes callgrind's counts: what the server runs from now on is counted
 #   counted             dumps them and sets ir to the instructions run since counting
+#   measure LABEL SCRIPT ARGS...
+#                       loads SCRIPT, runs it with ARGS while callgrind counts (it returns the jobs
+#                       it took) and prints the instructions per job
 # Needs valgrind (apt-get install valgrind), redis-server, redis-cli and python3 (for a free port).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 tmp=$(mktemp -d)
@@ -18,4 +21,16 @@ counted() {
   callgrind_control -d "$vg" >/dev/null 2>&1
   dumps=$((dumps + 1))
   ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg.out.$dumps")
+}
+measure() {
+  # Loaded first, so that compiling the script (a keyed one carries the library's Lua) is not
+  # counted.
+  local label=$1 script=$2 sha jobs
+  shift 2
+  sha=$(redis-cli -p "$port" -x script load <"$script")
+  counting
+  jobs=$(redis-cli -p "$port" evalsha "$sha" 0 "$@")
+  [ "$jobs" -gt 0 ] || { echo "$label: the script took no job" >&2; exit 1; }
+  counted
+  printf '%-58s %6d jobs  %9d instructions a job\n' "$label" "$jobs" $((ir / jobs))
 }
