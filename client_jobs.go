@@ -529,10 +529,40 @@ func (c *Client) findKeyed(ctx context.Context, name, jobID string, needles [][]
 		return true
 	})
 	if errors.Is(err, ErrWrongType) {
-		return nil, nil
+		err = nil
 	}
 	if err == nil {
 		err = findErr
+	}
+	if loc != nil || err != nil {
+		return loc, err
+	}
+	return c.findInLane(ctx, name, jobID, needles)
+}
+
+// findInLane looks for a job ID among the lane jobs of a job name's keys: the members of its ready
+// set that carry a payload ("<key>\n<payload>"; the others are keys).
+func (c *Client) findInLane(ctx context.Context, name, jobID string, needles [][]byte) (*JobLocation, error) {
+	match := "*\n*"
+	if plainID(jobID) {
+		match = "*\n*" + jobID + "*"
+	}
+	var loc *JobLocation
+	err := c.store.ScanSet(ctx, rdb.KeyedReady(name), match, func(members []rdb.Zmember) bool {
+		for _, m := range members {
+			key, payload := rdb.SplitKeyedEntry(m.Member)
+			if key == nil {
+				continue
+			}
+			if j, ok, is := matchID(payload, jobID, needles); is {
+				loc = &JobLocation{State: JobStateQueued, Job: j, Decoded: ok, Payload: string(payload)}
+				return false
+			}
+		}
+		return true
+	})
+	if errors.Is(err, ErrWrongType) {
+		return nil, nil
 	}
 	return loc, err
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
@@ -54,4 +56,26 @@ func wrappedPool(tb testing.TB, size int, wrap func(net.Conn) net.Conn) *redis.P
 	}}
 	tb.Cleanup(func() { pool.Close() })
 	return pool
+}
+
+// rKeyBacklog returns the jobs a key of a job name has waiting: in its queue and in the lane (the
+// lane field "<jobs> <last score>", lib/keyed.lua).
+func rKeyBacklog(t testing.TB, pool *redis.Pool, ns, name, key string) int64 {
+	t.Helper()
+	p := ns + ":keyed:" + name + ":"
+	n := rInt(t, pool, "LLEN", p+"{"+key+"}")
+	if f, err := redis.String(rdo(t, pool, "HGET", p+"lane", key), nil); err == nil {
+		if fields := strings.Fields(f); len(fields) == 2 {
+			m, _ := strconv.ParseInt(fields[0], 10, 64)
+			n += m
+		}
+	}
+	return n
+}
+
+// limitKeys marks a job name as served by pools that limit its keys, as their registration does,
+// so that its keyed jobs queue per key rather than in the lane.
+func limitKeys(t testing.TB, pool *redis.Pool, ns, name string) {
+	t.Helper()
+	rdo(t, pool, "HSET", ns+":keyed:"+name+":meta", "limits", "1")
 }

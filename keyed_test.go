@@ -3,6 +3,7 @@ package work
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ func TestKeyedEnqueueWritesTheKeyedLayout(t *testing.T) {
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	e := NewEnqueuer(ns, pool)
+	limitKeys(t, pool, ns, "mail") // keys' own queues: the lane's layout is the next test's
 	for i := 0; i < 3; i++ {
 		job, err := e.EnqueueWith("mail", Q{"i": i}, EnqueueOptions{Key: "acme"})
 		if err != nil {
@@ -48,6 +50,68 @@ func TestKeyedEnqueueWritesTheKeyedLayout(t *testing.T) {
 	raw := rStrings(t, pool, "LRANGE", p+"{acme}", -1, -1)[0]
 	if !strings.HasSuffix(raw, `,"key":"acme"}`) {
 		t.Fatalf("payload %s does not end with its key", raw)
+	}
+}
+
+// Keys without limits put their jobs in the lane: members "<key>\n<payload>" of the name's ready
+// set scored by their virtual start, a key's jobs one unit apart, and a lane field per key of its
+// jobs there and the newest's score; no queue, no waiting entry. A key with an override of its own,
+// and every key once a pool limits the name's keys, queue per key.
+func TestKeyedEnqueueWritesTheLane(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	if err := NewClient(ns, pool).SetKeyLimits("mail", "own", KeyLimits{Weight: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"acme", "acme", "globex", "acme", "own"} {
+		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := ns + ":keyed:mail:"
+	got := rStrings(t, pool, "ZRANGE", p+"ready", 0, -1, "WITHSCORES")
+	var members []string
+	for i := 0; i+1 < len(got); i += 2 {
+		key, _, _ := strings.Cut(got[i], "\n")
+		members = append(members, key+"@"+got[i+1])
+	}
+	sort.Strings(members)
+	if strings.Join(members, " ") != "acme@0 acme@1 acme@2 globex@0 own@0" {
+		t.Fatalf("ready holds %v", members)
+	}
+	if lane := rStrings(t, pool, "HGETALL", p+"lane"); len(lane) != 4 || rKeyBacklog(t, pool, ns, "mail", "acme") != 3 {
+		t.Fatalf("lane hash %v", lane)
+	}
+	if f, _ := redis.String(rdo(t, pool, "HGET", p+"lane", "acme"), nil); f != "3 2" {
+		t.Fatalf("acme's lane field %q, want \"3 2\"", f)
+	}
+	if n := rInt(t, pool, "LLEN", p+"{own}"); n != 1 {
+		t.Fatalf("the key with an override has %d jobs in its queue, want 1", n)
+	}
+	if got := rStrings(t, pool, "ZRANGE", p+"waiting", 0, -1); strings.Join(got, " ") != "own" {
+		t.Fatalf("waiting index %v, want own only", got)
+	}
+	if n := rInt(t, pool, "EXISTS", p+"{acme}", p+"{globex}"); n != 0 {
+		t.Fatalf("%d lane keys have a queue", n)
+	}
+	if n := rInt(t, pool, "HGET", p+"meta", "waiting"); n != 5 {
+		t.Fatalf("meta waiting %d, want 5", n)
+	}
+	// A pool that limits the name's keys: new keys queue per key, a key with jobs in the lane keeps
+	// its order there.
+	limitKeys(t, pool, ns, "mail")
+	for _, key := range []string{"acme", "initech"} {
+		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rInt(t, pool, "LLEN", p+"{initech}"); n != 1 {
+		t.Fatalf("a new key of a limited name has %d jobs in its queue, want 1", n)
+	}
+	if f, _ := redis.String(rdo(t, pool, "HGET", p+"lane", "acme"), nil); f != "4 3" {
+		t.Fatalf("acme's lane field %q, want \"4 3\"", f)
 	}
 }
 
@@ -83,7 +147,7 @@ func TestKeyedBatchIsAtomicAndHonoursTheCap(t *testing.T) {
 	if _, err := e.EnqueueBatch(jobs); err != nil {
 		t.Fatal(err)
 	}
-	if a, b, plain := rInt(t, pool, "LLEN", ns+":keyed:mail:{a}"), rInt(t, pool, "LLEN", ns+":keyed:mail:{b}"), rInt(t, pool, "LLEN", ns+":jobs:mail"); a != 2 || b != 1 || plain != 1 {
+	if a, b, plain := rKeyBacklog(t, pool, ns, "mail", "a"), rKeyBacklog(t, pool, ns, "mail", "b"), rInt(t, pool, "LLEN", ns+":jobs:mail"); a != 2 || b != 1 || plain != 1 {
 		t.Fatalf("queues a %d, b %d, mail %d; want 2, 1, 1", a, b, plain)
 	}
 	// Two more of a would leave it with 4 waiting, past its cap of 3: nothing is written.
@@ -91,7 +155,7 @@ func TestKeyedBatchIsAtomicAndHonoursTheCap(t *testing.T) {
 	if !errors.Is(err, ErrKeyFull) || !strings.Contains(err.Error(), `key "a"`) {
 		t.Fatalf("over the cap: %v, want ErrKeyFull naming key a", err)
 	}
-	if a, b, plain := rInt(t, pool, "LLEN", ns+":keyed:mail:{a}"), rInt(t, pool, "LLEN", ns+":keyed:mail:{b}"), rInt(t, pool, "LLEN", ns+":jobs:mail"); a != 2 || b != 1 || plain != 1 {
+	if a, b, plain := rKeyBacklog(t, pool, ns, "mail", "a"), rKeyBacklog(t, pool, ns, "mail", "b"), rInt(t, pool, "LLEN", ns+":jobs:mail"); a != 2 || b != 1 || plain != 1 {
 		t.Fatalf("a refused batch changed the queues: a %d, b %d, mail %d", a, b, plain)
 	}
 	// A single enqueue is refused past the cap too, and a key's override lifts it.
@@ -247,6 +311,7 @@ func TestKeyedTakeOfManyKeysLeavesNoListpack(t *testing.T) {
 		return nil
 	})
 	e := NewEnqueuer(ns, pool)
+	limitKeys(t, pool, ns, "sync") // as the pool registers it: the keys' jobs queue per key
 	var jobs []BatchJob
 	for i := 0; i < 3; i++ { // each key keeps jobs waiting, so that ready and waiting stay
 		for k := 0; k < keys; k++ {

@@ -179,10 +179,13 @@ func (r *poolRun) jobs() *jobSet { return r.served.Load() }
 // registerTimeout bounds the writes a registration on a started pool needs before its heartbeat.
 const registerTimeout = 10 * time.Second
 
-// registration is what registerNames writes of a job name: its MaxConcurrency, KeyMaxWaiting and
-// group settings (rdb.GroupConf; "" for a name without GroupJob).
+// registration is what registerNames writes of a job name: its MaxConcurrency, KeyMaxWaiting,
+// whether it limits its keys (KeyConcurrency, KeyRateLimit or KeyRetryInOrder: their jobs then
+// queue per key rather than in the lane) and group settings (rdb.GroupConf; "" for a name without
+// GroupJob).
 type registration struct {
 	maxConcurrency, keyMaxWaiting uint
+	keyLimited                    bool
 	groupConf                     string
 }
 
@@ -191,24 +194,27 @@ type registration struct {
 func (r *poolRun) registerNames(ctx context.Context, s *jobSet, written map[string]registration) error {
 	var names, confs []string
 	var maxc, keyMax []uint
+	var limited []bool
 	for _, name := range s.names {
 		jt := s.jobTypes[name]
-		v := registration{jt.MaxConcurrency, jt.KeyMaxWaiting, jt.groupConf}
+		v := registration{jt.MaxConcurrency, jt.KeyMaxWaiting,
+			jt.KeyConcurrency > 0 || jt.KeyRateLimit.Jobs > 0 || jt.KeyRetryInOrder, jt.groupConf}
 		if w, ok := written[name]; ok && w == v {
 			continue
 		}
 		names, maxc, keyMax, confs = append(names, name), append(maxc, v.maxConcurrency), append(keyMax, v.keyMaxWaiting), append(confs, v.groupConf)
+		limited = append(limited, v.keyLimited)
 	}
 	if len(names) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
-	if err := r.wp.store.RegisterPool(ctx, names, maxc, keyMax, confs); err != nil {
+	if err := r.wp.store.RegisterPool(ctx, names, maxc, keyMax, limited, confs); err != nil {
 		return err
 	}
 	for i, name := range names {
-		written[name] = registration{maxc[i], keyMax[i], confs[i]}
+		written[name] = registration{maxc[i], keyMax[i], limited[i], confs[i]}
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ var soakSeriesDefs = []soakSeries{
 	{key: famKeyedInProgress, label: "keyed in-progress lists <ns>:keyed:<name>:<poolID>:inprogress", kind: kindRate, floor: 10},
 	{key: "keyed_in_progress", label: "  jobs in them (LLEN)", kind: kindRate, floor: 50},
 	{key: famKeyedRate, label: "keys' rate limiter state <ns>:keyed:<name>:{<key>}:rate", kind: kindRate, floor: 10},
-	{key: famKeyedState, label: "keyed jobs' per-name keys <ns>:keyed:<name>:ready|waiting|running|delayed|conf|meta", kind: kindRate, floor: 2},
+	{key: famKeyedState, label: "keyed jobs' per-name keys <ns>:keyed:<name>:ready|waiting|running|delayed|conf|meta|lane", kind: kindRate, floor: 2},
 	{key: "keyed_ready", label: "  keys ready (ZCARD ready)", kind: kindRate, floor: 20},
 	{key: "keyed_waiting_keys", label: "  keys with jobs waiting (ZCARD waiting)", kind: kindRate, floor: 20},
 	{key: "keyed_running_keys", label: "  keys with jobs running (HLEN running)", kind: kindRate, floor: 20},

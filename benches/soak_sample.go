@@ -217,7 +217,7 @@ const (
 	famRecordNext      = "record_next"         // <ns>:job:<id>:next
 	famBatch           = "batch_hashes"        // <ns>:batch:<id>
 	famBatchNext       = "batch_next"          // <ns>:batch:<id>:next
-	famKeyedState      = "keyed_state"         // <ns>:keyed:<name>:ready|waiting|running|delayed|conf|meta
+	famKeyedState      = "keyed_state"         // <ns>:keyed:<name>:ready|waiting|running|delayed|conf|meta|lane
 	famKeyedQueue      = "keyed_queues"        // <ns>:keyed:<name>:{<key>}
 	famKeyedRate       = "keyed_rate"          // <ns>:keyed:<name>:{<key>}:rate
 	famKeyedInProgress = "keyed_in_progress_l" // <ns>:keyed:<name>:<poolID>:inprogress
@@ -236,7 +236,7 @@ var keyedStateSizes = map[string]struct{ series, cmd string }{
 }
 
 // keyedStateKeys are the last parts of a keyed job name's state keys: its per-name keys.
-var keyedStateKeys = map[string]bool{"ready": true, "waiting": true, "running": true, "delayed": true, "conf": true, "meta": true}
+var keyedStateKeys = map[string]bool{"ready": true, "waiting": true, "running": true, "delayed": true, "conf": true, "meta": true, "lane": true}
 
 // soakFamilies are the key families, in the order of the tables.
 var soakFamilies = []struct{ key string }{

@@ -27,6 +27,7 @@ func (k Keyspace) keyedRunning(name string) string { return k.Keyed(name) + "run
 func (k Keyspace) keyedDelayed(name string) string { return k.Keyed(name) + "delayed" }
 func (k Keyspace) keyedConf(name string) string    { return k.Keyed(name) + "conf" }
 func (k Keyspace) keyedMeta(name string) string    { return k.Keyed(name) + "meta" }
+func (k Keyspace) keyedLane(name string) string    { return k.Keyed(name) + "lane" }
 func (k Keyspace) KeyedQueue(name, key string) string {
 	return k.Keyed(name) + "{" + key + "}"
 }
@@ -198,22 +199,24 @@ func (s *Store) KeyStates(ctx context.Context, name string, keys []string) ([]Ke
 		}
 		for _, key := range keys {
 			c.Send("LLEN", s.Ks.KeyedQueue(name, key))
+			c.Send("HGET", s.Ks.keyedLane(name), key)
 			c.Send("HMGET", append([]interface{}{s.Ks.keyedConf(name)}, keyConfFields(key)...)...)
 		}
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
 		}
-		if len(r) != 2*len(keys) {
+		if len(r) != 3*len(keys) {
 			return fmt.Errorf("work: keys: unexpected reply of %d elements", len(r))
 		}
 		for i, key := range keys {
 			st := &out[i]
 			st.Key = key
 			// A key of another type reads as empty: the listing goes on.
-			st.Waiting, _ = redis.Int64(r[2*i], nil)
+			st.Waiting, _ = redis.Int64(r[3*i], nil)
+			st.Waiting += laneJobs(r[3*i+1])
 			st.Running = running[0][key]
-			conf, _ := redis.Strings(r[2*i+1], nil)
+			conf, _ := redis.Strings(r[3*i+2], nil)
 			copy(st.Conf[:], conf)
 		}
 		return nil
@@ -225,18 +228,30 @@ func (s *Store) KeyStates(ctx context.Context, name string, keys []string) ([]Ke
 // busiest first, how many keys have jobs waiting, and the keys with jobs running but none waiting
 // (a small set: at most the jobs in flight), sorted.
 func (s *Store) KeysByBacklog(ctx context.Context, name string, start, stop int64) (keys []string, waitingKeys int64, runningOnly []string, err error) {
+	var lane map[string]int64
 	err = s.do(ctx, func(c redis.Conn) error {
-		c.Send("ZREVRANGE", s.Ks.KeyedWaiting(name), start, stop)
-		c.Send("ZCARD", s.Ks.KeyedWaiting(name))
-		r, err := redis.Values(c.Do(""))
-		if err != nil {
+		if lane, err = s.laneBacklogs(c, name); err != nil {
 			return err
 		}
-		if keys, err = redis.Strings(r[0], nil); err != nil {
-			return err
-		}
-		if waitingKeys, err = redis.Int64(r[1], nil); err != nil {
-			return err
+		if len(lane) > 0 {
+			// Keys in the lane have no waiting entry: every key is read and ranked here.
+			keys, waitingKeys, err = s.rankBacklogs(c, name, lane, start, stop)
+			if err != nil {
+				return err
+			}
+		} else {
+			c.Send("ZREVRANGE", s.Ks.KeyedWaiting(name), start, stop)
+			c.Send("ZCARD", s.Ks.KeyedWaiting(name))
+			r, err := redis.Values(c.Do(""))
+			if err != nil {
+				return err
+			}
+			if keys, err = redis.Strings(r[0], nil); err != nil {
+				return err
+			}
+			if waitingKeys, err = redis.Int64(r[1], nil); err != nil {
+				return err
+			}
 		}
 		counts, err := s.runningByKey(c, []string{name})
 		if err != nil {
@@ -244,7 +259,7 @@ func (s *Store) KeysByBacklog(ctx context.Context, name string, start, stop int6
 		}
 		var running []string
 		for k, n := range counts[0] {
-			if n > 0 {
+			if n > 0 && lane[k] == 0 {
 				running = append(running, k)
 			}
 		}
@@ -296,6 +311,12 @@ func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 		if err != nil {
 			return err
 		}
+		lanes := make([]map[string]int64, len(names))
+		for i, name := range names {
+			if lanes[i], err = s.laneBacklogs(c, name); err != nil {
+				return err
+			}
+		}
 		if len(r) != 4*len(names) {
 			return fmt.Errorf("work: key stats: unexpected reply of %d elements", len(r))
 		}
@@ -313,6 +334,13 @@ func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 			if top, _ := redis.Strings(r[4*i+2], nil); len(top) == 2 {
 				o.LargestKey = top[0]
 				o.Largest, _ = strconv.ParseInt(top[1], 10, 64)
+			}
+			// A key with jobs in the lane and none in its queue has no waiting entry.
+			o.WaitingKeys += int64(len(lanes[i]))
+			for key, n := range lanes[i] {
+				if n > o.Largest || n == o.Largest && key > o.LargestKey {
+					o.Largest, o.LargestKey = n, key
+				}
 			}
 			fields, _ := redis.Strings(r[4*i+3], nil)
 			overridden := map[string]bool{}
@@ -436,4 +464,92 @@ func SplitKeyedEntry(entry interface{}) (key, payload []byte) {
 		return b[:i], b[i+1:]
 	}
 	return nil, b
+}
+
+// laneJobs reads a key's lane field ("<jobs> <last score>", lib/keyed.lua): its jobs in the lane, 0
+// for none or a field of another form.
+func laneJobs(v interface{}) int64 {
+	b, ok := v.([]byte)
+	if !ok {
+		return 0
+	}
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// laneBacklogs reads a name's lane hash with HSCAN, rdb.ChunkSize fields a step: each key with jobs
+// in the lane and how many. A hash of another type reads as empty.
+func (s *Store) laneBacklogs(c redis.Conn, name string) (map[string]int64, error) {
+	out := map[string]int64{}
+	cursor := "0"
+	for {
+		r, err := redis.Values(c.Do("HSCAN", s.Ks.keyedLane(name), cursor, "COUNT", ChunkSize))
+		if err != nil {
+			if errors.Is(wrongType(err), ErrWrongType) {
+				return map[string]int64{}, nil
+			}
+			return nil, err
+		}
+		if len(r) != 2 {
+			return nil, fmt.Errorf("work: lane: unexpected reply of %d elements", len(r))
+		}
+		cursor, _ = redis.String(r[0], nil)
+		kv, _ := redis.Values(r[1], nil)
+		for i := 0; i+1 < len(kv); i += 2 {
+			key, _ := redis.String(kv[i], nil)
+			if n := laneJobs(kv[i+1]); n > 0 {
+				out[key] += n
+			}
+		}
+		if cursor == "0" {
+			return out, nil
+		}
+	}
+}
+
+// rankBacklogs ranks a name's keys by the jobs they have waiting, queue and lane together, busiest
+// first (ties in reverse key order, as ZREVRANGE gives them), and returns ranks start..stop
+// (inclusive; negative counts from the end, as in ZREVRANGE) and the number of keys ranked.
+func (s *Store) rankBacklogs(c redis.Conn, name string, lane map[string]int64, start, stop int64) ([]string, int64, error) {
+	all := make(map[string]int64, len(lane))
+	for k, n := range lane {
+		all[k] = n
+	}
+	kv, err := redis.Strings(c.Do("ZRANGE", s.Ks.KeyedWaiting(name), 0, -1, "WITHSCORES"))
+	if err != nil && !errors.Is(wrongType(err), ErrWrongType) {
+		return nil, 0, err
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n, _ := strconv.ParseFloat(kv[i+1], 64)
+		all[kv[i]] += int64(n)
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if all[keys[i]] != all[keys[j]] {
+			return all[keys[i]] > all[keys[j]]
+		}
+		return keys[i] > keys[j]
+	})
+	total := int64(len(keys))
+	if start < 0 {
+		start += total
+	}
+	if stop < 0 {
+		stop += total
+	}
+	start = max(start, 0)
+	stop = min(stop, total-1)
+	if start > stop {
+		return []string{}, total, nil
+	}
+	return keys[start : stop+1], total, nil
 }

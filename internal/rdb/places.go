@@ -23,6 +23,7 @@ const (
 	placeKeyedQueue
 	placeKeyedInProgress
 	placeKeyedWaiting
+	placeKeyedReady
 	placeGroupsDue
 	placeDebounces
 )
@@ -64,6 +65,10 @@ func KeyedInProgress(name, poolID string) Place {
 // KeyedWaiting is the sorted set of a job name's keys that have jobs waiting.
 func KeyedWaiting(name string) Place { return Place{kind: placeKeyedWaiting, name: name} }
 
+// KeyedReady is the sorted set of a job name's keys whose turn may come and of its lane jobs
+// (members "<key>\n<payload>": see SplitKeyedEntry).
+func KeyedReady(name string) Place { return Place{kind: placeKeyedReady, name: name} }
+
 // key returns the key of p in s's namespace.
 func (s *Store) key(p Place) string { return s.Ks.place(p) }
 
@@ -90,6 +95,8 @@ func (k Keyspace) place(p Place) string {
 		return k.KeyedInProgress(p.name, p.other)
 	case placeKeyedWaiting:
 		return k.KeyedWaiting(p.name)
+	case placeKeyedReady:
+		return k.KeyedReady(p.name)
 	case placeGroupsDue:
 		return k.GroupsDue()
 	case placeDebounces:

@@ -722,9 +722,11 @@ func (s *Store) SchedulePeriodic(ctx context.Context, scores []int64, payloads [
 }
 
 // RegisterPool writes, at pool start, the names the pool serves, their MaxConcurrency, their
-// KeyMaxWaiting (which enqueuers read from the name's keyed meta hash; 0 removes it) and their group
-// settings (GroupConf, which enqueuers and flushes read from the group conf hash; "" removes them).
-func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency, keyMaxWaiting []uint, groupConf []string) error {
+// KeyMaxWaiting (which enqueuers read from the name's keyed meta hash; 0 removes it), whether they
+// limit their keys (meta's limits field, which sends enqueued jobs to their keys' queues rather
+// than the lane: lib/keyed.lua) and their group settings (GroupConf, which enqueuers and flushes read
+// from the group conf hash; "" removes them).
+func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency, keyMaxWaiting []uint, keyLimited []bool, groupConf []string) error {
 	return s.do(ctx, func(c redis.Conn) error {
 		// Group settings that change (a deploy with another MaxDelay, or the first pool of a name
 		// whose groups waited without settings) apply to the groups waiting already: see regroup.
@@ -748,6 +750,11 @@ func (s *Store) RegisterPool(ctx context.Context, names []string, maxConcurrency
 				c.Send("HSET", s.Ks.keyedMeta(name), "max_waiting", keyMaxWaiting[i])
 			} else {
 				c.Send("HDEL", s.Ks.keyedMeta(name), "max_waiting")
+			}
+			if keyLimited[i] {
+				c.Send("HSET", s.Ks.keyedMeta(name), "limits", "1")
+			} else {
+				c.Send("HDEL", s.Ks.keyedMeta(name), "limits")
 			}
 			if groupConf[i] != "" {
 				c.Send("HSET", s.Ks.GroupConf(), name, groupConf[i])

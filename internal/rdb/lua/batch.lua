@@ -51,7 +51,7 @@ if string.find(steps, 'a', 1, true) then
         return redis.error_reply('WRONGTYPE a key of ' .. grp.k.p .. '* holds another type; nothing was queued')
       end
       local cap = keyedCap(grp.k, grp.key)
-      if cap > 0 and redis.call('llen', KEYS[i]) + grp.count > cap then
+      if cap > 0 and (keyedBacklog(grp.k, grp.key) or 0) + grp.count > cap then
         return redis.error_reply('WORKKEY full ' .. cap .. ' ' .. (i - 3))
       end
     end

@@ -52,6 +52,7 @@ for _, name in ipairs(names) do
     local bad, why = keyedCheckMany(nm.k, counts)
     if bad == 0 then return redis.error_reply('WRONGTYPE ' .. why .. '; nothing was queued') end
     if bad then return redis.error_reply('WORKKEY full ' .. why .. ' ' .. nm.index[bad]) end
+    nm.plan = why
   end
 end
 for _, name in ipairs(names) do
@@ -62,6 +63,6 @@ for _, name in ipairs(names) do
     for i = p.from, p.to, 1000 do redis.call('lpush', q, unpack(ARGV, i, math.min(p.to, i + 999))) end
     redis.call('publish', channel, name)
   end
-  if nm.k then keyedPushMany(nm.k, name, nm.keyed, ARGV, channel) end
+  if nm.k then keyedPushMany(nm.k, name, nm.keyed, ARGV, channel, nm.plan) end
 end
 return 1

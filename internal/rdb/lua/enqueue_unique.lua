@@ -25,7 +25,7 @@ if k then
   end
   if not redis.call('get', KEYS[2]) then
     local cap = keyedCap(k, K)
-    if cap > 0 and redis.call('llen', KEYS[1]) >= cap then return redis.error_reply('WORKKEY full ' .. cap .. ' 1') end
+    if cap > 0 and (keyedBacklog(k, K) or 0) >= cap then return redis.error_reply('WORKKEY full ' .. cap .. ' 1') end
   end
 end
 redis.call('sadd', KEYS[3], ARGV[4])

@@ -1,14 +1,15 @@
 -- Commits what the caller made of claimed schedules (schedule_claim.lua), each only if its record is
 -- still the one claimed: the compare-and-set that makes each tick enqueued once, whatever the number
 -- of pools, leases run out or replies lost. For a schedule whose record stands, it enqueues the
--- tick's job (as enqueue_due.lua moves a due job: a keyed job to the back of its key's queue, never
--- refused for the key's cap), writes its new record and moves it in the due index, all or nothing. A
+-- tick's job (as enqueue_due.lua moves a due job: a keyed job to the back of its key's queue or to
+-- the lane, never refused for the key's cap), writes its new record and moves it in the due index, all or nothing. A
 -- schedule whose job cannot be queued (its queue key holds another type) is left as it was and due
 -- again in a minute. Then each bucket written gets its real score in schedules:due (ending the claim's
 -- lease), or leaves it when empty.
 --
 -- A commit carries hundreds of ticks: its loop over them creates no table per tick and calls
--- Redis only for a keyed job's own queue; everything else is gathered into a few calls per key.
+-- Redis only for a keyed job's own queue (not for one that goes to the lane); everything else is
+-- gathered into a few calls per job name.
 -- Schedules come in runs of one bucket (as the claim returns them), the bucket named once a run.
 --
 -- keys: 3
@@ -29,11 +30,29 @@ local H, top, known = KEYS[1], KEYS[2], KEYS[3]
 local bucketPrefix, prefix, channel, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local argc = #ARGV
 local ids, n = {}, 0
+-- The keys of each job name's keyed jobs, once each, for the lane's plan (lanePlan).
+local keysOf, seenKey = {}, {}
 local a = 5
 while a <= argc do
   local c = tonumber(ARGV[a + 1])
   a = a + 2
-  for j = 0, c - 1 do ids[n + j + 1] = ARGV[a + 7 * j] end
+  for j = 0, c - 1 do
+    local f = a + 7 * j
+    ids[n + j + 1] = ARGV[f]
+    local name, K = ARGV[f + 4], ARGV[f + 5]
+    if name ~= '' and K ~= '' then
+      local nk = name .. '\n' .. K
+      if not seenKey[nk] then
+        seenKey[nk] = true
+        local l = keysOf[name]
+        if not l then
+          l = {}
+          keysOf[name] = l
+        end
+        l[#l + 1] = K
+      end
+    end
+  end
   n, a = n + c, a + 7 * c
 end
 local committed, stale, refused = 0, 0, 0
@@ -78,16 +97,22 @@ local function commitOne(i, a, add, na, rem, nr)
       local g = keyed[name]
       if g == nil then
         local k = keyedKeys(prefix .. 'keyed:' .. name .. ':')
-        g = keyedTypesOK(k) and {k = k, backlog = {}, nb = 0, fresh = {}, nf = 0, total = 0}
+        g = keyedTypesOK(k) and {k = k, backlog = {}, nb = 0, fresh = {}, nf = 0, total = 0, add = {}, na = 0}
         keyed[name] = g
         if g then
+          local m = redis.call('hmget', k.meta, 'vt', 'counts', 'limits')
+          g.vt, g.plan = tonumber(m[1] or '') or 0, lanePlan(k, keysOf[name], m[2], m[3])
           nn = nn + 1
           names[nn] = name
         end
       end
+      local st = g and g.plan[K]
       -- The push itself tells a queue key of another type: nothing is written then.
-      local len = g and redis.pcall('lpush', g.k.p .. '{' .. K .. '}', ARGV[a + 6])
-      if type(len) == 'number' then
+      local len = g and not st and redis.pcall('lpush', g.k.p .. '{' .. K .. '}', ARGV[a + 6])
+      if st then
+        g.na = laneAdd(st, K, ARGV, a + 6, a + 6, g.vt, g.add, g.na)
+        g.total = g.total + 1
+      elseif type(len) == 'number' then
         local bl = g.backlog
         -- Text, as Redis takes it: Lua would format the number on each call.
         bl[g.nb + 1], bl[g.nb + 2] = len == 1 and '1' or tostring(len), K
@@ -157,6 +182,7 @@ for j = 1, nn do
   end
   if g and g.total > 0 then
     local k = g.k
+    laneWrite(k, name, channel, g.add, g.na, g.plan)
     for i = 1, g.nb, 2000 do redis.call('zadd', k.waiting, unpack(g.backlog, i, math.min(g.nb, i + 1999))) end
     redis.call('hincrby', k.meta, 'waiting', g.total)
     keyedReadyMany(k, g.fresh, name, channel)

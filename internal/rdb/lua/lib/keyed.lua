@@ -4,7 +4,10 @@
 --
 --   ready    sorted set: keys whose turn may come, scored by virtual time (stride scheduling: a
 --            turn that takes n jobs moves its key n/weight later; a key that gets jobs again joins
---            at the current time, vt)
+--            at the current time, vt); and the lane: jobs of keys that need no queue of their own,
+--            each a member "<key>\n<payload>" scored by its virtual start (below)
+--   lane     hash: key -> "<jobs> <last>", for a key with jobs in the lane: how many, and the score
+--            of the newest
 --   waiting  sorted set: keys with jobs waiting, scored by how many (Client.Keys, busiest first)
 --   running  hash: key -> its jobs fetched by a pool and not finished (and those a retry holds,
 --            KeyRetryInOrder), kept only while meta's counts field allows (keyedCounting)
@@ -15,10 +18,24 @@
 --   meta     hash: vt, the virtual time of the last turn; waiting, the jobs waiting over all keys;
 --            max_waiting, JobOptions.KeyMaxWaiting as the pools registered it; counts, whether
 --            running is kept: '1' kept for good, '0' not kept (the in-progress lists say what
---            runs), absent kept until a take finds no use for it (keyedCounting)
+--            runs), absent kept until a take finds no use for it (keyedCounting); limits, '1' while
+--            the name's pools limit keys (the lane's plan)
 --   {<key>}  list: the key's jobs, pushed at the head and taken from the tail (FIFO)
 --   {<key>}:rate  string: the key's rate limiter state (GCRA), ms; expires
 --   <pool>:inprogress  list: the jobs of the name's keys a pool holds, each "<key>\n<payload>"
+--
+-- The lane. A queue per key costs Redis a list made and dropped, a waiting entry and a turn for
+-- every key that comes and goes, most of what a key of one job costs. A key whose jobs need no
+-- limit applied puts them in ready itself instead, scored by their virtual start: the first at vt,
+-- each next one a unit after the key's newest (lane's last), so one ZPOPMIN serves queue keys and
+-- lane jobs together in the same virtual-time order, and the in-progress entry is the member. A
+-- key's jobs go to the lane when it has jobs there already (its order), or when nothing needs its
+-- queue: no pool of the name limits keys (meta limits '1', written at registration: KeyConcurrency,
+-- KeyRateLimit or KeyRetryInOrder) and its counts are not kept for good (meta counts '1'), the key
+-- has no pause, concurrency, weight or rate of its own, and no job in its queue. A take that pops a lane job it may no longer serve so (counts kept, a rate, an override
+-- set since, jobs in the key's queue) moves it to the back of the key's queue instead (a divert),
+-- which keeps the key's order and its limits; the take that pops a key's newest lane job drops
+-- the key's lane field.
 --
 -- A key with no job waiting or running has none of these but its overrides. The invariant that
 -- keeps keys moving: a key with jobs waiting that is not paused, at its concurrency limit or past
@@ -30,7 +47,7 @@
 -- their scripts fail with an error that says so (KEYED_NEEDS).
 --
 -- uses: keychecks
--- defines: keyedNum, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedPush, keyedCap, keyedCheckMany, keyedPushMany, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, keyedTake
+-- defines: keyedNum, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedCap, laneRead, keyedBacklog, lanePlan, laneAdd, laneWrite, keyedCheckMany, keyedPushMany, keyedPush, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, laneSettle, keyedTake
 
 -- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
@@ -83,7 +100,7 @@ end
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
 local function keyedKeys(p)
   return {p = p, ready = p .. 'ready', waiting = p .. 'waiting', running = p .. 'running',
-    delayed = p .. 'delayed', conf = p .. 'conf', meta = p .. 'meta'}
+    delayed = p .. 'delayed', conf = p .. 'conf', meta = p .. 'meta', lane = p .. 'lane'}
 end
 
 -- keyedQueue is the list of key K's jobs.
@@ -101,7 +118,7 @@ end
 -- that finds one overwritten by another program leaves the name's keyed jobs alone.
 local function keyedTypesOK(k)
   for key, want in pairs({ready = 'zset', waiting = 'zset', running = 'hash', delayed = 'zset',
-      conf = 'hash', meta = 'hash'}) do
+      conf = 'hash', meta = 'hash', lane = 'hash'}) do
     local t = keyType(k[key])
     if t ~= 'none' and t ~= want then return false end
   end
@@ -138,64 +155,192 @@ local function keyedCap(k, K)
   return c
 end
 
--- keyedPush queues payloads[from..to] at the back of key K's queue and gives the key a turn if it
--- had no job waiting. The caller has checked the types and the cap. Returns the queue's length.
-local function keyedPush(k, K, name, payloads, from, to, channel)
-  local q = keyedQueue(k, K)
-  local n = 0
-  for i = from, to, 1000 do n = redis.call('lpush', q, unpack(payloads, i, math.min(to, i + 999))) end
-  redis.call('zadd', k.waiting, n, K)
-  redis.call('hincrby', k.meta, 'waiting', to - from + 1)
-  if n == to - from + 1 then keyedReady(k, K, name, channel) end
-  return n
+-- laneRead returns the lane state of keys (a list): key -> {n = jobs, last = the newest's score,
+-- lastText = the score as stored}, for the keys that have jobs in the lane. A field of another
+-- form, or a lane hash of another type, reads as none.
+local function laneRead(k, keys)
+  local st = {}
+  for i = 1, #keys, 1000 do
+    local v = redis.pcall('hmget', k.lane, unpack(keys, i, math.min(#keys, i + 999)))
+    if v.err then return st end
+    for j = 1, #v do
+      local f = v[j]
+      if f then
+        local n, last = string.match(f, '^(%d+) (%S+)$')
+        local l = tonumber(last)
+        if l then st[keys[i + j - 1]] = {n = tonumber(n), last = l, lastText = last} end
+      end
+    end
+  end
+  return st
+end
+
+-- keyedBacklog returns the jobs key K has waiting, in its queue and in the lane; nil when its queue
+-- key holds another type.
+local function keyedBacklog(k, K)
+  local n = redis.pcall('llen', keyedQueue(k, K))
+  if type(n) ~= 'number' then return nil end
+  local st = laneRead(k, {K})[K]
+  return n + (st and st.n or 0)
+end
+
+-- lanePlan says where jobs pushed now for keys (a list without repeats) go: plan[K] is the key's
+-- lane state ({n = 0} for a key new to the lane) when they go to the lane, false when they go to
+-- its queue (see "The lane" above). counts and limits are meta's fields of those names. It reads the lane, the waiting
+-- index and the overrides once each for all the keys.
+local function lanePlan(k, keys, counts, limits)
+  local plan = laneRead(k, keys)
+  local open = counts ~= '1' and limits ~= '1'
+  local listed, conf = {}, nil
+  if open then
+    for i = 1, #keys, 1000 do
+      local v = pcallReply('zmscore', k.waiting, unpack(keys, i, math.min(#keys, i + 999)))
+      if wrongType(v, KEYED_NEEDS) then
+        open = false
+        break
+      end
+      for j = 1, #v do listed[i + j - 1] = v[j] end
+    end
+  end
+  if open and redis.call('exists', k.conf) == 1 then
+    conf = {}
+    for i = 1, #keys, 250 do
+      local fields = {}
+      for j = i, math.min(#keys, i + 249) do
+        local K = keys[j]
+        fields[#fields + 1] = 'p:' .. K
+        fields[#fields + 1] = 'c:' .. K
+        fields[#fields + 1] = 'w:' .. K
+        fields[#fields + 1] = 'r:' .. K
+      end
+      local v = redis.pcall('hmget', k.conf, unpack(fields))
+      if v.err then
+        open = false
+        break
+      end
+      for j = 1, #v, 4 do conf[i + (j - 1) / 4] = v[j] or v[j + 1] or v[j + 2] or v[j + 3] end
+    end
+  end
+  for i, K in ipairs(keys) do
+    if not plan[K] then
+      plan[K] = open and not listed[i] and not (conf and conf[i]) and {n = 0} or false
+    end
+  end
+  return plan
+end
+
+-- laneAdd gathers payloads[from..to] of key K, planned for the lane (st, its lane state, which it
+-- updates), into add (score, member pairs, na of them so far), the first at virtual time vt or
+-- after the key's newest lane job. Returns the new na.
+local function laneAdd(st, K, payloads, from, to, vt, add, na)
+  local s = vt
+  if st.last and st.last + 1 > vt then s = st.last + 1 end
+  local prefix, text = K .. '\n', nil
+  for i = from, to do
+    text = tostring(s)
+    add[na + 1], add[na + 2] = text, prefix .. payloads[i]
+    na, s = na + 2, s + 1
+  end
+  st.n, st.last, st.lastText, st.dirty = st.n + to - from + 1, tonumber(text), text, true
+  return na
+end
+
+-- laneWrite writes what laneAdd gathered: the members into ready, the lane state of the keys of
+-- plan that got jobs, and a wake-up on the keyed channel when ready was empty (as keyedReadyMany).
+local function laneWrite(k, name, channel, add, na, plan)
+  if na == 0 then return end
+  local before = redis.call('zcard', k.ready)
+  for i = 1, na, 2000 do redis.call('zadd', k.ready, unpack(add, i, math.min(na, i + 1999))) end
+  local set = {}
+  for K, st in pairs(plan) do
+    if st and st.dirty then
+      set[#set + 1] = K
+      set[#set + 1] = st.n .. ' ' .. st.lastText
+      st.dirty = false
+    end
+  end
+  for i = 1, #set, 2000 do redis.call('hset', k.lane, unpack(set, i, math.min(#set, i + 1999))) end
+  if before == 0 then redis.call('publish', channel .. ':keyed', name) end
 end
 
 -- keyedCheckMany checks, before anything is written, that jobs may be pushed for the keys of one job
--- name: groups is a list of {key, count}. It reads the name's state once and each key's queue once
--- (its type, and its length against the key's cap). It returns nil when all may go, else the index
--- of the group refused for its cap and that cap, or 0 and a message for a key of the wrong type; on
--- a server that lacks what keyed jobs need, it stops the script with an error that says so.
+-- name: groups is a list of {key, count}, keys not repeated. It reads the name's state once, and the
+-- queue of each key whose jobs do not go to the lane (its type, and its length against the key's
+-- cap). It returns nil and the push's plan (lanePlan) when all may go, else the index of the group
+-- refused for its cap and that cap, or 0 and a message for a key of the wrong type; on a server that
+-- lacks what keyed jobs need, it stops the script with an error that says so.
 local function keyedCheckMany(k, groups)
   if not keyedTypesOK(k) then return 0, 'a key of ' .. k.p .. '* holds another type' end
   -- A server without ZMSCORE refuses keyed jobs here, before they are queued, rather than when a
   -- pool fetches them.
   wrongType(pcallReply('zmscore', k.waiting, ''), KEYED_NEEDS)
+  local m = redis.call('hmget', k.meta, 'max_waiting', 'counts', 'limits')
+  local default = tonumber(m[1] or '') or 0
+  local keys = {}
+  for i, grp in ipairs(groups) do keys[i] = grp[1] end
+  local plan = lanePlan(k, keys, m[2], m[3])
   local caps = {}
-  local default = tonumber(redis.call('hget', k.meta, 'max_waiting') or '') or 0
   if redis.call('exists', k.conf) == 1 then
     local fields = {}
     for i, grp in ipairs(groups) do fields[i] = 'm:' .. grp[1] end
-    local v = redis.call('hmget', k.conf, unpack(fields))
-    for i = 1, #groups do caps[i] = tonumber(v[i] or '') end
+    for i = 1, #fields, 1000 do
+      local v = redis.call('hmget', k.conf, unpack(fields, i, math.min(#fields, i + 999)))
+      for j = 1, #v do caps[i + j - 1] = tonumber(v[j] or '') end
+    end
   end
   for i, grp in ipairs(groups) do
-    local q = keyedQueue(k, grp[1])
-    local n = redis.pcall('llen', q)
-    if type(n) ~= 'number' then return 0, 'the queue key ' .. q .. ' holds another type' end
     local cap = caps[i] or default
-    if cap > 0 and n + grp[2] > cap then return i, cap end
+    local st = plan[grp[1]]
+    if st then
+      if cap > 0 and st.n + grp[2] > cap then return i, cap end
+    else
+      local q = keyedQueue(k, grp[1])
+      local n = redis.pcall('llen', q)
+      if type(n) ~= 'number' then return 0, 'the queue key ' .. q .. ' holds another type' end
+      if cap > 0 and n + grp[2] > cap then return i, cap end
+    end
   end
-  return nil
+  return nil, plan
 end
 
--- keyedPushMany queues the jobs of several keys of one job name (checked by keyedCheckMany): groups
--- is a list of {key, from, to}, the payloads being payloads[from..to]. Each key's jobs go to the back
--- of its queue; the name's waiting index, count and ready keys are written once for all.
-local function keyedPushMany(k, name, groups, payloads, channel)
-  local backlog, fresh, total = {}, {}, 0
+-- keyedPushMany queues the jobs of several keys of one job name (checked by keyedCheckMany, whose
+-- plan it takes, or checked by the caller: plan nil): groups is a list of {key, from, to}, keys not
+-- repeated, the payloads being payloads[from..to]. Each key's jobs go to the back of its queue or to
+-- the lane; the name's waiting index, count, ready keys and lane are written once for all.
+local function keyedPushMany(k, name, groups, payloads, channel, plan)
+  local meta = redis.call('hmget', k.meta, 'vt', 'counts', 'limits')
+  if not plan then
+    local keys = {}
+    for i, grp in ipairs(groups) do keys[i] = grp[1] end
+    plan = lanePlan(k, keys, meta[2], meta[3])
+  end
+  local vt = tonumber(meta[1] or '') or 0
+  local backlog, fresh, total, add, na = {}, {}, 0, {}, 0
   for _, grp in ipairs(groups) do
-    local q, n = keyedQueue(k, grp[1]), 0
-    for i = grp[2], grp[3], 1000 do n = redis.call('lpush', q, unpack(payloads, i, math.min(grp[3], i + 999))) end
     local count = grp[3] - grp[2] + 1
     total = total + count
-    backlog[#backlog + 1] = n
-    backlog[#backlog + 1] = grp[1]
-    if n == count then fresh[#fresh + 1] = grp[1] end
+    local st = plan[grp[1]]
+    if st then
+      na = laneAdd(st, grp[1], payloads, grp[2], grp[3], vt, add, na)
+    else
+      local q, n = keyedQueue(k, grp[1]), 0
+      for i = grp[2], grp[3], 1000 do n = redis.call('lpush', q, unpack(payloads, i, math.min(grp[3], i + 999))) end
+      backlog[#backlog + 1] = n
+      backlog[#backlog + 1] = grp[1]
+      if n == count then fresh[#fresh + 1] = grp[1] end
+    end
   end
+  laneWrite(k, name, channel, add, na, plan)
   for i = 1, #backlog, 2000 do redis.call('zadd', k.waiting, unpack(backlog, i, math.min(#backlog, i + 1999))) end
   redis.call('hincrby', k.meta, 'waiting', total)
   keyedReadyMany(k, fresh, name, channel)
   if #groups >= WIDE_AT then keyedWiden(k) end
+end
+
+-- keyedPush queues payloads[from..to] for key K, as keyedPushMany does. The caller has checked the
+-- types and the cap.
+local function keyedPush(k, K, name, payloads, from, to, channel)
+  keyedPushMany(k, name, {{K, from, to}}, payloads, channel)
 end
 
 -- keyedReturn puts a payload back at the front of key K's queue (a job fetched and not run: a stop,
@@ -346,6 +491,31 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
   keyedReadyMany(k, waiting, name, channel)
 end
 
+-- laneSettle writes the lane state of the keys a take popped lane jobs of (laneState, lane: see
+-- keyedTake): a key whose newest lane job went drops its field, another has its count lowered. With
+-- divertedOnly, the jobs served are not counted: the take put them back.
+local function laneSettle(k, laneState, lane, divertedOnly)
+  local set, del = {}, {}
+  for LK, st in pairs(laneState) do
+    if st then
+      local c = lane.div[LK] or 0
+      local last = lane.lastDiv[LK]
+      if not divertedOnly then
+        c = c + (lane.served[LK] or 0)
+        last = last or lane.lastServed[LK]
+      end
+      if last then
+        del[#del + 1] = LK
+      elseif c > 0 then
+        set[#set + 1] = LK
+        set[#set + 1] = math.max(st.n - c, 1) .. ' ' .. st.lastText
+      end
+    end
+  end
+  for i = 1, #set, 2000 do redis.pcall('hset', k.lane, unpack(set, i, math.min(#set, i + 1999))) end
+  for i = 1, #del, 1000 do redis.pcall('hdel', k.lane, unpack(del, i, math.min(#del, i + 999))) end
+end
+
 -- keyedTake moves up to n jobs of a job name's keys into the pool's keyed in-progress list, key by
 -- key in turn, as entries "<key>\n<payload>", which it also appends to out. It pops the keys with
 -- the earliest virtual times (as many as n, at most all those ready) and gives each its share of n
@@ -380,6 +550,11 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   local readd, drained, served, backlog = {}, {}, {}, {}
   local taken = {} -- key -> jobs taken
   local vt, waiting, hasConf, counting
+  -- The lane jobs popped: per key its lane state (false: none), whether it has jobs in its queue,
+  -- how many of its lane jobs were served and diverted, and which way its newest went; laneAt[j]
+  -- the score of out[j] when it came from the lane.
+  local laneState, listed, lane = {}, {}, {served = {}, div = {}, lastServed = {}, lastDiv = {}}
+  local laneAt, hasWaiting = {}, nil
   local wide -- whether the first round popped WIDE_AT keys or more
   -- giveBack returns popped keys to ready at their scores, when the take must stop.
   local function giveBack(keys, scores)
@@ -400,6 +575,26 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       keys[#keys + 1] = popped[i]
       scores[#scores + 1] = tonumber(popped[i + 1])
     end
+    -- Split the queue keys (kk) from the lane jobs (laneOf[i], their key; rk, those keys; lk,
+    -- those new to this take).
+    local kk, laneOf, lk, rk, inRound = {}, {}, {}, {}, {}
+    for i, K in ipairs(keys) do
+      local j = string.find(K, '\n', 1, true)
+      if j then
+        local LK = string.sub(K, 1, j - 1)
+        laneOf[i] = LK
+        if not inRound[LK] then
+          inRound[LK] = true
+          rk[#rk + 1] = LK
+        end
+        if laneState[LK] == nil then
+          laneState[LK] = false
+          lk[#lk + 1] = LK
+        end
+      else
+        kk[#kk + 1] = K
+      end
+    end
     if not vt then
       wide = #keys >= WIDE_AT
       local m = redis.pcall('hmget', k.meta, 'vt', 'waiting', 'counts')
@@ -417,9 +612,25 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     -- served last may get less than its share; its virtual time moves by what it got, so it loses
     -- no turn.
     local quantum = math.max(1, math.ceil((n - got) / #keys))
+    if #lk > 0 then
+      for LK, st in pairs(laneRead(k, lk)) do laneState[LK] = st end
+      if hasWaiting == nil then hasWaiting = redis.call('exists', k.waiting) == 1 end
+      if hasWaiting then
+        local v = pcallReply('zmscore', k.waiting, unpack(lk))
+        if wrongType(v, KEYED_NEEDS) then v = {} end
+        for i, LK in ipairs(lk) do
+          if v[i] then listed[LK] = true end
+        end
+      end
+    end
     local conf
     if hasConf then
-      conf = keyedConf(k, keys, d)
+      local ck = kk
+      if #rk > 0 then
+        ck = {unpack(kk)}
+        for _, LK in ipairs(rk) do ck[#ck + 1] = LK end
+      end
+      conf = #ck > 0 and keyedConf(k, ck, d) or {}
       if not conf then
         giveBack(keys, scores)
         return nil
@@ -436,18 +647,56 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         end
       end
     end
-    local running = {}
-    if counting then running = redis.pcall('hmget', k.running, unpack(keys)) end
+    local running, runningOf = {}, {}
+    if counting and #kk > 0 then running = redis.pcall('hmget', k.running, unpack(kk)) end
     if running.err then
       giveBack(keys, scores)
       return nil
     end
+    for i, K in ipairs(kk) do runningOf[K] = running[i] end
+    -- horizon is the earliest next turn of a queue key served in this round: a lane job beyond it
+    -- waits for the next round, so that a key of weight w still gets w jobs a unit of virtual time
+    -- while the lane jobs popped with it span many units.
+    local horizon
     for i, K in ipairs(keys) do
       local s = scores[i]
       -- A key added by another program with an old score takes its turn now, not many in a row;
       -- one with a score beyond reach (inf, or far ahead) is brought back to now.
       if not s or s ~= s or s < vt or s > vt + 1e12 then s = vt end
-      if got >= n then
+      local LK = laneOf[i]
+      if LK and (got >= n or (horizon and s > horizon)) then
+        readd[#readd + 1] = scores[i] or s
+        readd[#readd + 1] = K
+      elseif LK then
+        -- A lane job: served as it is, unless its key now needs its queue (see "The lane").
+        local st, o = laneState[LK], conf and conf[LK]
+        local isLast = st and scores[i] == st.last
+        local divert = counting or (d.rateJobs > 0 and d.ratePeriod > 0) or listed[LK] or
+          (o and (o.paused or o.limit > 0 or o.weight ~= 1 or (o.rateJobs > 0 and o.ratePeriod > 0)))
+        if divert then
+          local len = redis.pcall('lpush', keyedQueue(k, LK), string.sub(K, #LK + 2))
+          if type(len) == 'number' then
+            listed[LK] = true
+            lane.div[LK] = (lane.div[LK] or 0) + 1
+            if isLast then lane.lastDiv[LK] = true end
+            redis.pcall('zadd', k.waiting, len, LK)
+            if len == 1 then redis.pcall('zadd', k.ready, 'NX', vt, LK) end
+            -- A key this take served and drained has jobs again: the take's end must not drop
+            -- its waiting entry.
+            if backlog[LK] then backlog[LK] = len end
+          else
+            divert = false -- a queue of another type: served from the lane after all
+          end
+        end
+        if not divert then
+          out[#out + 1] = K
+          laneAt[#out] = scores[i] or s
+          got = got + 1
+          if s > vt then vt = s end
+          lane.served[LK] = (lane.served[LK] or 0) + 1
+          if isLast then lane.lastServed[LK] = true end
+        end
+      elseif got >= n then
         -- Not served in this take: it keeps its turn.
         readd[#readd + 1] = s
         readd[#readd + 1] = K
@@ -456,7 +705,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         local o = conf and conf[K]
         local limit, weight, rj, rp = d.limit, 1, d.rateJobs, d.ratePeriod
         if o then limit, weight, rj, rp = o.limit, o.weight, o.rateJobs, o.ratePeriod end
-        local run = (tonumber(running[i] or '') or 0) + (taken[K] or 0)
+        local run = (tonumber(runningOf[K] or '') or 0) + (taken[K] or 0)
         local m = math.min(quantum * weight, n - got)
         if o and o.paused then
           m = 0 -- left out of ready: resuming the key gives it a turn
@@ -519,8 +768,10 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           backlog[K] = b
           if more then
             if limit == 0 or run + took < limit then
-              readd[#readd + 1] = s + took / weight
+              local next = s + took / weight
+              readd[#readd + 1] = next
               readd[#readd + 1] = K
+              if not horizon or next < horizon then horizon = next end
             end
           else
             drained[#drained + 1] = K
@@ -528,7 +779,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           if took > 0 then
             got = got + took
             taken[K] = (taken[K] or 0) + took
-            if counting and not served[K] then served[K] = running[i] or '0' end
+            if counting and not served[K] then served[K] = runningOf[K] or '0' end
             if tat then redis.pcall('set', q .. ':rate', tostring(tat + took * interval), 'PX', math.ceil(rp * 2)) end
           end
         end
@@ -541,6 +792,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   end
   if not vt then return 0 end
   if got == 0 then
+    laneSettle(k, laneState, lane, false)
     redis.pcall('hset', k.meta, 'vt', tostring(vt))
     return 0
   end
@@ -549,8 +801,12 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   for i = first, #out, 1000 do
     if type(redis.pcall('lpush', inprogress, unpack(out, i, math.min(#out, i + 999)))) ~= 'number' then
       for j = #out, first, -1 do
-        local K, payload = keyedSplit(out[j])
-        redis.call('rpush', keyedQueue(k, K), payload)
+        if laneAt[j] then
+          redis.call('zadd', k.ready, laneAt[j], out[j])
+        else
+          local K, payload = keyedSplit(out[j])
+          redis.call('rpush', keyedQueue(k, K), payload)
+        end
         out[j] = nil
       end
       local add = {}
@@ -558,8 +814,17 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         add[#add + 1] = vt
         add[#add + 1] = K
       end
-      redis.pcall('zadd', k.ready, 'NX', unpack(add))
+      if #add > 0 then redis.pcall('zadd', k.ready, 'NX', unpack(add)) end
+      laneSettle(k, laneState, lane, true)
       return nil
+    end
+  end
+  laneSettle(k, laneState, lane, false)
+  if counting then
+    -- Counts turned on during the take (a key's own limit): its lane jobs count too.
+    for LK, c in pairs(lane.served) do
+      taken[LK] = (taken[LK] or 0) + c
+      backlog[LK] = backlog[LK] or 0
     end
   end
   -- The counts of the keys served and their backlogs, the jobs waiting over all keys, the turn.
@@ -582,7 +847,11 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     end
     redis.pcall('hset', k.running, unpack(counts))
   end
-  if #drained > 0 then redis.pcall('zrem', k.waiting, unpack(drained)) end
+  local gone = {}
+  for _, K in ipairs(drained) do
+    if backlog[K] <= 0 then gone[#gone + 1] = K end
+  end
+  if #gone > 0 then redis.pcall('zrem', k.waiting, unpack(gone)) end
   if #upd > 0 then redis.pcall('zadd', k.waiting, 'XX', unpack(upd)) end
   redis.pcall('hset', k.meta, 'vt', tostring(vt), 'waiting', math.max(waiting - got, 0))
   -- After the writes, so that the keys this take created are converted too.
