@@ -15,7 +15,9 @@ const keysPerPage = 20
 // Keys returns a page (1-based, 20 per page) of the keys of a job name that have jobs waiting or
 // running, and how many there are: first the keys with jobs waiting, the largest backlog first, then
 // those with jobs running only. Each key's counts and overrides are read in the same round trip, so
-// a page costs three round trips whatever the number of keys.
+// a page costs three round trips whatever the number of keys, unless keys have jobs in the lane (keys
+// that got one job at a time, without limits; docs/redis-layout.md): then every key with jobs
+// waiting is read and ranked, in steps of 1,000.
 func (c *Client) Keys(jobName string, page uint) ([]*KeyInfo, int64, error) {
 	if err := checkJobName(jobName); err != nil {
 		return nil, 0, err
@@ -142,7 +144,7 @@ func (c *Client) keyControl(jobName, key, op string, vals [4]string) error {
 
 // KeyStats sums up the keyed jobs of every job name that has had some: jobs and keys waiting and
 // running, the largest backlog of one key, and the keys paused or with overrides: three round trips,
-// whatever the number of keys.
+// plus one per 1,000 keys with jobs in the lane (whose counts are read to find the largest).
 func (c *Client) KeyStats() ([]*KeyStat, error) {
 	ctx := context.Background()
 	names, err := c.store.KeyedNames(ctx)

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
@@ -58,19 +56,12 @@ func wrappedPool(tb testing.TB, size int, wrap func(net.Conn) net.Conn) *redis.P
 	return pool
 }
 
-// rKeyBacklog returns the jobs a key of a job name has waiting: in its queue and in the lane (the
-// lane field "<jobs> <last score>", lib/keyed.lua).
+// rKeyBacklog returns the jobs a key of a job name has waiting: in its queue and in the lane (one at
+// most, whose score the key's lane field holds: lib/keyed.lua).
 func rKeyBacklog(t testing.TB, pool *redis.Pool, ns, name, key string) int64 {
 	t.Helper()
 	p := ns + ":keyed:" + name + ":"
-	n := rInt(t, pool, "LLEN", p+"{"+key+"}")
-	if f, err := redis.String(rdo(t, pool, "HGET", p+"lane", key), nil); err == nil {
-		if fields := strings.Fields(f); len(fields) == 2 {
-			m, _ := strconv.ParseInt(fields[0], 10, 64)
-			n += m
-		}
-	}
-	return n
+	return rInt(t, pool, "LLEN", p+"{"+key+"}") + rInt(t, pool, "HEXISTS", p+"lane", key)
 }
 
 // limitKeys marks a job name as served by pools that limit its keys, as their registration does,

@@ -122,6 +122,19 @@ func TestKeyPauseAndOverride(t *testing.T) {
 // While two keys have jobs waiting, one of weight 3 gets three jobs to the other's one.
 func TestKeyWeightGivesMoreTurns(t *testing.T) {
 	t.Parallel()
+	for _, lane := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lane=%v", lane), func(t *testing.T) {
+			t.Parallel()
+			testKeyWeight(t, lane)
+		})
+	}
+}
+
+// testKeyWeight runs TestKeyWeightGivesMoreTurns with the light jobs in one key's queue, or in the
+// lane: 300 keys of one job each, enqueued a unit of virtual time apart (meta's vt set before each,
+// then put back), so that a fetch pops many of them at once, and the heavy key must still get its
+// three jobs for their one.
+func testKeyWeight(t *testing.T, lane bool) {
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	e := NewEnqueuer(ns, pool)
@@ -130,10 +143,22 @@ func TestKeyWeightGivesMoreTurns(t *testing.T) {
 	}
 	var jobs []BatchJob
 	for i := 0; i < 300; i++ {
-		jobs = append(jobs, BatchJob{Name: "mail", Key: "heavy"}, BatchJob{Name: "mail", Key: "light"})
+		jobs = append(jobs, BatchJob{Name: "mail", Key: "heavy"})
+		if lane {
+			rdo(t, pool, "HSET", ns+":keyed:mail:meta", "vt", i)
+			if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: fmt.Sprintf("light-%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			jobs = append(jobs, BatchJob{Name: "mail", Key: "light"})
+		}
 	}
+	rdo(t, pool, "HSET", ns+":keyed:mail:meta", "vt", 0)
 	if _, err := e.EnqueueBatch(jobs); err != nil {
 		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "HLEN", ns+":keyed:mail:lane"); lane != (n == 300) {
+		t.Fatalf("%d keys in the lane (lane %v)", n, lane)
 	}
 	s := newKeyedRun()
 	bhvStart(t, NewWorkerPool(bhvCtx{}, 2, ns, pool).Job("mail", s.handler(0)))
@@ -398,4 +423,62 @@ func TestFindJobAndQueueStatsSeeKeyedJobs(t *testing.T) {
 		t.Fatalf("QueueStats: %+v, %v", stats[0], err)
 	}
 	gate.Open()
+}
+
+// The lane job of a key paused after it was enqueued waits: the pool moves it to the key's queue
+// as it meets it, and runs it, then the key's next job, once the key is resumed. The Client counts
+// a key's job in the lane as one waiting.
+func TestLaneJobOfAPausedKeyWaitsInItsQueue(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	c := NewClient(ns, pool)
+	for _, key := range []string{"held", "free-1", "free-2"} {
+		if _, err := e.EnqueueWith("mail", Q{"i": 0}, EnqueueOptions{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.EnqueueBatch([]BatchJob{{Name: "mail", Key: "queued"}, {Name: "mail", Key: "queued"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "HLEN", ns+":keyed:mail:lane"); n != 3 {
+		t.Fatalf("%d keys in the lane, want 3", n)
+	}
+	keys, total, err := c.Keys("mail", 1)
+	if err != nil || total != 4 || len(keys) != 4 || keys[0].Key != "queued" || keys[0].Waiting != 2 || keys[3].Waiting != 1 {
+		t.Fatalf("Keys: %d keys, %v", total, err)
+	}
+	if k, err := c.Key("mail", "held"); err != nil || k.Waiting != 1 {
+		t.Fatalf("Key(held) = %+v, %v", k, err)
+	}
+	if st, err := c.KeyStats(); err != nil || len(st) != 1 || st[0].Waiting != 5 || st[0].WaitingKeys != 4 || st[0].LargestBacklog != 2 {
+		t.Fatalf("KeyStats: %+v, %v", st, err)
+	}
+	if err := c.PauseKey("mail", "held"); err != nil {
+		t.Fatal(err)
+	}
+	run := newKeyedRun()
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("mail", run.handler(0)))
+	eventually(t, 20*time.Second, "the jobs of the keys not paused", func() bool { return run.done() == 4 })
+	if n := rInt(t, pool, "LLEN", ns+":keyed:mail:{held}"); n != 1 {
+		t.Fatalf("the paused key has %d jobs in its queue, want its lane job", n)
+	}
+	if _, err := e.EnqueueWith("mail", Q{"i": 1}, EnqueueOptions{Key: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := c.Key("mail", "held"); err != nil || k.Waiting != 2 || !k.Paused {
+		t.Fatalf("Key(held) while paused = %+v, %v", k, err)
+	}
+	if err := c.UnpauseKey("mail", "held"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the resumed key's jobs", func() bool { return run.done() == 6 })
+	run.mu.Lock()
+	order := run.order["held"]
+	run.mu.Unlock()
+	if fmt.Sprint(order) != "[0 1]" {
+		t.Fatalf("the resumed key ran its jobs in the order %v", order)
+	}
+	waitKeyedStateGone(t, pool, ns, "mail")
 }

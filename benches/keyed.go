@@ -148,11 +148,21 @@ func (b *bench) keyedBurnRun(v keyedVariant, cfg keyedConfig, conc int) (map[str
 	names := []string{keyedJobName}
 	var newConsumer func(onJob) consumer
 	if wl, ok := v.lib.(workLib); ok {
-		if err := b.enqueueKeyed(m, wl, cfg.n, keyOf(v.keys), cfg); err != nil {
-			return nil, err
-		}
 		newConsumer = func(h onJob) consumer {
 			return wl.newConsumerWith(consumerConfig{concurrency: conc, names: names, h: h}, work.JobOptions{KeyConcurrency: v.keyConc})
+		}
+		if v.keyConc > 0 {
+			// A deployment's pools have registered the name's key limits before its jobs come (the
+			// FLUSHALL before each run wiped that): a pool started and stopped writes them, so that
+			// the enqueue queues per key, as it would in production, rather than in the lane.
+			c := newConsumer(func(string, int64) error { return nil })
+			if err := c.start(); err != nil {
+				return nil, err
+			}
+			c.stop()
+		}
+		if err := b.enqueueKeyed(m, wl, cfg.n, keyOf(v.keys), cfg); err != nil {
+			return nil, err
 		}
 	} else {
 		p := v.lib.newProducer(10)

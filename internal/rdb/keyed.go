@@ -466,25 +466,17 @@ func SplitKeyedEntry(entry interface{}) (key, payload []byte) {
 	return nil, b
 }
 
-// laneJobs reads a key's lane field ("<jobs> <last score>", lib/keyed.lua): its jobs in the lane, 0
-// for none or a field of another form.
+// laneJobs reads a key's lane field (the score of its job in the lane, lib/keyed.lua): its jobs in
+// the lane, 1 or 0.
 func laneJobs(v interface{}) int64 {
-	b, ok := v.([]byte)
-	if !ok {
-		return 0
+	if _, ok := v.([]byte); ok {
+		return 1
 	}
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
+	return 0
 }
 
-// laneBacklogs reads a name's lane hash with HSCAN, rdb.ChunkSize fields a step: each key with jobs
-// in the lane and how many. A hash of another type reads as empty.
+// laneBacklogs reads a name's lane hash with HSCAN, rdb.ChunkSize fields a step: each key with a job
+// in the lane, and 1 for it. A hash of another type reads as empty.
 func (s *Store) laneBacklogs(c redis.Conn, name string) (map[string]int64, error) {
 	out := map[string]int64{}
 	cursor := "0"
@@ -503,9 +495,7 @@ func (s *Store) laneBacklogs(c redis.Conn, name string) (map[string]int64, error
 		kv, _ := redis.Values(r[1], nil)
 		for i := 0; i+1 < len(kv); i += 2 {
 			key, _ := redis.String(kv[i], nil)
-			if n := laneJobs(kv[i+1]); n > 0 {
-				out[key] += n
-			}
+			out[key] = laneJobs(kv[i+1])
 		}
 		if cursor == "0" {
 			return out, nil

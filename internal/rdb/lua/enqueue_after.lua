@@ -9,7 +9,7 @@
 -- KEYS[1] known_jobs
 -- ARGV[1] namespace prefix; ARGV[2] wake-up channel; ARGV[3] number of jobs; then per job: ID, job
 --   name, payload, keep seconds, policy ('dead' or 'run'), key ("" for none: a keyed job goes to its
---   key's queue, and its record keeps the key while it waits), dependency count d, then d
+--   key's queue or the lane, and its record keeps the key while it waits), dependency count d, then d
 --   dependencies, each 'j:<job ID>' or 'b:<batch ID>'
 --
 -- Returns per job its state: 'queued', 'waiting' or 'dead' (a dependency had died and the policy

@@ -1,7 +1,8 @@
 -- Moves members of a sorted set onto the back of the queues named for them, each at most once: a
 -- member that another pool moved first is skipped. A keyed job goes to the back of its key's queue
--- (never refused for the key's cap: it was enqueued already), and its key gets a turn; a keyed retry
--- that kept its key's slot ("key_hold") goes to the front instead, and frees the slot.
+-- or to the lane (never refused for the key's cap: it was enqueued already), and its key gets a
+-- turn; a keyed retry that kept its key's slot ("key_hold") goes to the front instead, and frees the
+-- slot.
 --
 -- keys: varies
 -- uses: keychecks, keyed

@@ -1,6 +1,7 @@
 -- Queues keyed jobs, and jobs without a key with them, all or none: every key's state is checked
 -- (types, and the cap on jobs waiting, KeyMaxWaiting) before anything is written. A keyed job goes to
--- the back of its key's queue, and a key that had no job waiting gets a turn; a job without a key
+-- the back of its key's queue, and a key that had no job waiting gets a turn, or to the lane after
+-- the key's jobs there (lib/keyed.lua, "The lane"); a job without a key
 -- goes onto its name's queue, as enqueue_batch.lua would push it. A job name's state is read and
 -- written once per call, whatever the number of its keys.
 --

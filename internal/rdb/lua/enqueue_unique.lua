@@ -1,7 +1,7 @@
 -- Enqueues a job (onto a queue, or into the scheduled set when ARGV[3] is a score) unless its unique
 -- lock is held. A duplicate refreshes the lock and, for ByKey jobs, replaces the stored job so the
--- single run uses the latest args. A keyed job to run now goes to the back of its key's queue,
--- within the key's cap (KeyMaxWaiting).
+-- single run uses the latest args. A keyed job to run now goes to the back of its key's queue (or
+-- the lane: lib/keyed.lua), within the key's cap (KeyMaxWaiting).
 --
 -- keys: 3
 -- uses: keychecks, keyed

@@ -1,8 +1,8 @@
 -- Moves members of a sorted set onto the back of their queues under new payloads, each at most once:
 -- a member already removed (by a racing client) is skipped, so nothing runs twice. A queue that goes
--- from empty to one job wakes idle pools. A keyed job goes to the back of its key's queue (never
--- refused for the key's cap), and its key gets a turn; a keyed retry that kept its key's slot
--- ("key_hold") goes to the front instead, and frees the slot.
+-- from empty to one job wakes idle pools. A keyed job goes to the back of its key's queue or to the
+-- lane (never refused for the key's cap), and its key gets a turn; a keyed retry that kept its key's
+-- slot ("key_hold") goes to the front instead, and frees the slot.
 --
 -- keys: varies
 -- uses: keychecks, keyed

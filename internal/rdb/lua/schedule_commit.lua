@@ -2,9 +2,9 @@
 -- still the one claimed: the compare-and-set that makes each tick enqueued once, whatever the number
 -- of pools, leases run out or replies lost. For a schedule whose record stands, it enqueues the
 -- tick's job (as enqueue_due.lua moves a due job: a keyed job to the back of its key's queue or to
--- the lane, never refused for the key's cap), writes its new record and moves it in the due index, all or nothing. A
--- schedule whose job cannot be queued (its queue key holds another type) is left as it was and due
--- again in a minute. Then each bucket written gets its real score in schedules:due (ending the claim's
+-- the lane, never refused for the key's cap), writes its new record and moves it in the due index,
+-- all or nothing. A schedule whose job cannot be queued (its queue key holds another type) is left
+-- as it was and due again in a minute. Then each bucket written gets its real score in schedules:due (ending the claim's
 -- lease), or leaves it when empty.
 --
 -- A commit carries hundreds of ticks: its loop over them creates no table per tick and calls
@@ -30,8 +30,9 @@ local H, top, known = KEYS[1], KEYS[2], KEYS[3]
 local bucketPrefix, prefix, channel, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local argc = #ARGV
 local ids, n = {}, 0
--- The keys of each job name's keyed jobs, once each, for the lane's plan (lanePlan).
-local keysOf, seenKey = {}, {}
+-- The keys of each job name's keyed jobs, once each, and whether a key gets more than one job, for
+-- the lane's plan (lanePlan).
+local keysOf, manyOf, seenKey = {}, {}, {}
 local a = 5
 while a <= argc do
   local c = tonumber(ARGV[a + 1])
@@ -42,14 +43,17 @@ while a <= argc do
     local name, K = ARGV[f + 4], ARGV[f + 5]
     if name ~= '' and K ~= '' then
       local nk = name .. '\n' .. K
-      if not seenKey[nk] then
-        seenKey[nk] = true
+      local at = seenKey[nk]
+      if at then
+        manyOf[name][at] = true
+      else
         local l = keysOf[name]
         if not l then
           l = {}
-          keysOf[name] = l
+          keysOf[name], manyOf[name] = l, {}
         end
         l[#l + 1] = K
+        seenKey[nk] = #l
       end
     end
   end
@@ -97,20 +101,30 @@ local function commitOne(i, a, add, na, rem, nr)
       local g = keyed[name]
       if g == nil then
         local k = keyedKeys(prefix .. 'keyed:' .. name .. ':')
-        g = keyedTypesOK(k) and {k = k, backlog = {}, nb = 0, fresh = {}, nf = 0, total = 0, add = {}, na = 0}
+        g = keyedTypesOK(k) and
+          {k = k, backlog = {}, nb = 0, fresh = {}, nf = 0, total = 0, add = {}, na = 0, set = {}, ns = 0}
         keyed[name] = g
         if g then
-          local m = redis.call('hmget', k.meta, 'vt', 'counts', 'limits')
-          g.vt, g.plan = tonumber(m[1] or '') or 0, lanePlan(k, keysOf[name], m[2], m[3])
+          local m = redis.call('hmget', k.meta, 'vt', 'counts', 'limits', 'seq')
+          g.vt, g.seq = tonumber(m[1] or '') or 0, tonumber(m[4] or '') or 0
+          local spill
+          g.plan, spill = lanePlan(k, keysOf[name], m[2], m[3], manyOf[name])
+          -- A key's job in the lane goes to its queue ahead of the new ones, with a turn.
+          local moved, lens = laneSpill(k, spill)
+          for i, mk in ipairs(moved) do
+            g.backlog[g.nb + 1], g.backlog[g.nb + 2] = lens[i], mk
+            g.nb, g.nf = g.nb + 2, g.nf + 1
+            g.fresh[g.nf] = mk
+          end
           nn = nn + 1
           names[nn] = name
         end
       end
-      local st = g and g.plan[K]
+      local lane = g and g.plan[K]
       -- The push itself tells a queue key of another type: nothing is written then.
-      local len = g and not st and redis.pcall('lpush', g.k.p .. '{' .. K .. '}', ARGV[a + 6])
-      if st then
-        g.na = laneAdd(st, K, ARGV, a + 6, a + 6, g.vt, g.add, g.na)
+      local len = g and not lane and redis.pcall('lpush', g.k.p .. '{' .. K .. '}', ARGV[a + 6])
+      if lane then
+        g.na, g.ns, g.seq = laneAdd(K, ARGV[a + 6], g.vt, g.seq, g.add, g.na, g.set, g.ns)
         g.total = g.total + 1
       elseif type(len) == 'number' then
         local bl = g.backlog
@@ -180,9 +194,9 @@ for j = 1, nn do
     for i = 1, p.n, 1000 do redis.call('lpush', q, unpack(p, i, math.min(p.n, i + 999))) end
     redis.call('publish', channel, name)
   end
-  if g and g.total > 0 then
+  if g and (g.total > 0 or g.nb > 0) then
     local k = g.k
-    laneWrite(k, name, channel, g.add, g.na, g.plan)
+    laneWrite(k, name, channel, g.add, g.na, g.set, g.ns, g.seq)
     for i = 1, g.nb, 2000 do redis.call('zadd', k.waiting, unpack(g.backlog, i, math.min(g.nb, i + 1999))) end
     redis.call('hincrby', k.meta, 'waiting', g.total)
     keyedReadyMany(k, g.fresh, name, channel)

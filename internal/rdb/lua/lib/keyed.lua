@@ -25,17 +25,18 @@
 --   <pool>:inprogress  list: the jobs of the name's keys a pool holds, each "<key>\n<payload>"
 --
 -- The lane. A queue per key costs Redis a list made and dropped, a waiting entry and a turn for
--- every key that comes and goes, most of what a key of one job costs. A key whose jobs need no
--- limit applied puts them in ready itself instead, scored by their virtual start: the first at vt,
--- each next one a unit after the key's newest (lane's last), so one ZPOPMIN serves queue keys and
--- lane jobs together in the same virtual-time order, and the in-progress entry is the member. A
--- key's jobs go to the lane when it has jobs there already (its order), or when nothing needs its
+-- every key that comes and goes: most of what a key of one job costs. Such a key puts its job in
+-- ready itself instead, scored by its virtual start: the key's first at vt, each next one a unit
+-- after the key's newest (lane's last), so one ZPOPMIN serves queue keys and lane jobs in one
+-- virtual-time order, and the in-progress entry is the member. A key's jobs go to the lane when it
+-- has jobs there already (its order), or when the push brings it one job and nothing needs its
 -- queue: no pool of the name limits keys (meta limits '1', written at registration: KeyConcurrency,
--- KeyRateLimit or KeyRetryInOrder) and its counts are not kept for good (meta counts '1'), the key
--- has no pause, concurrency, weight or rate of its own, and no job in its queue. A take that pops a lane job it may no longer serve so (counts kept, a rate, an override
--- set since, jobs in the key's queue) moves it to the back of the key's queue instead (a divert),
--- which keeps the key's order and its limits; the take that pops a key's newest lane job drops
--- the key's lane field.
+-- KeyRateLimit or KeyRetryInOrder), its counts are not kept for good (meta counts '1'), the key has
+-- no pause, concurrency, weight or rate of its own, and no job in its queue. A key that gets many
+-- jobs at once queues them: a list holds many jobs for less than the lane. A take that pops a lane
+-- job it may no longer serve so (counts kept, a rate, an override set since, jobs in the key's
+-- queue) moves it to the back of the key's queue instead (a divert), which keeps the key's order
+-- and its limits; the take that pops a key's newest lane job drops the key's lane field.
 --
 -- A key with no job waiting or running has none of these but its overrides. The invariant that
 -- keeps keys moving: a key with jobs waiting that is not paused, at its concurrency limit or past
@@ -47,7 +48,7 @@
 -- their scripts fail with an error that says so (KEYED_NEEDS).
 --
 -- uses: keychecks
--- defines: keyedNum, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedCap, laneRead, keyedBacklog, lanePlan, laneAdd, laneWrite, keyedCheckMany, keyedPushMany, keyedPush, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, laneSettle, keyedTake
+-- defines: keyedNum, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedCap, laneRead, keyedBacklog, lanePlan, laneSpill, laneAdd, laneWrite, keyedCheckMany, keyedPushMany, keyedPush, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, laneSettle, keyedTake
 
 -- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
@@ -155,21 +156,15 @@ local function keyedCap(k, K)
   return c
 end
 
--- laneRead returns the lane state of keys (a list): key -> {n = jobs, last = the newest's score,
--- lastText = the score as stored}, for the keys that have jobs in the lane. A field of another
--- form, or a lane hash of another type, reads as none.
+-- laneRead returns the lane field of keys (a list): key -> the score of its job in the lane, as
+-- stored, for the keys that have one. A lane hash of another type reads as none.
 local function laneRead(k, keys)
   local st = {}
   for i = 1, #keys, 1000 do
     local v = redis.pcall('hmget', k.lane, unpack(keys, i, math.min(#keys, i + 999)))
     if v.err then return st end
     for j = 1, #v do
-      local f = v[j]
-      if f then
-        local n, last = string.match(f, '^(%d+) (%S+)$')
-        local l = tonumber(last)
-        if l then st[keys[i + j - 1]] = {n = tonumber(n), last = l, lastText = last} end
-      end
+      if v[j] then st[keys[i + j - 1]] = v[j] end
     end
   end
   return st
@@ -180,19 +175,21 @@ end
 local function keyedBacklog(k, K)
   local n = redis.pcall('llen', keyedQueue(k, K))
   if type(n) ~= 'number' then return nil end
-  local st = laneRead(k, {K})[K]
-  return n + (st and st.n or 0)
+  if redis.pcall('hexists', k.lane, K) == 1 then n = n + 1 end
+  return n
 end
 
--- lanePlan says where jobs pushed now for keys (a list without repeats) go: plan[K] is the key's
--- lane state ({n = 0} for a key new to the lane) when they go to the lane, false when they go to
--- its queue (see "The lane" above). counts and limits are meta's fields of those names. It reads the lane, the waiting
--- index and the overrides once each for all the keys.
-local function lanePlan(k, keys, counts, limits)
-  local plan = laneRead(k, keys)
+-- lanePlan says where jobs pushed now for keys (a list without repeats) go: plan[K] is true when
+-- the key's job goes to the lane, false when its jobs go to its queue (see "The lane" above), and
+-- spill[K] the score of the key's job in the lane, for a key that has one: it moves to the key's
+-- queue ahead of the new jobs (laneSpill). counts and limits are meta's fields of those names;
+-- many[i] is true when keys[i] gets more than one job. It reads the lane, the waiting index and the
+-- overrides once each for all the keys.
+local function lanePlan(k, keys, counts, limits, many)
+  local spill = laneRead(k, keys)
   local open = counts ~= '1' and limits ~= '1'
   local listed, conf = {}, nil
-  if open then
+  if open and redis.call('exists', k.waiting) == 1 then
     for i = 1, #keys, 1000 do
       local v = pcallReply('zmscore', k.waiting, unpack(keys, i, math.min(#keys, i + 999)))
       if wrongType(v, KEYED_NEEDS) then
@@ -221,54 +218,72 @@ local function lanePlan(k, keys, counts, limits)
       for j = 1, #v, 4 do conf[i + (j - 1) / 4] = v[j] or v[j + 1] or v[j + 2] or v[j + 3] end
     end
   end
+  local plan = {}
   for i, K in ipairs(keys) do
-    if not plan[K] then
-      plan[K] = open and not listed[i] and not (conf and conf[i]) and {n = 0} or false
+    plan[K] = open and not spill[K] and not listed[i] and not (conf and conf[i]) and not (many and many[i])
+  end
+  return plan, spill
+end
+
+-- laneSpill moves the lane job of each key of spill (key -> its score) to the key's queue, and drops
+-- its lane field; it returns the keys moved and their queues' lengths after (a key moved needs a
+-- turn and a waiting entry, which the caller gives it). A key's job is found among the members of
+-- its score (lane scores hardly repeat: laneAdd). A key whose queue holds another type keeps its
+-- job in the lane.
+local function laneSpill(k, spill)
+  local moved, lens, drop = {}, {}, {}
+  for K, s in pairs(spill) do
+    local prefix, ok = K .. '\n', true
+    local members = redis.pcall('zrangebyscore', k.ready, s, s)
+    if members.err then members = {} end
+    for _, m in ipairs(members) do
+      if ok and string.sub(m, 1, #prefix) == prefix then
+        local n = redis.pcall('lpush', keyedQueue(k, K), string.sub(m, #prefix + 1))
+        ok = type(n) == 'number'
+        if ok then
+          redis.call('zrem', k.ready, m)
+          moved[#moved + 1], lens[#moved + 1] = K, n
+        end
+      end
     end
+    if ok then drop[#drop + 1] = K end
   end
-  return plan
+  for i = 1, #drop, 1000 do redis.call('hdel', k.lane, unpack(drop, i, math.min(#drop, i + 999))) end
+  return moved, lens
 end
 
--- laneAdd gathers payloads[from..to] of key K, planned for the lane (st, its lane state, which it
--- updates), into add (score, member pairs, na of them so far), the first at virtual time vt or
--- after the key's newest lane job. Returns the new na.
-local function laneAdd(st, K, payloads, from, to, vt, add, na)
-  local s = vt
-  if st.last and st.last + 1 > vt then s = st.last + 1 end
-  local prefix, text = K .. '\n', nil
-  for i = from, to do
-    text = tostring(s)
-    add[na + 1], add[na + 2] = text, prefix .. payloads[i]
-    na, s = na + 2, s + 1
-  end
-  st.n, st.last, st.lastText, st.dirty = st.n + to - from + 1, tonumber(text), text, true
-  return na
+-- LANE_STEP spaces the lane jobs queued at one virtual time: each gets vt plus a step of its own
+-- (meta's seq, counted modulo 2^20), so that scores hardly repeat and a spill reads one member.
+local LANE_STEP = 1 / 1048576
+
+-- laneAdd gathers the job payload of key K into add (score, member pairs, na of them so far) and
+-- the key's lane field into set (ns so far), at virtual time vt and step seq. Returns the new na, ns
+-- and seq.
+local function laneAdd(K, payload, vt, seq, add, na, set, ns)
+  seq = (seq + 1) % 1048576
+  local s = string.format('%.17g', vt + seq * LANE_STEP)
+  add[na + 1], add[na + 2] = s, K .. '\n' .. payload
+  set[ns + 1], set[ns + 2] = K, s
+  return na + 2, ns + 2, seq
 end
 
--- laneWrite writes what laneAdd gathered: the members into ready, the lane state of the keys of
--- plan that got jobs, and a wake-up on the keyed channel when ready was empty (as keyedReadyMany).
-local function laneWrite(k, name, channel, add, na, plan)
+-- laneWrite writes what laneAdd gathered: the members into ready, the keys' lane fields and meta's
+-- seq, and a wake-up on the keyed channel when ready was empty (as keyedReadyMany).
+local function laneWrite(k, name, channel, add, na, set, ns, seq)
   if na == 0 then return end
   local before = redis.call('zcard', k.ready)
   for i = 1, na, 2000 do redis.call('zadd', k.ready, unpack(add, i, math.min(na, i + 1999))) end
-  local set = {}
-  for K, st in pairs(plan) do
-    if st and st.dirty then
-      set[#set + 1] = K
-      set[#set + 1] = st.n .. ' ' .. st.lastText
-      st.dirty = false
-    end
-  end
-  for i = 1, #set, 2000 do redis.call('hset', k.lane, unpack(set, i, math.min(#set, i + 1999))) end
+  for i = 1, ns, 2000 do redis.call('hset', k.lane, unpack(set, i, math.min(ns, i + 1999))) end
+  redis.call('hset', k.meta, 'seq', seq)
   if before == 0 then redis.call('publish', channel .. ':keyed', name) end
 end
 
 -- keyedCheckMany checks, before anything is written, that jobs may be pushed for the keys of one job
 -- name: groups is a list of {key, count}, keys not repeated. It reads the name's state once, and the
--- queue of each key whose jobs do not go to the lane (its type, and its length against the key's
--- cap). It returns nil and the push's plan (lanePlan) when all may go, else the index of the group
--- refused for its cap and that cap, or 0 and a message for a key of the wrong type; on a server that
--- lacks what keyed jobs need, it stops the script with an error that says so.
+-- queue of each key whose job does not go to the lane (its type, and its length against the key's
+-- cap). It returns nil and the push's plan (lanePlan, both tables) when all may go, else the index of
+-- the group refused for its cap and that cap, or 0 and a message for a key of the wrong type; on a
+-- server that lacks what keyed jobs need, it stops the script with an error that says so.
 local function keyedCheckMany(k, groups)
   if not keyedTypesOK(k) then return 0, 'a key of ' .. k.p .. '* holds another type' end
   -- A server without ZMSCORE refuses keyed jobs here, before they are queued, rather than when a
@@ -276,9 +291,9 @@ local function keyedCheckMany(k, groups)
   wrongType(pcallReply('zmscore', k.waiting, ''), KEYED_NEEDS)
   local m = redis.call('hmget', k.meta, 'max_waiting', 'counts', 'limits')
   local default = tonumber(m[1] or '') or 0
-  local keys = {}
-  for i, grp in ipairs(groups) do keys[i] = grp[1] end
-  local plan = lanePlan(k, keys, m[2], m[3])
+  local keys, many = {}, {}
+  for i, grp in ipairs(groups) do keys[i], many[i] = grp[1], grp[2] > 1 end
+  local plan, spill = lanePlan(k, keys, m[2], m[3], many)
   local caps = {}
   if redis.call('exists', k.conf) == 1 then
     local fields = {}
@@ -290,50 +305,55 @@ local function keyedCheckMany(k, groups)
   end
   for i, grp in ipairs(groups) do
     local cap = caps[i] or default
-    local st = plan[grp[1]]
-    if st then
-      if cap > 0 and st.n + grp[2] > cap then return i, cap end
-    else
+    if not plan[grp[1]] then
       local q = keyedQueue(k, grp[1])
       local n = redis.pcall('llen', q)
       if type(n) ~= 'number' then return 0, 'the queue key ' .. q .. ' holds another type' end
+      if spill[grp[1]] then n = n + 1 end
       if cap > 0 and n + grp[2] > cap then return i, cap end
+    elseif cap > 0 and grp[2] > cap then
+      return i, cap
     end
   end
-  return nil, plan
+  return nil, {plan, spill}
 end
 
 -- keyedPushMany queues the jobs of several keys of one job name (checked by keyedCheckMany, whose
 -- plan it takes, or checked by the caller: plan nil): groups is a list of {key, from, to}, keys not
--- repeated, the payloads being payloads[from..to]. Each key's jobs go to the back of its queue or to
--- the lane; the name's waiting index, count, ready keys and lane are written once for all.
+-- repeated, the payloads being payloads[from..to]. A key's job goes to the lane, or its jobs to the
+-- back of its queue (after its job in the lane, moved there first); the name's waiting index,
+-- count, ready keys and lane are written once for all.
 local function keyedPushMany(k, name, groups, payloads, channel, plan)
-  local meta = redis.call('hmget', k.meta, 'vt', 'counts', 'limits')
-  if not plan then
-    local keys = {}
-    for i, grp in ipairs(groups) do keys[i] = grp[1] end
-    plan = lanePlan(k, keys, meta[2], meta[3])
+  local meta = redis.call('hmget', k.meta, 'vt', 'counts', 'limits', 'seq')
+  local spill
+  if plan then
+    plan, spill = plan[1], plan[2]
+  else
+    local keys, many = {}, {}
+    for i, grp in ipairs(groups) do keys[i], many[i] = grp[1], grp[3] > grp[2] end
+    plan, spill = lanePlan(k, keys, meta[2], meta[3], many)
   end
-  local vt = tonumber(meta[1] or '') or 0
-  local backlog, fresh, total, add, na = {}, {}, 0, {}, 0
+  local fresh = {}
+  for _, K in ipairs((laneSpill(k, spill))) do fresh[K] = true end
+  local vt, seq = tonumber(meta[1] or '') or 0, tonumber(meta[4] or '') or 0
+  local backlog, ready, total, add, na, set, ns = {}, {}, 0, {}, 0, {}, 0
   for _, grp in ipairs(groups) do
-    local count = grp[3] - grp[2] + 1
+    local K, count = grp[1], grp[3] - grp[2] + 1
     total = total + count
-    local st = plan[grp[1]]
-    if st then
-      na = laneAdd(st, grp[1], payloads, grp[2], grp[3], vt, add, na)
+    if plan[K] then
+      na, ns, seq = laneAdd(K, payloads[grp[2]], vt, seq, add, na, set, ns)
     else
-      local q, n = keyedQueue(k, grp[1]), 0
+      local q, n = keyedQueue(k, K), 0
       for i = grp[2], grp[3], 1000 do n = redis.call('lpush', q, unpack(payloads, i, math.min(grp[3], i + 999))) end
       backlog[#backlog + 1] = n
-      backlog[#backlog + 1] = grp[1]
-      if n == count then fresh[#fresh + 1] = grp[1] end
+      backlog[#backlog + 1] = K
+      if n == count or fresh[K] then ready[#ready + 1] = K end
     end
   end
-  laneWrite(k, name, channel, add, na, plan)
+  laneWrite(k, name, channel, add, na, set, ns, seq)
   for i = 1, #backlog, 2000 do redis.call('zadd', k.waiting, unpack(backlog, i, math.min(#backlog, i + 1999))) end
   redis.call('hincrby', k.meta, 'waiting', total)
-  keyedReadyMany(k, fresh, name, channel)
+  keyedReadyMany(k, ready, name, channel)
   if #groups >= WIDE_AT then keyedWiden(k) end
 end
 
@@ -491,28 +511,21 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
   keyedReadyMany(k, waiting, name, channel)
 end
 
--- laneSettle writes the lane state of the keys a take popped lane jobs of (laneState, lane: see
--- keyedTake): a key whose newest lane job went drops its field, another has its count lowered. With
--- divertedOnly, the jobs served are not counted: the take put them back.
-local function laneSettle(k, laneState, lane, divertedOnly)
-  local set, del = {}, {}
-  for LK, st in pairs(laneState) do
-    if st then
-      local c = lane.div[LK] or 0
-      local last = lane.lastDiv[LK]
-      if not divertedOnly then
-        c = c + (lane.served[LK] or 0)
-        last = last or lane.lastServed[LK]
-      end
-      if last then
-        del[#del + 1] = LK
-      elseif c > 0 then
-        set[#set + 1] = LK
-        set[#set + 1] = math.max(st.n - c, 1) .. ' ' .. st.lastText
-      end
+-- NONE is an empty table a take reads and never writes: what it holds in place of tables it needs
+-- only with lane jobs or running counts.
+local NONE = {}
+
+-- laneSettle drops the lane fields of the keys whose lane jobs a take popped (served: key -> jobs
+-- served from the lane; div: key -> jobs diverted): a key has one job in the lane at most. With
+-- divertedOnly, the keys served keep theirs: the take put their jobs back.
+local function laneSettle(k, served, div, divertedOnly)
+  local del = {}
+  for LK in pairs(div) do del[#del + 1] = LK end
+  if not divertedOnly then
+    for LK in pairs(served) do
+      if not div[LK] then del[#del + 1] = LK end
     end
   end
-  for i = 1, #set, 2000 do redis.pcall('hset', k.lane, unpack(set, i, math.min(#set, i + 1999))) end
   for i = 1, #del, 1000 do redis.pcall('hdel', k.lane, unpack(del, i, math.min(#del, i + 999))) end
 end
 
@@ -550,12 +563,12 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   local readd, drained, served, backlog = {}, {}, {}, {}
   local taken = {} -- key -> jobs taken
   local vt, waiting, hasConf, counting
-  -- The lane jobs popped: per key its lane state (false: none), whether it has jobs in its queue,
-  -- how many of its lane jobs were served and diverted, and which way its newest went; laneAt[j]
-  -- the score of out[j] when it came from the lane.
-  local laneState, listed, lane = {}, {}, {served = {}, div = {}, lastServed = {}, lastDiv = {}}
+  -- The lane jobs popped: per key whether it was looked up in the waiting index (seen) and has
+  -- jobs in its queue (listed), and its jobs served from the lane and diverted; laneAt[j] the
+  -- score of out[j] when it came from the lane.
+  local seen, listed, served, div = {}, {}, {}, {}
   local laneAt, hasWaiting = {}, nil
-  local wide -- whether the first round popped WIDE_AT keys or more
+  local wide -- whether the first round popped WIDE_AT queue keys or more
   -- giveBack returns popped keys to ready at their scores, when the take must stop.
   local function giveBack(keys, scores)
     local add = {}
@@ -576,27 +589,30 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       scores[#scores + 1] = tonumber(popped[i + 1])
     end
     -- Split the queue keys (kk) from the lane jobs (laneOf[i], their key; rk, those keys; lk,
-    -- those new to this take).
-    local kk, laneOf, lk, rk, inRound = {}, {}, {}, {}, {}
+    -- those new to this take). A round of queue keys alone makes no table of its own.
+    local kk, laneOf, lk, rk, inRound = keys, NONE, NONE, NONE, NONE
     for i, K in ipairs(keys) do
       local j = string.find(K, '\n', 1, true)
       if j then
+        if laneOf == NONE then
+          kk, laneOf, lk, rk, inRound = {unpack(keys, 1, i - 1)}, {}, {}, {}, {}
+        end
         local LK = string.sub(K, 1, j - 1)
         laneOf[i] = LK
         if not inRound[LK] then
           inRound[LK] = true
           rk[#rk + 1] = LK
         end
-        if laneState[LK] == nil then
-          laneState[LK] = false
+        if not seen[LK] then
+          seen[LK] = true
           lk[#lk + 1] = LK
         end
-      else
+      elseif laneOf ~= NONE then
         kk[#kk + 1] = K
       end
     end
     if not vt then
-      wide = #keys >= WIDE_AT
+      wide = #kk >= WIDE_AT -- lane jobs touch neither waiting nor running
       local m = redis.pcall('hmget', k.meta, 'vt', 'waiting', 'counts')
       if m.err then
         giveBack(keys, scores)
@@ -613,7 +629,6 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     -- no turn.
     local quantum = math.max(1, math.ceil((n - got) / #keys))
     if #lk > 0 then
-      for LK, st in pairs(laneRead(k, lk)) do laneState[LK] = st end
       if hasWaiting == nil then hasWaiting = redis.call('exists', k.waiting) == 1 end
       if hasWaiting then
         local v = pcallReply('zmscore', k.waiting, unpack(lk))
@@ -647,13 +662,16 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         end
       end
     end
-    local running, runningOf = {}, {}
-    if counting and #kk > 0 then running = redis.pcall('hmget', k.running, unpack(kk)) end
-    if running.err then
-      giveBack(keys, scores)
-      return nil
+    local running, runningOf = NONE, NONE
+    if counting and #kk > 0 then
+      running = redis.pcall('hmget', k.running, unpack(kk))
+      if running.err then
+        giveBack(keys, scores)
+        return nil
+      end
+      runningOf = {}
+      for i, K in ipairs(kk) do runningOf[K] = running[i] end
     end
-    for i, K in ipairs(kk) do runningOf[K] = running[i] end
     -- horizon is the earliest next turn of a queue key served in this round: a lane job beyond it
     -- waits for the next round, so that a key of weight w still gets w jobs a unit of virtual time
     -- while the lane jobs popped with it span many units.
@@ -669,16 +687,14 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         readd[#readd + 1] = K
       elseif LK then
         -- A lane job: served as it is, unless its key now needs its queue (see "The lane").
-        local st, o = laneState[LK], conf and conf[LK]
-        local isLast = st and scores[i] == st.last
+        local o = conf and conf[LK]
         local divert = counting or (d.rateJobs > 0 and d.ratePeriod > 0) or listed[LK] or
           (o and (o.paused or o.limit > 0 or o.weight ~= 1 or (o.rateJobs > 0 and o.ratePeriod > 0)))
         if divert then
           local len = redis.pcall('lpush', keyedQueue(k, LK), string.sub(K, #LK + 2))
           if type(len) == 'number' then
             listed[LK] = true
-            lane.div[LK] = (lane.div[LK] or 0) + 1
-            if isLast then lane.lastDiv[LK] = true end
+            div[LK] = (div[LK] or 0) + 1
             redis.pcall('zadd', k.waiting, len, LK)
             if len == 1 then redis.pcall('zadd', k.ready, 'NX', vt, LK) end
             -- A key this take served and drained has jobs again: the take's end must not drop
@@ -693,8 +709,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           laneAt[#out] = scores[i] or s
           got = got + 1
           if s > vt then vt = s end
-          lane.served[LK] = (lane.served[LK] or 0) + 1
-          if isLast then lane.lastServed[LK] = true end
+          served[LK] = (served[LK] or 0) + 1
         end
       elseif got >= n then
         -- Not served in this take: it keeps its turn.
@@ -792,7 +807,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   end
   if not vt then return 0 end
   if got == 0 then
-    laneSettle(k, laneState, lane, false)
+    laneSettle(k, served, div, false)
     redis.pcall('hset', k.meta, 'vt', tostring(vt))
     return 0
   end
@@ -815,14 +830,14 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         add[#add + 1] = K
       end
       if #add > 0 then redis.pcall('zadd', k.ready, 'NX', unpack(add)) end
-      laneSettle(k, laneState, lane, true)
+      laneSettle(k, served, div, true)
       return nil
     end
   end
-  laneSettle(k, laneState, lane, false)
+  laneSettle(k, served, div, false)
   if counting then
     -- Counts turned on during the take (a key's own limit): its lane jobs count too.
-    for LK, c in pairs(lane.served) do
+    for LK, c in pairs(served) do
       taken[LK] = (taken[LK] or 0) + c
       backlog[LK] = backlog[LK] or 0
     end
