@@ -109,43 +109,41 @@ async function enqueueUnique(client, ns, name, args) {
 
 // A keyed job's push in one step, as docs/redis-layout.md ("Keyed jobs") lays it out: nothing when the
 // key already has as many jobs waiting as its cap (its own override, else the name's KeyMaxWaiting),
-// in its queue and in the lane together; else one more in meta's count and either, when the key has
-// jobs in the lane, the job after them there (scored a unit after the newest, whose score and count
-// the key's lane field holds), or the job onto the key's queue, the key's count into the waiting
-// index and, when the key had no job waiting, the key into ready (score 0: the pools bring it to the
-// current turn); and a wake-up on the keyed wake-up channel. Returns the key's jobs waiting, 0 when
-// refused.
+// counting its job in the lane if it has one; else that job first moved to the key's queue (found
+// among the lane's members of the score the key's lane field holds), so that the key's jobs stay
+// in order; then the job onto the key's queue, the key's count into the waiting index, one more in
+// meta's count and, when the key had no job waiting in its queue, the key into ready (score 0: the
+// pools bring it to the current turn) and a wake-up on the keyed wake-up channel. Returns the key's
+// jobs waiting, 0 when refused.
 //   KEYS: known_jobs, the key's queue, waiting, meta, conf, ready, lane; ARGV: job JSON, job name,
 //   key, wake-up channel
 const ENQUEUE_KEYED = `
-local inLane, last = 0, nil
-local lane = redis.call('HGET', KEYS[7], ARGV[3])
-if lane then
-  local n, s = string.match(lane, '^(%d+) (%S+)$')
-  inLane, last = tonumber(n) or 0, tonumber(s)
-end
+local s = redis.call('HGET', KEYS[7], ARGV[3])
 local queued = redis.call('LLEN', KEYS[2])
 local cap = tonumber(redis.call('HGET', KEYS[5], 'm:' .. ARGV[3]) or redis.call('HGET', KEYS[4], 'max_waiting') or '')
-if cap and cap > 0 and queued + inLane >= cap then return 0 end
+if cap and cap > 0 and queued + (s and 1 or 0) >= cap then return 0 end
 redis.call('SADD', KEYS[1], ARGV[2])
-redis.call('HINCRBY', KEYS[4], 'waiting', 1)
-if last then
-  local s = tostring(last + 1)
-  redis.call('ZADD', KEYS[6], s, ARGV[3] .. '\\n' .. ARGV[1])
-  redis.call('HSET', KEYS[7], ARGV[3], (inLane + 1) .. ' ' .. s)
-  redis.call('PUBLISH', ARGV[4], ARGV[2])
-  return queued + inLane + 1
+if s then
+  local prefix = ARGV[3] .. '\\n'
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], s, s)) do
+    if string.sub(m, 1, #prefix) == prefix then
+      redis.call('ZREM', KEYS[6], m)
+      redis.call('LPUSH', KEYS[2], string.sub(m, #prefix + 1))
+    end
+  end
+  redis.call('HDEL', KEYS[7], ARGV[3])
 end
 local n = redis.call('LPUSH', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], n, ARGV[3])
-if n == 1 then
+redis.call('HINCRBY', KEYS[4], 'waiting', 1)
+if queued == 0 then
   redis.call('ZADD', KEYS[6], 'NX', 0, ARGV[3])
   redis.call('PUBLISH', ARGV[4], ARGV[2])
 end
 return n`;
 
 // enqueueKeyed enqueues a job of a key (a customer, an account): it waits in the key's queue,
-// <ns>:keyed:<name>:{<key>}, or after the key's jobs in the lane, and the pools serve the keys with jobs waiting in turn. It returns null
+// <ns>:keyed:<name>:{<key>}, and the pools serve the keys with jobs waiting in turn. It returns null
 // when the key is at its cap. A key is 1 to 200 bytes of UTF-8 without control characters or braces.
 async function enqueueKeyed(client, ns, name, key, args) {
   if (!/^[^\u0000-\u001f\u007f-\u009f{}]+$/.test(key) || Buffer.byteLength(key) > 200) {

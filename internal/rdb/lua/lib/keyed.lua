@@ -4,10 +4,9 @@
 --
 --   ready    sorted set: keys whose turn may come, scored by virtual time (stride scheduling: a
 --            turn that takes n jobs moves its key n/weight later; a key that gets jobs again joins
---            at the current time, vt); and the lane: jobs of keys that need no queue of their own,
---            each a member "<key>\n<payload>" scored by its virtual start (below)
---   lane     hash: key -> "<jobs> <last>", for a key with jobs in the lane: how many, and the score
---            of the newest
+--            at the current time, vt); and the lane: the jobs of keys that need no queue of their
+--            own, each a member "<key>\n<payload>" scored by its virtual start (below)
+--   lane     hash: key -> the score of its job in the lane, for a key with one there
 --   waiting  sorted set: keys with jobs waiting, scored by how many (Client.Keys, busiest first)
 --   running  hash: key -> its jobs fetched by a pool and not finished (and those a retry holds,
 --            KeyRetryInOrder), kept only while meta's counts field allows (keyedCounting)
@@ -19,24 +18,25 @@
 --            max_waiting, JobOptions.KeyMaxWaiting as the pools registered it; counts, whether
 --            running is kept: '1' kept for good, '0' not kept (the in-progress lists say what
 --            runs), absent kept until a take finds no use for it (keyedCounting); limits, '1' while
---            the name's pools limit keys (the lane's plan)
+--            the name's pools limit keys (the lane's plan); seq, the lane's step (laneAdd)
 --   {<key>}  list: the key's jobs, pushed at the head and taken from the tail (FIFO)
 --   {<key>}:rate  string: the key's rate limiter state (GCRA), ms; expires
 --   <pool>:inprogress  list: the jobs of the name's keys a pool holds, each "<key>\n<payload>"
 --
 -- The lane. A queue per key costs Redis a list made and dropped, a waiting entry and a turn for
 -- every key that comes and goes: most of what a key of one job costs. Such a key puts its job in
--- ready itself instead, scored by its virtual start: the key's first at vt, each next one a unit
--- after the key's newest (lane's last), so one ZPOPMIN serves queue keys and lane jobs in one
--- virtual-time order, and the in-progress entry is the member. A key's jobs go to the lane when it
--- has jobs there already (its order), or when the push brings it one job and nothing needs its
--- queue: no pool of the name limits keys (meta limits '1', written at registration: KeyConcurrency,
--- KeyRateLimit or KeyRetryInOrder), its counts are not kept for good (meta counts '1'), the key has
--- no pause, concurrency, weight or rate of its own, and no job in its queue. A key that gets many
--- jobs at once queues them: a list holds many jobs for less than the lane. A take that pops a lane
--- job it may no longer serve so (counts kept, a rate, an override set since, jobs in the key's
--- queue) moves it to the back of the key's queue instead (a divert), which keeps the key's order
--- and its limits; the take that pops a key's newest lane job drops the key's lane field.
+-- ready itself instead, scored by its virtual start (vt, plus a small step so that scores hardly
+-- repeat), so one ZPOPMIN serves queue keys and lane jobs in one virtual-time order, and the
+-- in-progress entry is the member. A key's job goes to the lane when the push brings it one job
+-- and nothing needs its queue: no pool of the name limits keys (meta limits '1', written at
+-- registration: KeyConcurrency, KeyRateLimit or KeyRetryInOrder), its counts are not kept for good
+-- (meta counts '1'), the key has no pause, concurrency, weight or rate of its own, no job in its
+-- queue and none in the lane. A key holds one lane job at most: its next push moves it to the key's
+-- queue first (a spill, which finds it by its score), so the key's order holds and a key of many
+-- jobs costs what a queue costs. A take that pops a lane job it may no longer serve so (counts
+-- kept, a rate, an override set since, jobs in the key's queue) moves it to the back of the key's
+-- queue instead (a divert), which keeps the key's limits; a take drops the lane field of every key
+-- whose job it popped.
 --
 -- A key with no job waiting or running has none of these but its overrides. The invariant that
 -- keeps keys moving: a key with jobs waiting that is not paused, at its concurrency limit or past
@@ -566,7 +566,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   -- The lane jobs popped: per key whether it was looked up in the waiting index (seen) and has
   -- jobs in its queue (listed), and its jobs served from the lane and diverted; laneAt[j] the
   -- score of out[j] when it came from the lane.
-  local seen, listed, served, div = {}, {}, {}, {}
+  local seen, listed, laneServed, laneDiv = {}, {}, {}, {}
   local laneAt, hasWaiting = {}, nil
   local wide -- whether the first round popped WIDE_AT queue keys or more
   -- giveBack returns popped keys to ready at their scores, when the take must stop.
@@ -694,7 +694,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           local len = redis.pcall('lpush', keyedQueue(k, LK), string.sub(K, #LK + 2))
           if type(len) == 'number' then
             listed[LK] = true
-            div[LK] = (div[LK] or 0) + 1
+            laneDiv[LK] = (laneDiv[LK] or 0) + 1
             redis.pcall('zadd', k.waiting, len, LK)
             if len == 1 then redis.pcall('zadd', k.ready, 'NX', vt, LK) end
             -- A key this take served and drained has jobs again: the take's end must not drop
@@ -709,7 +709,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           laneAt[#out] = scores[i] or s
           got = got + 1
           if s > vt then vt = s end
-          served[LK] = (served[LK] or 0) + 1
+          laneServed[LK] = (laneServed[LK] or 0) + 1
         end
       elseif got >= n then
         -- Not served in this take: it keeps its turn.
@@ -807,7 +807,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   end
   if not vt then return 0 end
   if got == 0 then
-    laneSettle(k, served, div, false)
+    laneSettle(k, laneServed, laneDiv, false)
     redis.pcall('hset', k.meta, 'vt', tostring(vt))
     return 0
   end
@@ -830,14 +830,14 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         add[#add + 1] = K
       end
       if #add > 0 then redis.pcall('zadd', k.ready, 'NX', unpack(add)) end
-      laneSettle(k, served, div, true)
+      laneSettle(k, laneServed, laneDiv, true)
       return nil
     end
   end
-  laneSettle(k, served, div, false)
+  laneSettle(k, laneServed, laneDiv, false)
   if counting then
     -- Counts turned on during the take (a key's own limit): its lane jobs count too.
-    for LK, c in pairs(served) do
+    for LK, c in pairs(laneServed) do
       taken[LK] = (taken[LK] or 0) + c
       backlog[LK] = backlog[LK] or 0
     end
