@@ -868,3 +868,29 @@ func TestScheduleCommitGoesWithTheNextClaim(t *testing.T) {
 		t.Errorf("the claim with the commit took %v, want [first second]", ids)
 	}
 }
+
+// A tick of a key whose one job waits in the lane moves that job to the key's queue first, so the
+// key's jobs stay in order: the job enqueued before the tick runs before it.
+func TestScheduleTickOfAKeyWithALaneJob(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 00:00:00")
+	f.set(t0, Schedule{ID: "k", Spec: "0 0 9 * * *", JobName: "sync", Key: "acme"})
+	first, err := NewEnqueuer(f.ns, f.pool).EnqueueWith("sync", nil, EnqueueOptions{Key: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, f.pool, "HEXISTS", f.ns+":keyed:sync:lane", "acme"); n != 1 {
+		t.Fatalf("the key's first job is not in the lane")
+	}
+	f.fire(utc(t, "2024-01-01 09:00:00"))
+	queued := rStrings(t, f.pool, "LRANGE", f.st.Ks.KeyedQueue("sync", "acme"), 0, -1)
+	if len(queued) != 2 || !strings.Contains(queued[1], first.ID) || !strings.Contains(queued[0], `"schedule_id":"k"`) {
+		t.Fatalf("the key's queue %v, want its enqueued job at the tail and the tick's at the head", queued)
+	}
+	if n := rInt(t, f.pool, "HEXISTS", f.ns+":keyed:sync:lane", "acme") + rInt(t, f.pool, "ZCARD", f.st.Ks.KeyedReady("sync")); n != 1 {
+		t.Fatalf("the key is still in the lane, or ready holds more than the key's turn")
+	}
+	if n := rKeyBacklog(t, f.pool, f.ns, "sync", "acme"); n != 2 {
+		t.Fatalf("the key has %d jobs waiting, want 2", n)
+	}
+}
