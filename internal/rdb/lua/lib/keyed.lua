@@ -327,7 +327,9 @@ local function keyedPushMany(k, name, groups, payloads, channel, plan)
   local meta = redis.call('hmget', k.meta, 'vt', 'counts', 'limits', 'seq')
   local spill
   if plan then
-    plan, spill = plan[1], plan[2]
+    -- Through a local of its own: gopher-lua (miniredis) assigns plan before it reads plan[2].
+    local checked = plan
+    plan, spill = checked[1], checked[2]
   else
     local keys, many = {}, {}
     for i, grp in ipairs(groups) do keys[i], many[i] = grp[1], grp[3] > grp[2] end
