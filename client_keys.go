@@ -144,7 +144,7 @@ func (c *Client) keyControl(jobName, key, op string, vals [4]string) error {
 
 // KeyStats sums up the keyed jobs of every job name that has had some: jobs and keys waiting and
 // running, the largest backlog of one key, and the keys paused or with overrides: three round trips,
-// plus one per 1,000 keys with jobs in the lane (whose counts are read to find the largest).
+// whatever the number of keys.
 func (c *Client) KeyStats() ([]*KeyStat, error) {
 	ctx := context.Background()
 	names, err := c.store.KeyedNames(ctx)

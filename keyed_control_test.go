@@ -482,3 +482,23 @@ func TestLaneJobOfAPausedKeyWaitsInItsQueue(t *testing.T) {
 	}
 	waitKeyedStateGone(t, pool, ns, "mail")
 }
+
+// KeyStats of a name whose keys all wait in the lane: each key counts one job, and one of them
+// stands for the largest backlog, without a read of every key.
+func TestKeyStatsOfLaneKeys(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	keys := map[string]bool{"a": true, "b": true, "c": true}
+	for key := range keys {
+		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := NewClient(ns, pool).KeyStats()
+	if err != nil || len(st) != 1 || st[0].Waiting != 3 || st[0].WaitingKeys != 3 || st[0].LargestBacklog != 1 ||
+		!keys[st[0].LargestBacklogKey] {
+		t.Fatalf("KeyStats: %+v, %v", st, err)
+	}
+}

@@ -293,7 +293,8 @@ type keyedSummary struct {
 	PausedKeys, OverriddenKeys int64
 }
 
-// KeyedSummaries reads the keyed state of the given job names, two round trips in all.
+// KeyedSummaries reads the keyed state of the given job names, two round trips in all, whatever the
+// number of keys in the lane.
 func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSummary, error) {
 	out := make([]keyedSummary, len(names))
 	err := s.do(ctx, func(c redis.Conn) error {
@@ -306,43 +307,45 @@ func (s *Store) KeyedSummaries(ctx context.Context, names []string) ([]keyedSumm
 			c.Send("ZCARD", s.Ks.KeyedWaiting(name))
 			c.Send("ZREVRANGE", s.Ks.KeyedWaiting(name), 0, 0, "WITHSCORES")
 			c.Send("HKEYS", s.Ks.keyedConf(name))
+			// A key has one job in the lane at most: the keys there count as many jobs, and one of
+			// them stands for the largest backlog when no queue holds more.
+			c.Send("HLEN", s.Ks.keyedLane(name))
+			c.Send("HSCAN", s.Ks.keyedLane(name), 0, "COUNT", 1)
 		}
 		r, err := redis.Values(c.Do(""))
 		if err != nil {
 			return err
 		}
-		lanes := make([]map[string]int64, len(names))
-		for i, name := range names {
-			if lanes[i], err = s.laneBacklogs(c, name); err != nil {
-				return err
-			}
-		}
-		if len(r) != 4*len(names) {
+		if len(r) != 6*len(names) {
 			return fmt.Errorf("work: key stats: unexpected reply of %d elements", len(r))
 		}
 		for i := range names {
 			o := &out[i]
 			// Keys of another type read as empty.
-			o.Waiting, _ = redis.Int64(r[4*i], nil)
-			o.WaitingKeys, _ = redis.Int64(r[4*i+1], nil)
+			o.Waiting, _ = redis.Int64(r[6*i], nil)
+			o.WaitingKeys, _ = redis.Int64(r[6*i+1], nil)
 			for _, v := range running[i] {
 				if v > 0 {
 					o.RunningKeys++
 					o.Running += v
 				}
 			}
-			if top, _ := redis.Strings(r[4*i+2], nil); len(top) == 2 {
+			if top, _ := redis.Strings(r[6*i+2], nil); len(top) == 2 {
 				o.LargestKey = top[0]
 				o.Largest, _ = strconv.ParseInt(top[1], 10, 64)
 			}
-			// A key with jobs in the lane and none in its queue has no waiting entry.
-			o.WaitingKeys += int64(len(lanes[i]))
-			for key, n := range lanes[i] {
-				if n > o.Largest || n == o.Largest && key > o.LargestKey {
-					o.Largest, o.LargestKey = n, key
+			inLane, _ := redis.Int64(r[6*i+4], nil)
+			o.WaitingKeys += inLane
+			if o.Largest == 0 && inLane > 0 {
+				// One step of HSCAN may come back empty: the backlog is known all the same.
+				o.Largest = 1
+				if sc, _ := redis.Values(r[6*i+5], nil); len(sc) == 2 {
+					if kv, _ := redis.Strings(sc[1], nil); len(kv) >= 2 {
+						o.LargestKey = kv[0]
+					}
 				}
 			}
-			fields, _ := redis.Strings(r[4*i+3], nil)
+			fields, _ := redis.Strings(r[6*i+3], nil)
 			overridden := map[string]bool{}
 			for _, f := range fields {
 				if strings.HasPrefix(f, "p:") {
