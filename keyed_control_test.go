@@ -491,11 +491,7 @@ func TestKeyStatsOfLaneKeys(t *testing.T) {
 	ns := newTestNamespace(t, pool)
 	e := NewEnqueuer(ns, pool)
 	keys := map[string]bool{"a": true, "b": true, "c": true}
-	for key := range keys {
-		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enqueueKeyed(t, e, "mail", "a", "b", "c")
 	st, err := NewClient(ns, pool).KeyStats()
 	if err != nil || len(st) != 1 || st[0].Waiting != 3 || st[0].WaitingKeys != 3 || st[0].LargestBacklog != 1 ||
 		!keys[st[0].LargestBacklogKey] {

@@ -1,6 +1,7 @@
 package work
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // A keyed job waits in its key's queue, in the documented layout, and its key gets a turn.
@@ -115,9 +117,7 @@ func TestKeyedEnqueueWritesTheLane(t *testing.T) {
 	}
 	// A pool that limits the name's keys: a new key queues per key.
 	limitKeys(t, pool, ns, "mail")
-	if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: "initech"}); err != nil {
-		t.Fatal(err)
-	}
+	enqueueKeyed(t, e, "mail", "initech")
 	if n := rInt(t, pool, "LLEN", p+"{initech}"); n != 1 {
 		t.Fatalf("a new key of a limited name has %d jobs in its queue, want 1", n)
 	}
@@ -468,14 +468,8 @@ func TestLaneKeyWaitsBehindABigKeyForAboutOneJob(t *testing.T) {
 	// One worker: jobs start in the order the pool takes them.
 	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("mail", run.handler(time.Millisecond)))
 	eventually(t, 20*time.Second, "the big key's first jobs", func() bool { return run.started() >= 30 })
-	var smalls []string
-	for i := 0; i < 5; i++ {
-		key := fmt.Sprintf("small-%d", i)
-		smalls = append(smalls, key)
-		if _, err := e.EnqueueWith("mail", nil, EnqueueOptions{Key: key}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	smalls := []string{"small-0", "small-1", "small-2", "small-3", "small-4"}
+	enqueueKeyed(t, e, "mail", smalls...)
 	eventually(t, 20*time.Second, "every job", func() bool { return run.done() == big+len(smalls) })
 	run.mu.Lock()
 	defer run.mu.Unlock()
@@ -491,6 +485,66 @@ func TestLaneKeyWaitsBehindABigKeyForAboutOneJob(t *testing.T) {
 		if got != int64(i) {
 			t.Fatalf("the big key's jobs ran in the order %v, want enqueue order", run.order["big"])
 		}
+	}
+	waitKeyedStateGone(t, pool, ns, "mail")
+}
+
+// A lane job held by a pool that is reaped goes back to the front of its key's queue, with a turn,
+// and runs again before the key's later job; once all ran, no lane or queue state is left.
+func TestReapedLaneJobGoesBackToItsKeyFirst(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	e := NewEnqueuer(ns, pool)
+	p := ns + ":keyed:mail:"
+	if _, err := e.EnqueueWith("mail", Q{"i": 0}, EnqueueOptions{Key: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rInt(t, pool, "HEXISTS", p+"lane", "a"); n != 1 {
+		t.Fatal("the key's job is not in the lane")
+	}
+	gate := newBhvGate()
+	t.Cleanup(gate.Open)
+	started := make(chan struct{}, 3)
+	var mu sync.Mutex
+	var ran []int64
+	bhvStart(t, NewWorkerPool(bhvCtx{}, 1, ns, pool).Job("mail", func(j *Job) error {
+		mu.Lock()
+		ran = append(ran, j.ArgInt64("i"))
+		mu.Unlock()
+		started <- struct{}{}
+		gate.Wait()
+		return nil
+	}))
+	bhvWait(t, started, "the lane job to start")
+	if n := rInt(t, pool, "HEXISTS", p+"lane", "a"); n != 0 {
+		t.Fatal("the taken lane job's key keeps its lane field")
+	}
+	beats, err := NewClient(ns, pool).WorkerPoolHeartbeats()
+	if err != nil || len(beats) != 1 {
+		t.Fatalf("heartbeats: %v, %v", beats, err)
+	}
+	s := rdb.NewStore(ns, PoolBackend(pool))
+	if n, err := s.Reap(context.Background(), beats[0].WorkerPoolID, []string{"mail"}, -1); err != nil || n != 1 {
+		t.Fatalf("reap: %d, %v", n, err)
+	}
+	if n := rInt(t, pool, "LLEN", p+"{a}"); n != 1 {
+		t.Fatalf("the key's queue holds %d jobs after the reap, want the reaped one", n)
+	}
+	if _, err := e.EnqueueWith("mail", Q{"i": 1}, EnqueueOptions{Key: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	gate.Open()
+	eventually(t, 20*time.Second, "the reaped job and the later one", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) == 3
+	})
+	mu.Lock()
+	got := fmt.Sprint(ran)
+	mu.Unlock()
+	if got != "[0 0 1]" {
+		t.Fatalf("the key's jobs ran in the order %s, want the reaped one again before the later one", got)
 	}
 	waitKeyedStateGone(t, pool, ns, "mail")
 }

@@ -179,6 +179,10 @@ local function keyedBacklog(k, K)
   return n
 end
 
+-- CONF_FIELDS are the prefixes of a key's fields in the conf hash that change how it is served (its
+-- pause, concurrency, weight and rate; not its cap), in the order lanePlan and keyedConf read them.
+local CONF_FIELDS = {'p:', 'c:', 'w:', 'r:'}
+
 -- lanePlan says where jobs pushed now for keys (a list without repeats) go: plan[K] is true when
 -- the key's job goes to the lane, false when its jobs go to its queue (see "The lane" above), and
 -- spill[K] the score of the key's job in the lane, for a key that has one: it moves to the key's
@@ -204,11 +208,7 @@ local function lanePlan(k, keys, counts, limits, many)
     for i = 1, #keys, 250 do
       local fields = {}
       for j = i, math.min(#keys, i + 249) do
-        local K = keys[j]
-        fields[#fields + 1] = 'p:' .. K
-        fields[#fields + 1] = 'c:' .. K
-        fields[#fields + 1] = 'w:' .. K
-        fields[#fields + 1] = 'r:' .. K
+        for _, f in ipairs(CONF_FIELDS) do fields[#fields + 1] = f .. keys[j] end
       end
       local v = redis.pcall('hmget', k.conf, unpack(fields))
       if v.err then
@@ -435,9 +435,6 @@ local function keyedCounting(k, mode, d)
   redis.pcall('hset', k.meta, 'counts', '0')
   return false
 end
-
--- CONF_FIELDS are the prefixes of a key's fields in the conf hash, in the order keyedConf reads them.
-local CONF_FIELDS = {'p:', 'c:', 'w:', 'r:'}
 
 -- keyedConf reads the overrides of keys (a list) from the conf hash in one call: per key, a table
 -- {paused, limit, weight, rateJobs, ratePeriod}, each falling back on d, the name's defaults. It
