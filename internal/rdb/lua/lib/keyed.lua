@@ -515,14 +515,17 @@ end
 local NONE = {}
 
 -- laneSettle drops the lane fields of the keys whose lane jobs a take popped (served: key -> jobs
--- served from the lane; div: key -> jobs diverted): a key has one job in the lane at most. With
--- divertedOnly, the keys served keep theirs: the take put their jobs back.
-local function laneSettle(k, served, div, divertedOnly)
+-- served from the lane; div: key -> jobs diverted; more: a list of keys served): a key has one job
+-- in the lane at most. With divertedOnly, the keys served keep theirs: the take put their jobs back.
+local function laneSettle(k, served, div, more, divertedOnly)
   local del = {}
   for LK in pairs(div) do del[#del + 1] = LK end
   if not divertedOnly then
     for LK in pairs(served) do
       if not div[LK] then del[#del + 1] = LK end
+    end
+    if #del == 0 then del = more else
+      for _, LK in ipairs(more) do del[#del + 1] = LK end
     end
   end
   for i = 1, #del, 1000 do redis.pcall('hdel', k.lane, unpack(del, i, math.min(#del, i + 999))) end
@@ -568,12 +571,17 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   local seen, listed, laneServed, laneDiv = {}, {}, {}, {}
   local laneAt, hasWaiting = {}, nil
   local wide -- whether the first round popped WIDE_AT queue keys or more
-  -- giveBack returns popped keys to ready at their scores, when the take must stop.
-  local function giveBack(keys, scores)
+  -- plain: whether a lane job is served as it is without a look at its key (no overrides, no
+  -- running counts, no rate, no key with a queue), set at the first round of lane jobs alone.
+  -- Such rounds go through a loop of their own, which makes no table per key: laneKeys, the keys
+  -- of the jobs it served, and quick, per round the index in out of its first job and the round's
+  -- ZPOPMIN reply.
+  local plain, laneKeys, quick = nil, {}, {}
+  -- giveBack returns a round's popped keys to ready at their scores, when the take must stop.
+  local function giveBack(popped)
     local add = {}
-    for i, K in ipairs(keys) do
-      add[#add + 1] = scores[i] or 0
-      add[#add + 1] = K
+    for i = 1, #popped, 2 do
+      add[i], add[i + 1] = tonumber(popped[i + 1]) or 0, popped[i]
     end
     if #add > 0 then redis.pcall('zadd', k.ready, unpack(add)) end
   end
@@ -582,231 +590,267 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     local popped = pcallReply('zpopmin', k.ready, n - got)
     if wrongType(popped, KEYED_NEEDS) then return nil end
     if #popped == 0 then break end
-    local keys, scores = {}, {}
-    for i = 1, #popped, 2 do
-      keys[#keys + 1] = popped[i]
-      scores[#scores + 1] = tonumber(popped[i + 1])
-    end
-    -- Split the queue keys (kk) from the lane jobs (laneOf[i], their key; rk, those keys; lk,
-    -- those new to this take). A round of queue keys alone makes no table of its own.
-    local kk, laneOf, lk, rk, inRound = keys, NONE, NONE, NONE, NONE
-    for i, K in ipairs(keys) do
-      local j = string.find(K, '\n', 1, true)
-      if j then
-        if laneOf == NONE then
-          kk, laneOf, lk, rk, inRound = {unpack(keys, 1, i - 1)}, {}, {}, {}, {}
-        end
-        local LK = string.sub(K, 1, j - 1)
-        laneOf[i] = LK
-        if not inRound[LK] then
-          inRound[LK] = true
-          rk[#rk + 1] = LK
-        end
-        if not seen[LK] then
-          seen[LK] = true
-          lk[#lk + 1] = LK
-        end
-      elseif laneOf ~= NONE then
-        kk[#kk + 1] = K
-      end
-    end
     if not vt then
-      wide = #kk >= WIDE_AT -- lane jobs touch neither waiting nor running
       local m = redis.pcall('hmget', k.meta, 'vt', 'waiting', 'counts')
       if m.err then
-        giveBack(keys, scores)
+        giveBack(popped)
         return nil
       end
       vt, waiting = tonumber(m[1] or '') or 0, tonumber(m[2] or '') or 0
       hasConf = redis.call('exists', k.conf) == 1
       counting = keyedCounting(k, m[3], d)
     end
-    -- The share is rounded up, so that one round covers n when the keys have the jobs: rounded
-    -- down, 65 jobs over 10 keys took 60 in a first round and 5 in a second, whose calls (then
-    -- ZPOPMIN, HMGET, ZMSCORE, ZADD and five RPOPs) cost a tenth of the take's instructions. A key
-    -- served last may get less than its share; its virtual time moves by what it got, so it loses
-    -- no turn.
-    local quantum = math.max(1, math.ceil((n - got) / #keys))
-    if #lk > 0 then
-      if hasWaiting == nil then hasWaiting = redis.call('exists', k.waiting) == 1 end
-      if hasWaiting then
-        local v = pcallReply('zmscore', k.waiting, unpack(lk))
-        if wrongType(v, KEYED_NEEDS) then v = {} end
-        for i, LK in ipairs(lk) do
-          if v[i] then listed[LK] = true end
-        end
-      end
+    -- A round of lane jobs alone whose scores are all within reach (see below; ZPOPMIN gives them
+    -- in order, so the last one's tells) is served whole: no horizon applies without queue keys.
+    local last = tonumber(popped[#popped])
+    local isQuick = last and last <= vt + 1e12 and string.find(popped[1], '\n', 1, true) and plain ~= false
+    if isQuick and plain == nil then
+      plain = not hasConf and not counting and not (d.rateJobs > 0 and d.ratePeriod > 0) and
+        redis.call('exists', k.waiting) == 0
+      isQuick = plain
     end
-    local conf
-    if hasConf then
-      local ck = kk
-      if #rk > 0 then
-        ck = {unpack(kk)}
-        for _, LK in ipairs(rk) do ck[#ck + 1] = LK end
-      end
-      conf = #ck > 0 and keyedConf(k, ck, d) or {}
-      if not conf then
-        giveBack(keys, scores)
-        return nil
-      end
-      if not counting then
-        for _, o in pairs(conf) do
-          if o.limit > 0 then
-            -- A key's own limit needs the counts: those of this take's earlier rounds are read
-            -- at its end.
-            keyedRecount(k, d.pools)
-            counting = true
-            break
-          end
+    if isQuick then
+      local at, nl = #out, #laneKeys
+      for i = 1, #popped, 2 do
+        local K = popped[i]
+        local j = string.find(K, '\n', 1, true)
+        if not j then
+          isQuick = false
+          break
         end
+        local h = (i + 1) / 2
+        out[at + h], laneKeys[nl + h] = K, string.sub(K, 1, j - 1)
       end
-    end
-    local running, runningOf = NONE, NONE
-    if counting and #kk > 0 then
-      running = redis.pcall('hmget', k.running, unpack(kk))
-      if running.err then
-        giveBack(keys, scores)
-        return nil
-      end
-      runningOf = {}
-      for i, K in ipairs(kk) do runningOf[K] = running[i] end
-    end
-    -- horizon is the earliest next turn of a queue key served in this round: a lane job beyond it
-    -- waits for the next round, so that a key of weight w still gets w jobs a unit of virtual time
-    -- while the lane jobs popped with it span many units.
-    local horizon
-    for i, K in ipairs(keys) do
-      local s = scores[i]
-      -- A key added by another program with an old score takes its turn now, not many in a row;
-      -- one with a score beyond reach (inf, or far ahead) is brought back to now.
-      if not s or s ~= s or s < vt or s > vt + 1e12 then s = vt end
-      local LK = laneOf[i]
-      if LK and (got >= n or (horizon and s > horizon)) then
-        readd[#readd + 1] = scores[i] or s
-        readd[#readd + 1] = K
-      elseif LK then
-        -- A lane job: served as it is, unless its key now needs its queue (see "The lane").
-        local o = conf and conf[LK]
-        local divert = counting or (d.rateJobs > 0 and d.ratePeriod > 0) or listed[LK] or
-          (o and (o.paused or o.limit > 0 or o.weight ~= 1 or (o.rateJobs > 0 and o.ratePeriod > 0)))
-        if divert then
-          local len = redis.pcall('lpush', keyedQueue(k, LK), string.sub(K, #LK + 2))
-          if type(len) == 'number' then
-            listed[LK] = true
-            laneDiv[LK] = (laneDiv[LK] or 0) + 1
-            redis.pcall('zadd', k.waiting, len, LK)
-            if len == 1 then redis.pcall('zadd', k.ready, 'NX', vt, LK) end
-            -- A key this take served and drained has jobs again: the take's end must not drop
-            -- its waiting entry.
-            if backlog[LK] then backlog[LK] = len end
-          else
-            divert = false -- a queue of another type: served from the lane after all
-          end
-        end
-        if not divert then
-          out[#out + 1] = K
-          laneAt[#out] = scores[i] or s
-          got = got + 1
-          if s > vt then vt = s end
-          laneServed[LK] = (laneServed[LK] or 0) + 1
-        end
-      elseif got >= n then
-        -- Not served in this take: it keeps its turn.
-        readd[#readd + 1] = s
-        readd[#readd + 1] = K
+      if isQuick then
+        quick[#quick + 1], quick[#quick + 2] = at + 1, popped
+        got = got + #popped / 2
+        if last > vt then vt = last end
+        if wide == nil then wide = false end
       else
-        vt = s
-        local o = conf and conf[K]
-        local limit, weight, rj, rp = d.limit, 1, d.rateJobs, d.ratePeriod
-        if o then limit, weight, rj, rp = o.limit, o.weight, o.rateJobs, o.ratePeriod end
-        local run = (tonumber(runningOf[K] or '') or 0) + (taken[K] or 0)
-        local m = math.min(quantum * weight, n - got)
-        if o and o.paused then
-          m = 0 -- left out of ready: resuming the key gives it a turn
-        elseif limit > 0 and limit - run < m then
-          m = limit - run
+        -- A queue key among them: the round goes the general way.
+        for h = #out, at + 1, -1 do out[h] = nil end
+        for h = #laneKeys, nl + 1, -1 do laneKeys[h] = nil end
+      end
+    end
+    if not isQuick then
+      local keys, scores = {}, {}
+      for i = 1, #popped, 2 do
+        keys[#keys + 1] = popped[i]
+        scores[#scores + 1] = tonumber(popped[i + 1])
+      end
+      -- Split the queue keys (kk) from the lane jobs (laneOf[i], their key; rk, those keys; lk,
+      -- those new to this take). A round of queue keys alone makes no table of its own.
+      local kk, laneOf, lk, rk, inRound = keys, NONE, NONE, NONE, NONE
+      for i, K in ipairs(keys) do
+        local j = string.find(K, '\n', 1, true)
+        if j then
+          if laneOf == NONE then
+            kk, laneOf, lk, rk, inRound = {unpack(keys, 1, i - 1)}, {}, {}, {}, {}
+          end
+          local LK = string.sub(K, 1, j - 1)
+          laneOf[i] = LK
+          if not inRound[LK] then
+            inRound[LK] = true
+            rk[#rk + 1] = LK
+          end
+          if not seen[LK] then
+            seen[LK] = true
+            lk[#lk + 1] = LK
+          end
+        elseif laneOf ~= NONE then
+          kk[#kk + 1] = K
         end
-        local q = k.p .. '{' .. K .. '}'
-        local tat, interval
-        if m > 0 and rj > 0 and rp > 0 then
-          local v = redis.pcall('get', q .. ':rate')
-          tat = type(v) == 'string' and tonumber(v) or 0
-          interval = rp / rj
-          local now = nowMs()
-          if tat < now then tat = now end
-          local allowed = math.floor((now + rp - tat) / interval)
-          if allowed < m then m = allowed end
-          if m <= 0 then
-            redis.pcall('zadd', k.delayed, math.ceil(tat - rp + interval), K)
-            tat = nil
-          end
-        end
-        if m > 0 then
-          -- The backlog, unless an earlier round of the take left the key more than m: a key is
-          -- asked for m and, if it gives m, its length. A share of one job (a take over many keys,
-          -- most of one job) asks for two instead, and puts the second back if it comes, the
-          -- length after it saying how many are left: an LLEN costs about half a push of a job,
-          -- and a key that gives one job of two needs neither. A key this turn brings to its limit
-          -- gets no turn after it, so it is asked for m. (Reading the backlogs from the waiting
-          -- index cost a score a key, which Redis before 7.2 formats with printf: more than either.)
-          local b = backlog[K] or -1
-          local ask = m
-          if b <= m and m == 1 and not (limit > 0 and run + m >= limit) then ask = m + 1 end
-          local vals = pcallReply('rpop', q, keyedNum(ask))
-          if lacking(vals) and got == 0 then
-            -- RPOP with a count (Redis 6.2) fails on the first key a take serves.
-            giveBack(keys, scores)
-            return nil, true
-          end
-          if wrongType(vals, KEYED_NEEDS) then vals = false end -- the key is skipped
-          local took = vals and math.min(#vals, m) or 0
-          if took == 1 then
-            out[#out + 1] = K .. '\n' .. vals[1]
-          else
-            local prefix = K .. '\n'
-            for j = 1, took do out[#out + 1] = prefix .. vals[j] end
-          end
-          local more
-          if ask > m then
-            more = vals and #vals > m
-            b = 0
-            if more then b = redis.call('rpush', q, vals[m + 1]) end
-          elseif b < 0 then
-            b = 0
-            if vals and #vals == m then b = redis.call('llen', q) end
-            more = b > 0
-          else
-            b = b - took
-            more = took == m and b > 0
-          end
-          backlog[K] = b
-          if more then
-            if limit == 0 or run + took < limit then
-              local next = s + took / weight
-              readd[#readd + 1] = next
-              readd[#readd + 1] = K
-              if not horizon or next < horizon then horizon = next end
-            end
-          else
-            drained[#drained + 1] = K
-          end
-          if took > 0 then
-            got = got + took
-            taken[K] = (taken[K] or 0) + took
-            if counting and not served[K] then served[K] = runningOf[K] or '0' end
-            if tat then redis.pcall('set', q .. ':rate', tostring(tat + took * interval), 'PX', math.ceil(rp * 2)) end
+      end
+      if wide == nil then wide = #kk >= WIDE_AT end -- lane jobs touch neither waiting nor running
+      -- The share is rounded up, so that one round covers n when the keys have the jobs: rounded
+      -- down, 65 jobs over 10 keys took 60 in a first round and 5 in a second, whose calls (then
+      -- ZPOPMIN, HMGET, ZMSCORE, ZADD and five RPOPs) cost a tenth of the take's instructions. A key
+      -- served last may get less than its share; its virtual time moves by what it got, so it loses
+      -- no turn.
+      local quantum = math.max(1, math.ceil((n - got) / #keys))
+      if #lk > 0 then
+        if hasWaiting == nil then hasWaiting = redis.call('exists', k.waiting) == 1 end
+        if hasWaiting then
+          local v = pcallReply('zmscore', k.waiting, unpack(lk))
+          if wrongType(v, KEYED_NEEDS) then v = {} end
+          for i, LK in ipairs(lk) do
+            if v[i] then listed[LK] = true end
           end
         end
       end
-    end
-    if #readd > 0 then
-      redis.pcall('zadd', k.ready, unpack(readd))
-      readd = {}
+      local conf
+      if hasConf then
+        local ck = kk
+        if #rk > 0 then
+          ck = {unpack(kk)}
+          for _, LK in ipairs(rk) do ck[#ck + 1] = LK end
+        end
+        conf = #ck > 0 and keyedConf(k, ck, d) or {}
+        if not conf then
+          giveBack(popped)
+          return nil
+        end
+        if not counting then
+          for _, o in pairs(conf) do
+            if o.limit > 0 then
+              -- A key's own limit needs the counts: those of this take's earlier rounds are read
+              -- at its end.
+              keyedRecount(k, d.pools)
+              counting = true
+              break
+            end
+          end
+        end
+      end
+      local running, runningOf = NONE, NONE
+      if counting and #kk > 0 then
+        running = redis.pcall('hmget', k.running, unpack(kk))
+        if running.err then
+          giveBack(popped)
+          return nil
+        end
+        runningOf = {}
+        for i, K in ipairs(kk) do runningOf[K] = running[i] end
+      end
+      -- horizon is the earliest next turn of a queue key served in this round: a lane job beyond it
+      -- waits for the next round, so that a key of weight w still gets w jobs a unit of virtual time
+      -- while the lane jobs popped with it span many units.
+      local horizon
+      for i, K in ipairs(keys) do
+        local s = scores[i]
+        -- A key added by another program with an old score takes its turn now, not many in a row;
+        -- one with a score beyond reach (inf, or far ahead) is brought back to now.
+        if not s or s ~= s or s < vt or s > vt + 1e12 then s = vt end
+        local LK = laneOf[i]
+        if LK and (got >= n or (horizon and s > horizon)) then
+          readd[#readd + 1] = scores[i] or s
+          readd[#readd + 1] = K
+        elseif LK then
+          -- A lane job: served as it is, unless its key now needs its queue (see "The lane").
+          local o = conf and conf[LK]
+          local divert = counting or (d.rateJobs > 0 and d.ratePeriod > 0) or listed[LK] or
+            (o and (o.paused or o.limit > 0 or o.weight ~= 1 or (o.rateJobs > 0 and o.ratePeriod > 0)))
+          if divert then
+            local len = redis.pcall('lpush', keyedQueue(k, LK), string.sub(K, #LK + 2))
+            if type(len) == 'number' then
+              listed[LK] = true
+              laneDiv[LK] = (laneDiv[LK] or 0) + 1
+              redis.pcall('zadd', k.waiting, len, LK)
+              if len == 1 then redis.pcall('zadd', k.ready, 'NX', vt, LK) end
+              -- A key this take served and drained has jobs again: the take's end must not drop
+              -- its waiting entry.
+              if backlog[LK] then backlog[LK] = len end
+            else
+              divert = false -- a queue of another type: served from the lane after all
+            end
+          end
+          if not divert then
+            out[#out + 1] = K
+            laneAt[#out] = scores[i] or s
+            got = got + 1
+            if s > vt then vt = s end
+            laneServed[LK] = (laneServed[LK] or 0) + 1
+          end
+        elseif got >= n then
+          -- Not served in this take: it keeps its turn.
+          readd[#readd + 1] = s
+          readd[#readd + 1] = K
+        else
+          vt = s
+          local o = conf and conf[K]
+          local limit, weight, rj, rp = d.limit, 1, d.rateJobs, d.ratePeriod
+          if o then limit, weight, rj, rp = o.limit, o.weight, o.rateJobs, o.ratePeriod end
+          local run = (tonumber(runningOf[K] or '') or 0) + (taken[K] or 0)
+          local m = math.min(quantum * weight, n - got)
+          if o and o.paused then
+            m = 0 -- left out of ready: resuming the key gives it a turn
+          elseif limit > 0 and limit - run < m then
+            m = limit - run
+          end
+          local q = k.p .. '{' .. K .. '}'
+          local tat, interval
+          if m > 0 and rj > 0 and rp > 0 then
+            local v = redis.pcall('get', q .. ':rate')
+            tat = type(v) == 'string' and tonumber(v) or 0
+            interval = rp / rj
+            local now = nowMs()
+            if tat < now then tat = now end
+            local allowed = math.floor((now + rp - tat) / interval)
+            if allowed < m then m = allowed end
+            if m <= 0 then
+              redis.pcall('zadd', k.delayed, math.ceil(tat - rp + interval), K)
+              tat = nil
+            end
+          end
+          if m > 0 then
+            -- The backlog, unless an earlier round of the take left the key more than m: a key is
+            -- asked for m and, if it gives m, its length. A share of one job (a take over many keys,
+            -- most of one job) asks for two instead, and puts the second back if it comes, the
+            -- length after it saying how many are left: an LLEN costs about half a push of a job,
+            -- and a key that gives one job of two needs neither. A key this turn brings to its limit
+            -- gets no turn after it, so it is asked for m. (Reading the backlogs from the waiting
+            -- index cost a score a key, which Redis before 7.2 formats with printf: more than either.)
+            local b = backlog[K] or -1
+            local ask = m
+            if b <= m and m == 1 and not (limit > 0 and run + m >= limit) then ask = m + 1 end
+            local vals = pcallReply('rpop', q, keyedNum(ask))
+            if lacking(vals) and got == 0 then
+              -- RPOP with a count (Redis 6.2) fails on the first key a take serves.
+              giveBack(popped)
+              return nil, true
+            end
+            if wrongType(vals, KEYED_NEEDS) then vals = false end -- the key is skipped
+            local took = vals and math.min(#vals, m) or 0
+            if took == 1 then
+              out[#out + 1] = K .. '\n' .. vals[1]
+            else
+              local prefix = K .. '\n'
+              for j = 1, took do out[#out + 1] = prefix .. vals[j] end
+            end
+            local more
+            if ask > m then
+              more = vals and #vals > m
+              b = 0
+              if more then b = redis.call('rpush', q, vals[m + 1]) end
+            elseif b < 0 then
+              b = 0
+              if vals and #vals == m then b = redis.call('llen', q) end
+              more = b > 0
+            else
+              b = b - took
+              more = took == m and b > 0
+            end
+            backlog[K] = b
+            if more then
+              if limit == 0 or run + took < limit then
+                local next = s + took / weight
+                readd[#readd + 1] = next
+                readd[#readd + 1] = K
+                if not horizon or next < horizon then horizon = next end
+              end
+            else
+              drained[#drained + 1] = K
+            end
+            if took > 0 then
+              got = got + took
+              taken[K] = (taken[K] or 0) + took
+              if counting and not served[K] then served[K] = runningOf[K] or '0' end
+              if tat then
+                redis.pcall('set', q .. ':rate', tostring(tat + took * interval), 'PX', math.ceil(rp * 2))
+              end
+            end
+          end
+        end
+      end
+      if #readd > 0 then
+        redis.pcall('zadd', k.ready, unpack(readd))
+        readd = {}
+      end
     end
   end
   if not vt then return 0 end
   if got == 0 then
-    laneSettle(k, laneServed, laneDiv, false)
+    laneSettle(k, laneServed, laneDiv, laneKeys, false)
     redis.pcall('hset', k.meta, 'vt', tostring(vt))
     return 0
   end
@@ -814,6 +858,10 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   -- key served back in ready (one drained or at its limit would otherwise get no turn again).
   for i = first, #out, 1000 do
     if type(redis.pcall('lpush', inprogress, unpack(out, i, math.min(#out, i + 999)))) ~= 'number' then
+      for q = 1, #quick, 2 do
+        local at, popped = quick[q], quick[q + 1]
+        for h = 1, #popped, 2 do laneAt[at + (h - 1) / 2] = tonumber(popped[h + 1]) end
+      end
       for j = #out, first, -1 do
         if laneAt[j] then
           redis.call('zadd', k.ready, laneAt[j], out[j])
@@ -829,11 +877,11 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         add[#add + 1] = K
       end
       if #add > 0 then redis.pcall('zadd', k.ready, 'NX', unpack(add)) end
-      laneSettle(k, laneServed, laneDiv, true)
+      laneSettle(k, laneServed, laneDiv, laneKeys, true)
       return nil
     end
   end
-  laneSettle(k, laneServed, laneDiv, false)
+  laneSettle(k, laneServed, laneDiv, laneKeys, false)
   if counting then
     -- Counts turned on during the take (a key's own limit): its lane jobs count too.
     for LK, c in pairs(laneServed) do
