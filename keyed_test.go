@@ -548,3 +548,48 @@ func TestReapedLaneJobGoesBackToItsKeyFirst(t *testing.T) {
 	}
 	waitKeyedStateGone(t, pool, ns, "mail")
 }
+
+// Keys of one job each wait in the lane and run in the order they were enqueued, one at a time or
+// many a fetch, each exactly once; the takes leave no lane field, ready member or queue behind.
+func TestLaneJobsRunOnceInEnqueueOrder(t *testing.T) {
+	t.Parallel()
+	for _, workers := range []uint{1, 25} {
+		t.Run(fmt.Sprint("workers=", workers), func(t *testing.T) {
+			t.Parallel()
+			pool := newTestPool(t)
+			ns := newTestNamespace(t, pool)
+			e := NewEnqueuer(ns, pool)
+			const keys = 300
+			var jobs []BatchJob
+			var want []string
+			for i := 0; i < keys; i++ {
+				key := fmt.Sprint("k", i)
+				jobs = append(jobs, BatchJob{Name: "mail", Key: key, Args: Q{"i": i}})
+				want = append(want, key)
+			}
+			if _, err := e.EnqueueBatch(jobs); err != nil {
+				t.Fatal(err)
+			}
+			if n := rInt(t, pool, "HLEN", ns+":keyed:mail:lane"); n != keys {
+				t.Fatalf("%d keys in the lane, want %d", n, keys)
+			}
+			run := newKeyedRun()
+			bhvStart(t, NewWorkerPool(bhvCtx{}, workers, ns, pool).Job("mail", run.handler(0)))
+			eventually(t, 20*time.Second, "every job", func() bool { return run.done() == keys })
+			waitKeyedStateGone(t, pool, ns, "mail")
+			run.mu.Lock()
+			defer run.mu.Unlock()
+			if workers == 1 && !slices.Equal(run.keys, want) {
+				t.Fatalf("keys ran in the order %v, want enqueue order", run.keys)
+			}
+			for _, key := range want {
+				if n := len(run.order[key]); n != 1 {
+					t.Fatalf("key %s's job ran %d times, want once", key, n)
+				}
+			}
+			if len(run.keys) != keys {
+				t.Fatalf("%d jobs ran, want %d", len(run.keys), keys)
+			}
+		})
+	}
+}

@@ -572,10 +572,9 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   local laneAt, hasWaiting = {}, nil
   local wide -- whether the first round popped WIDE_AT queue keys or more
   -- plain: whether a lane job is served as it is without a look at its key (no overrides, no
-  -- running counts, no rate, no key with a queue), set at the first round of lane jobs alone.
-  -- Such rounds go through a loop of their own, which makes no table per key: laneKeys, the keys
-  -- of the jobs it served, and quick, per round the index in out of its first job and the round's
-  -- ZPOPMIN reply.
+  -- running counts, no rate, no key with a queue). Rounds of lane jobs alone then go through a
+  -- loop of their own, which makes no table per key: laneKeys, the keys of the jobs it served, and
+  -- quick, per round the index in out of its first job, its jobs and its last score.
   local plain, laneKeys, quick = nil, {}, {}
   -- giveBack returns a round's popped keys to ready at their scores, when the take must stop.
   local function giveBack(popped)
@@ -586,53 +585,57 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     if #add > 0 then redis.pcall('zadd', k.ready, unpack(add)) end
   end
   while got < n do
-    -- The keys with the earliest turns, as many as jobs are wanted: each gives one job at least.
-    local popped = pcallReply('zpopmin', k.ready, n - got)
-    if wrongType(popped, KEYED_NEEDS) then return nil end
-    if #popped == 0 then break end
     if not vt then
+      -- The name's state, read once ready holds keys: whether lane jobs go the quick way (plain)
+      -- decides how the rounds pop.
+      if redis.call('exists', k.ready) == 0 then break end
       local m = redis.pcall('hmget', k.meta, 'vt', 'waiting', 'counts')
-      if m.err then
-        giveBack(popped)
-        return nil
-      end
+      if m.err then return nil end
       vt, waiting = tonumber(m[1] or '') or 0, tonumber(m[2] or '') or 0
       hasConf = redis.call('exists', k.conf) == 1
       counting = keyedCounting(k, m[3], d)
-    end
-    -- A round of lane jobs alone whose scores are all within reach (see below; ZPOPMIN gives them
-    -- in order, so the last one's tells) is served whole: no horizon applies without queue keys.
-    local last = tonumber(popped[#popped])
-    local isQuick = last and last <= vt + 1e12 and string.find(popped[1], '\n', 1, true) and plain ~= false
-    if isQuick and plain == nil then
       plain = not hasConf and not counting and not (d.rateJobs > 0 and d.ratePeriod > 0) and
         redis.call('exists', k.waiting) == 0
-      isQuick = plain
     end
-    if isQuick then
+    local isQuick, popped = false, nil
+    if plain then
+      -- A round of lane jobs alone whose scores are all within reach (ZRANGE gives them in
+      -- order, so the last one's tells) is served whole: no horizon applies without queue keys.
+      -- Read without their scores and removed by rank, they cost Redis no score's text but the
+      -- last one's.
+      local members = pcallReply('zrange', k.ready, 0, n - got - 1)
+      if wrongType(members, KEYED_NEEDS) then return nil end
+      if #members == 0 then break end
       local at, nl = #out, #laneKeys
-      for i = 1, #popped, 2 do
-        local K = popped[i]
+      isQuick = true
+      for i, K in ipairs(members) do
         local j = string.find(K, '\n', 1, true)
         if not j then
           isQuick = false
           break
         end
-        local h = (i + 1) / 2
-        out[at + h], laneKeys[nl + h] = K, string.sub(K, 1, j - 1)
+        out[at + i], laneKeys[nl + i] = K, string.sub(K, 1, j - 1)
       end
-      if isQuick then
-        quick[#quick + 1], quick[#quick + 2] = at + 1, popped
-        got = got + #popped / 2
+      local last = isQuick and tonumber(redis.call('zscore', k.ready, members[#members]))
+      if last and last <= vt + 1e12 then
+        redis.call('zremrangebyrank', k.ready, 0, #members - 1)
+        quick[#quick + 1], quick[#quick + 2], quick[#quick + 3] = at + 1, #members, last
+        got = got + #members
         if last > vt then vt = last end
         if wide == nil then wide = false end
       else
-        -- A queue key among them: the round goes the general way.
+        -- A queue key among them, or a score beyond reach: this round and the take's next ones
+        -- go the general way.
+        isQuick, plain = false, false
         for h = #out, at + 1, -1 do out[h] = nil end
         for h = #laneKeys, nl + 1, -1 do laneKeys[h] = nil end
       end
     end
     if not isQuick then
+      -- The keys with the earliest turns, as many as jobs are wanted: each gives one job at least.
+      popped = pcallReply('zpopmin', k.ready, n - got)
+      if wrongType(popped, KEYED_NEEDS) then return nil end
+      if #popped == 0 then break end
       local keys, scores = {}, {}
       for i = 1, #popped, 2 do
         keys[#keys + 1] = popped[i]
@@ -858,9 +861,9 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   -- key served back in ready (one drained or at its limit would otherwise get no turn again).
   for i = first, #out, 1000 do
     if type(redis.pcall('lpush', inprogress, unpack(out, i, math.min(#out, i + 999)))) ~= 'number' then
-      for q = 1, #quick, 2 do
-        local at, popped = quick[q], quick[q + 1]
-        for h = 1, #popped, 2 do laneAt[at + (h - 1) / 2] = tonumber(popped[h + 1]) end
+      -- A quick round's jobs go back at its last score: their own were not read.
+      for q = 1, #quick, 3 do
+        for h = quick[q], quick[q] + quick[q + 1] - 1 do laneAt[h] = quick[q + 2] end
       end
       for j = #out, first, -1 do
         if laneAt[j] then
