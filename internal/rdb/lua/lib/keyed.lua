@@ -36,7 +36,9 @@
 -- jobs costs what a queue costs. A take that pops a lane job it may no longer serve so (counts
 -- kept, a rate, an override set since, jobs in the key's queue) moves it to the back of the key's
 -- queue instead (a divert), which keeps the key's limits; a take drops the lane field of every key
--- whose job it popped.
+-- whose job it popped. A take of a name that needs none of that (no overrides, counts, rate or key
+-- with a queue) reads a round of lane jobs alone with ZRANGE and removes it by rank: Redis then
+-- formats no score for it but the last one's, which moves vt.
 --
 -- A key with no job waiting or running has none of these but its overrides. The invariant that
 -- keeps keys moving: a key with jobs waiting that is not paused, at its concurrency limit or past
