@@ -25,7 +25,8 @@ import (
 // while another pool that serves its name idles, and no key's slot is held by a job that has not
 // started. If the fetched-ahead jobs wait longer than handBackAfter all the same, no worker taking
 // a job meanwhile (the workers turned to long jobs), the pool hands them back to the front of their
-// queues, for any pool to take, and fetches ahead no more until one of its jobs ends.
+// queues, for any pool to take, fetches again only once they are there (so that its next fetch
+// does not take the jobs behind them first), and fetches ahead no more until one of its jobs ends.
 type fetcher struct {
 	p       *fetcherParams
 	room    *room // p.room
@@ -153,6 +154,11 @@ func (f *fetcher) stop() {
 // requeueWaiting puts the jobs waiting in the channel back at the fetch end of their queues, so
 // that they are the next ones out again, in the order they were fetched, and returns how many.
 func (f *fetcher) requeueWaiting() int {
+	return len(f.requeueJobs())
+}
+
+// requeueJobs is requeueWaiting, returning the jobs it put back.
+func (f *fetcher) requeueJobs() []*Job {
 	var waiting []*Job
 	for {
 		select {
@@ -171,7 +177,21 @@ func (f *fetcher) requeueWaiting() int {
 		f.p.out.post(rdb.FinishOp{Kind: rdb.OpRequeue, Q: j.q.args, Entry: j.rawArg, Ref: j})
 		f.room.release()
 	}
-	return len(waiting)
+	return waiting
+}
+
+// requeueWait bounds how long a hand-back waits for its jobs to be back in their queues.
+const requeueWait = time.Second
+
+// awaitRequeued waits, up to requeueWait, until the outcome queue has written the requeues of jobs:
+// the pool's next fetch must find them back at the front of their queues, or it would take the
+// jobs behind them first and run a queue's (or a key's) jobs out of order. The caller holds mu, so
+// no fetch of the pool starts meanwhile.
+func (f *fetcher) awaitRequeued(jobs []*Job) {
+	deadline := time.Now().Add(requeueWait)
+	for f.p.out.anyHeld(jobs) && !f.isStopped() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 func (f *fetcher) isStopped() bool {
@@ -267,7 +287,9 @@ func (f *fetcher) handBack(now time.Time) time.Duration {
 	if d := f.handBackAfter - min(wait, now.Sub(f.lastTakenAt)); d > 0 {
 		return d
 	}
-	n := f.requeueWaiting()
+	handed := f.requeueJobs()
+	n := len(handed)
+	f.awaitRequeued(handed)
 	f.batches = f.batches[:0]
 	if n > 0 {
 		f.room.handedBack()

@@ -73,6 +73,19 @@ func (o *outcomeQueue) unhold(j *Job) {
 	o.heldMu.Unlock()
 }
 
+// anyHeld reports whether one of jobs is still held: its outcome not yet written (or dropped
+// after close, which keeps it held).
+func (o *outcomeQueue) anyHeld(jobs []*Job) bool {
+	o.heldMu.Lock()
+	defer o.heldMu.Unlock()
+	for _, j := range jobs {
+		if _, ok := o.held[j]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // heldSinceSweep reports whether a job was held, or let go unwritten, since the last call of
 // heldEntries.
 func (o *outcomeQueue) heldSinceSweep() bool {

@@ -231,3 +231,52 @@ func TestLateSweepPutsNothingBack(t *testing.T) {
 		t.Fatalf("the queue holds %d jobs, want the one put back", n)
 	}
 }
+
+// A hand-back returns once the jobs are back at the front of their queue: the pool's next fetch
+// (which the hand-back's caller lets start) must take them before the jobs behind them, or a
+// queue's jobs would run out of order.
+func TestHandBackIsInRedisBeforeTheNextFetch(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	release := make(chan struct{})
+	started := make(chan string, 10)
+	wp := NewWorkerPool(stopCtx{}, 1, ns, pool)
+	wp.Job("slow", func(j *Job) error {
+		started <- j.ArgString("n")
+		<-release
+		return nil
+	})
+	e := NewEnqueuer(ns, pool)
+	wp.Start()
+	t.Cleanup(wp.Stop)
+	t.Cleanup(func() { close(release) })
+	f := wp.reg.run.fetcher
+	f.mu.Lock()
+	f.room.meanRun.Store(int64(aheadWait)) // a job fetched ahead per worker
+	f.handBackAfter = time.Hour            // handed back below, not by the loop
+	f.mu.Unlock()
+	for _, n := range []string{"1", "2", "3"} {
+		if _, err := e.Enqueue("slow", Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := <-started; got != "1" {
+		t.Fatalf("first job run: %s, want 1", got)
+	}
+	eventually(t, 5*time.Second, "one job fetched ahead", func() bool {
+		return rInt(t, pool, "LLEN", ns+":jobs:slow:"+wp.workerPoolID+":inprogress") == 2
+	})
+	f.mu.Lock()
+	now := time.Now()
+	f.handBack(now)                    // notes the last job taken
+	f.handBack(now.Add(3 * time.Hour)) // long after it: job 2 goes back
+	queued := rStrings(t, pool, "LRANGE", ns+":jobs:slow", 0, -1)
+	f.mu.Unlock()
+	if len(queued) != 2 {
+		t.Fatalf("queue: %d jobs when the hand-back returned, want 2 and 3", len(queued))
+	}
+	if oldest, err := decodeJob([]byte(queued[1])); err != nil || oldest.ArgString("n") != "2" {
+		t.Fatalf("fetch end of the queue: %s, want job 2", queued[1])
+	}
+}
