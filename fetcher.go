@@ -152,13 +152,8 @@ func (f *fetcher) stop() {
 }
 
 // requeueWaiting puts the jobs waiting in the channel back at the fetch end of their queues, so
-// that they are the next ones out again, in the order they were fetched, and returns how many.
-func (f *fetcher) requeueWaiting() int {
-	return len(f.requeueJobs())
-}
-
-// requeueJobs is requeueWaiting, returning the jobs it put back.
-func (f *fetcher) requeueJobs() []*Job {
+// that they are the next ones out again, in the order they were fetched, and returns them.
+func (f *fetcher) requeueWaiting() []*Job {
 	var waiting []*Job
 	for {
 		select {
@@ -287,9 +282,9 @@ func (f *fetcher) handBack(now time.Time) time.Duration {
 	if d := f.handBackAfter - min(wait, now.Sub(f.lastTakenAt)); d > 0 {
 		return d
 	}
-	handed := f.requeueJobs()
-	n := len(handed)
+	handed := f.requeueWaiting()
 	f.awaitRequeued(handed)
+	n := len(handed)
 	f.batches = f.batches[:0]
 	if n > 0 {
 		f.room.handedBack()

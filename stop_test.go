@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work/internal/rdb"
 )
 
@@ -71,35 +72,8 @@ func TestStopWaitsForRunningJobsAndReturnsFetchedOnesToTheFrontOfTheQueue(t *tes
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	release := make(chan struct{})
-	started := make(chan string, 10)
 	var finished atomic.Int64
-	wp := NewWorkerPool(stopCtx{}, 1, ns, pool)
-	wp.Job("slow", func(j *Job) error {
-		started <- j.ArgString("n")
-		<-release
-		finished.Add(1)
-		return nil
-	})
-	e := NewEnqueuer(ns, pool)
-	wp.Start()
-	// Jobs judged quick are fetched ahead; here they stay so (never handed back) until Stop.
-	f := wp.reg.run.fetcher
-	f.mu.Lock()
-	f.room.meanRun.Store(int64(aheadWait)) // a job fetched ahead per worker
-	f.handBackAfter = time.Hour
-	f.mu.Unlock()
-	for _, n := range []string{"1", "2", "3", "4"} {
-		if _, err := e.Enqueue("slow", Q{"n": n}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := <-started; got != "1" {
-		t.Fatalf("first job run: %s, want 1", got)
-	}
-	// Concurrency 1 with jobs of a millisecond holds one job running and one fetched ahead.
-	eventually(t, 5*time.Second, "one job fetched ahead", func() bool {
-		return rInt(t, pool, "LLEN", ns+":jobs:slow:"+wp.workerPoolID+":inprogress") == 2
-	})
+	wp, _ := startOneFetchedAhead(t, pool, ns, release, func() { finished.Add(1) }, "1", "2", "3", "4")
 	stopped := make(chan struct{})
 	go func() { wp.Stop(); close(stopped) }()
 	select {
@@ -240,33 +214,9 @@ func TestHandBackIsInRedisBeforeTheNextFetch(t *testing.T) {
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	release := make(chan struct{})
-	started := make(chan string, 10)
-	wp := NewWorkerPool(stopCtx{}, 1, ns, pool)
-	wp.Job("slow", func(j *Job) error {
-		started <- j.ArgString("n")
-		<-release
-		return nil
-	})
-	e := NewEnqueuer(ns, pool)
-	wp.Start()
+	wp, f := startOneFetchedAhead(t, pool, ns, release, func() {}, "1", "2", "3")
 	t.Cleanup(wp.Stop)
 	t.Cleanup(func() { close(release) })
-	f := wp.reg.run.fetcher
-	f.mu.Lock()
-	f.room.meanRun.Store(int64(aheadWait)) // a job fetched ahead per worker
-	f.handBackAfter = time.Hour            // handed back below, not by the loop
-	f.mu.Unlock()
-	for _, n := range []string{"1", "2", "3"} {
-		if _, err := e.Enqueue("slow", Q{"n": n}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := <-started; got != "1" {
-		t.Fatalf("first job run: %s, want 1", got)
-	}
-	eventually(t, 5*time.Second, "one job fetched ahead", func() bool {
-		return rInt(t, pool, "LLEN", ns+":jobs:slow:"+wp.workerPoolID+":inprogress") == 2
-	})
 	f.mu.Lock()
 	now := time.Now()
 	f.handBack(now)                    // notes the last job taken
@@ -279,4 +229,40 @@ func TestHandBackIsInRedisBeforeTheNextFetch(t *testing.T) {
 	if oldest, err := decodeJob([]byte(queued[1])); err != nil || oldest.ArgString("n") != "2" {
 		t.Fatalf("fetch end of the queue: %s, want job 2", queued[1])
 	}
+}
+
+// startOneFetchedAhead starts a pool of one worker whose "slow" jobs (args n, enqueued in the
+// order given) wait for release and then call ended, and returns it once the first job runs and
+// the second is fetched ahead. Jobs are judged quick, so one is fetched ahead, and the pool never
+// hands it back by itself; the caller stops the pool.
+func startOneFetchedAhead(t *testing.T, pool *redis.Pool, ns string, release chan struct{}, ended func(), n ...string) (*WorkerPool, *fetcher) {
+	t.Helper()
+	started := make(chan string, len(n))
+	wp := NewWorkerPool(stopCtx{}, 1, ns, pool)
+	wp.Job("slow", func(j *Job) error {
+		started <- j.ArgString("n")
+		<-release
+		ended()
+		return nil
+	})
+	e := NewEnqueuer(ns, pool)
+	wp.Start()
+	f := wp.reg.run.fetcher
+	f.mu.Lock()
+	f.room.meanRun.Store(int64(aheadWait)) // a job fetched ahead per worker
+	f.handBackAfter = time.Hour
+	f.mu.Unlock()
+	for _, v := range n {
+		if _, err := e.Enqueue("slow", Q{"n": v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := <-started; got != n[0] {
+		t.Fatalf("first job run: %s, want %s", got, n[0])
+	}
+	// Concurrency 1 with jobs of a millisecond holds one job running and one fetched ahead.
+	eventually(t, 5*time.Second, "one job fetched ahead", func() bool {
+		return rInt(t, pool, "LLEN", ns+":jobs:slow:"+wp.workerPoolID+":inprogress") == 2
+	})
+	return wp, f
 }

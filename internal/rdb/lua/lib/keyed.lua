@@ -526,9 +526,7 @@ local function laneSettle(k, served, div, more, divertedOnly)
     for LK in pairs(served) do
       if not div[LK] then del[#del + 1] = LK end
     end
-    if #del == 0 then del = more else
-      for _, LK in ipairs(more) do del[#del + 1] = LK end
-    end
+    for _, LK in ipairs(more) do del[#del + 1] = LK end
   end
   for i = 1, #del, 1000 do redis.pcall('hdel', k.lane, unpack(del, i, math.min(#del, i + 999))) end
 end
