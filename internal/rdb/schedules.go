@@ -315,7 +315,14 @@ func (s *Store) commitArgs(now int64, commits []ScheduleCommit) []interface{} {
 			if c.Due >= 0 {
 				due = strconv.FormatInt(c.Due, 10)
 			}
-			args = append(args, c.Claim.Id, c.Claim.Rec, c.Rec, due, c.Name, c.Key, c.Payload)
+			payload := c.Payload
+			if c.Name != "" && c.Key != "" {
+				// A keyed job goes as its lane member, "<key>\n<payload>": most go to the lane so,
+				// and the script then makes no string of its own for them.
+				payload = make([]byte, 0, len(c.Key)+1+len(c.Payload))
+				payload = append(append(append(payload, c.Key...), '\n'), c.Payload...)
+			}
+			args = append(args, c.Claim.Id, c.Claim.Rec, c.Rec, due, c.Name, c.Key, payload)
 		}
 		i = end
 	}

@@ -300,6 +300,45 @@ return out`
 	}
 }
 
+// A lane job's score text (laneScore) is written from integers: it must read as a number above vt
+// that rises with seq, for the virtual times a name reaches, and a number at least vt beyond them.
+func TestLaneScoreRisesWithSeqAboveVt(t *testing.T) {
+	pool := newTestPool(t)
+	conn := pool.Get()
+	defer conn.Close()
+	var lib strings.Builder
+	for _, f := range []string{"keychecks", "keyed"} {
+		_, text, err := readLua("lua/lib/" + f + ".lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib.WriteString(text + "\n")
+	}
+	body := `
+local out = {}
+for i = 1, #ARGV, 2 do out[#out + 1] = laneScore(tonumber(ARGV[i]), tonumber(ARGV[i + 1])) end
+return out`
+	for _, vt := range []float64{0, 0.1234567891, 1.0 / 3, 41.999999, 1e6 + 0.5, 999999999.25, 5e9, 1e12} {
+		args := []interface{}{lib.String() + body, 0}
+		for _, seq := range []int{1, 2, 3, 99, 100, 101, 9999, 10000, 999998, 999999} {
+			args = append(args, strconv.FormatFloat(vt, 'g', 17, 64), seq)
+		}
+		got, err := redis.Strings(conn.Do("EVAL", args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := vt
+		for i, text := range got {
+			f, err := strconv.ParseFloat(text, 64)
+			// Past what a step can tell apart in a double (a billion turns), scores may repeat.
+			if err != nil || f < prev || f == prev && vt < 1e9 {
+				t.Fatalf("vt %v: score %d %q (%v), want a number above %v", vt, i+1, text, err, prev)
+			}
+			prev = f
+		}
+	}
+}
+
 // The scripts that run per job (the fetch and acknowledgement, debounced and grouped enqueues) and
 // those that fire schedules (per bucket and per tick) pass Redis text: a Lua number passed to
 // redis.call is formatted to text on every call (as much work as a small command). This guards

@@ -21,7 +21,7 @@
 -- ARGV[5..] runs of schedules of one bucket: the bucket, the number of schedules n, then 7 fields a
 --   schedule: ID, the record claimed ("": none), its new record ("": left as it is), its new due
 --   score ("": out of the due index), then the job to enqueue: job name ("": none), key ("": none),
---   payload
+--   payload (for a keyed job, its in-progress entry "<key>\n<payload>", which is also its lane member)
 --
 -- Returns {committed, stale (their record changed since the claim), refused (their queue key holds
 -- another type), the earliest score left in schedules:due (-1: none)}.
@@ -30,9 +30,9 @@ local H, top, known = KEYS[1], KEYS[2], KEYS[3]
 local bucketPrefix, prefix, channel, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local argc = #ARGV
 local ids, n = {}, 0
--- The keys of each job name's keyed jobs, once each, and whether a key gets more than one job, for
--- the lane's plan (lanePlan).
-local keysOf, manyOf, seenKey = {}, {}, {}
+-- The keys of each job name's keyed jobs, once each (seenOf[name]: key -> its index), and whether a
+-- key gets more than one job, for the lane's plan (lanePlan).
+local keysOf, manyOf, seenOf = {}, {}, {}
 local a = 5
 while a <= argc do
   local c = tonumber(ARGV[a + 1])
@@ -42,18 +42,18 @@ while a <= argc do
     ids[n + j + 1] = ARGV[f]
     local name, K = ARGV[f + 4], ARGV[f + 5]
     if name ~= '' and K ~= '' then
-      local nk = name .. '\n' .. K
-      local at = seenKey[nk]
+      local seen = seenOf[name]
+      if not seen then
+        seen = {}
+        seenOf[name], keysOf[name], manyOf[name] = seen, {}, {}
+      end
+      local at = seen[K]
       if at then
         manyOf[name][at] = true
       else
         local l = keysOf[name]
-        if not l then
-          l = {}
-          keysOf[name], manyOf[name] = l, {}
-        end
         l[#l + 1] = K
-        seenKey[nk] = #l
+        seen[K] = #l
       end
     end
   end
@@ -122,7 +122,7 @@ local function commitOne(i, a, add, na, rem, nr)
       end
       local lane = g and g.plan[K]
       -- The push itself tells a queue key of another type: nothing is written then.
-      local len = g and not lane and redis.pcall('lpush', g.k.p .. '{' .. K .. '}', ARGV[a + 6])
+      local len = g and not lane and redis.pcall('lpush', g.k.p .. '{' .. K .. '}', string.sub(ARGV[a + 6], #K + 2))
       if lane then
         g.na, g.ns, g.seq = laneAdd(K, ARGV[a + 6], g.vt, g.seq, g.add, g.na, g.set, g.ns)
         g.total = g.total + 1

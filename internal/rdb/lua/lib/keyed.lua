@@ -50,7 +50,7 @@
 -- their scripts fail with an error that says so (KEYED_NEEDS).
 --
 -- uses: keychecks
--- defines: keyedNum, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedCap, laneRead, keyedBacklog, lanePlan, laneSpill, laneAdd, laneWrite, keyedCheckMany, keyedPushMany, keyedPush, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, laneSettle, keyedTake
+-- defines: keyedNum, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedCap, laneRead, keyedBacklog, lanePlan, laneSpill, laneScore, laneAdd, laneWrite, keyedCheckMany, keyedPushMany, keyedPush, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, laneSettle, keyedTake
 
 -- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
@@ -254,17 +254,49 @@ local function laneSpill(k, spill)
   return moved, lens
 end
 
--- LANE_STEP spaces the lane jobs queued at one virtual time: each gets vt plus a step of its own
--- (meta's seq, counted modulo 2^20), so that scores hardly repeat and a spill reads one member.
-local LANE_STEP = 1 / 1048576
+-- LANE_STEPS is the number of steps in one unit of virtual time: each lane job queued at one
+-- virtual time gets vt plus a step of its own (meta's seq, counted modulo LANE_STEPS), so that
+-- scores hardly repeat and a spill reads one member.
+local LANE_STEPS = 1000000
 
--- laneAdd gathers the job payload of key K into add (score, member pairs, na of them so far) and
--- the key's lane field into set (ns so far), at virtual time vt and step seq. Returns the new na, ns
--- and seq.
-local function laneAdd(K, payload, vt, seq, add, na, set, ns)
-  seq = (seq + 1) % 1048576
-  local s = string.format('%.17g', vt + seq * LANE_STEP)
-  add[na + 1], add[na + 2] = s, K .. '\n' .. payload
+-- TWO_DIGITS are the texts of 0 to 99 with two digits, made once a run when laneScore needs them.
+local TWO_DIGITS
+
+-- laneScore returns the text of a lane job's score: vt, floored to a step, plus seq steps. It is
+-- written from integers, as the integer part (keyedNum: formatted once a run) and six decimals
+-- from TWO_DIGITS, where formatting each score as a number (%.17g) took printf's exact conversion:
+-- the most a fired schedule cost Redis in Lua. Any text that Redis parses as a number serves, as
+-- ready and the lane field get the same one and scores rise with seq. Beyond the integers a double
+-- holds exactly, the number's %.17g.
+local function laneScore(vt, seq)
+  local u = math.floor(vt * LANE_STEPS) + seq
+  if not (u >= 0 and u < 1e15) then return string.format('%.17g', vt + seq / LANE_STEPS) end
+  if not TWO_DIGITS then
+    TWO_DIGITS = {
+      '00', '01', '02', '03', '04', '05', '06', '07', '08', '09',
+      '10', '11', '12', '13', '14', '15', '16', '17', '18', '19',
+      '20', '21', '22', '23', '24', '25', '26', '27', '28', '29',
+      '30', '31', '32', '33', '34', '35', '36', '37', '38', '39',
+      '40', '41', '42', '43', '44', '45', '46', '47', '48', '49',
+      '50', '51', '52', '53', '54', '55', '56', '57', '58', '59',
+      '60', '61', '62', '63', '64', '65', '66', '67', '68', '69',
+      '70', '71', '72', '73', '74', '75', '76', '77', '78', '79',
+      '80', '81', '82', '83', '84', '85', '86', '87', '88', '89',
+      '90', '91', '92', '93', '94', '95', '96', '97', '98', '99'
+    }
+  end
+  local f = u % LANE_STEPS
+  return keyedNum((u - f) / LANE_STEPS) .. '.' .. TWO_DIGITS[math.floor(f / 10000) + 1] ..
+    TWO_DIGITS[math.floor(f / 100) % 100 + 1] .. TWO_DIGITS[f % 100 + 1]
+end
+
+-- laneAdd gathers the lane job of key K, member ("<key>\n<payload>"), into add (score, member
+-- pairs, na of them so far) and the key's lane field into set (ns so far), at virtual time vt and
+-- step seq. Returns the new na, ns and seq.
+local function laneAdd(K, member, vt, seq, add, na, set, ns)
+  seq = (seq + 1) % LANE_STEPS
+  local s = laneScore(vt, seq)
+  add[na + 1], add[na + 2] = s, member
   set[ns + 1], set[ns + 2] = K, s
   return na + 2, ns + 2, seq
 end
@@ -345,7 +377,7 @@ local function keyedPushMany(k, name, groups, payloads, channel, plan)
     local K, count = grp[1], grp[3] - grp[2] + 1
     total = total + count
     if plan[K] then
-      na, ns, seq = laneAdd(K, payloads[grp[2]], vt, seq, add, na, set, ns)
+      na, ns, seq = laneAdd(K, K .. '\n' .. payloads[grp[2]], vt, seq, add, na, set, ns)
     else
       local q, n = keyedQueue(k, K), 0
       for i = grp[2], grp[3], 1000 do n = redis.call('lpush', q, unpack(payloads, i, math.min(grp[3], i + 999))) end
