@@ -1,8 +1,13 @@
 package work
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -461,4 +466,91 @@ func BenchmarkEnqueueDebounced(b *testing.B) {
 			b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/job")
 		})
 	}
+}
+
+// BenchmarkFireKeyedTicks fires WORK_BENCH_TICKS (default 100,000) schedules due at one second, a
+// key each as per-customer schedules have, with one firing loop and no pool: an op is one such
+// second. It reports Redis CPU per tick; between ops the name's keyed state is dropped, as pools
+// would take the jobs. With WORK_CALLGRIND_PID (benches/callgrind/fire.sh), it zeroes callgrind's
+// counts of that server before the first firing and dumps them after the last.
+func BenchmarkFireKeyedTicks(b *testing.B) {
+	ticks := 100000
+	if n, err := strconv.Atoi(os.Getenv("WORK_BENCH_TICKS")); err == nil && n > 0 {
+		ticks = n
+	}
+	pool := newTestPool(b)
+	ns := newTestNamespace(b, pool)
+	c := NewClient(ns, pool)
+	st := rdb.NewStore(ns, PoolBackend(pool))
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	loc, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := time.Now().Add(time.Hour).Truncate(time.Minute)
+	// set sets n schedules of job digest due at the minute m after base, the first of them first.
+	set := func(m, first, n int) time.Time {
+		tick := base.Add(time.Duration(m) * time.Minute).In(loc)
+		spec := fmt.Sprintf("%d %d %d * * %s", tick.Second(), tick.Minute(), tick.Hour(),
+			strings.ToUpper(tick.Weekday().String()[:3]))
+		list := make([]Schedule, 0, 10000)
+		for i := first; i < first+n; i++ {
+			id := strconv.Itoa(1000000 + i)
+			list = append(list, Schedule{ID: "customer-" + id, Spec: spec, Location: "Europe/Berlin",
+				JobName: "digest", Args: Q{"customer_id": 1000000 + i}, Key: id})
+			if len(list) == cap(list) || i == first+n-1 {
+				if err := c.setSchedules(list, tick.Add(-time.Minute)); err != nil {
+					b.Fatal(err)
+				}
+				list = list[:0]
+			}
+		}
+		return tick
+	}
+	fire := func(tick time.Time) {
+		for {
+			n, _, err := fireSchedules(context.Background(), st, tick.Unix(), logger)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 {
+				return
+			}
+		}
+	}
+	drop := func() {
+		p := st.Ks.Keyed("digest")
+		rdo(b, pool, "DEL", p+"ready", p+"lane", p+"meta")
+	}
+	fire(set(0, 0, 10)) // loads the scripts
+	drop()
+	callgrind := func(op string) {
+		if pid := os.Getenv("WORK_CALLGRIND_PID"); pid != "" {
+			if out, err := exec.Command("callgrind_control", op, pid).CombinedOutput(); err != nil {
+				b.Fatalf("callgrind_control %s: %v: %s", op, err, out)
+			}
+		}
+	}
+	var cpu float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		tick := set(i+1, (i+1)*ticks, ticks)
+		_, cpu0 := serverStats(b, pool)
+		if i == 0 {
+			callgrind("-z")
+		}
+		b.StartTimer()
+		fire(tick)
+		b.StopTimer()
+		if i == b.N-1 {
+			callgrind("-d")
+		}
+		_, cpu1 := serverStats(b, pool)
+		cpu += cpu1 - cpu0
+		drop()
+		b.StartTimer()
+	}
+	b.ReportMetric(cpu*1e6/float64(b.N*ticks), "redis-µs/tick")
+	b.ReportMetric(float64(b.N*ticks)/b.Elapsed().Seconds(), "ticks/s")
 }
