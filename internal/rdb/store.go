@@ -410,17 +410,14 @@ func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange
 		if err != nil {
 			return err
 		}
-		if len(r) != 4 {
-			return fmt.Errorf("work: exchange: unexpected reply of %d elements", len(r))
+		// One flat array: done, a status and a count per group, then the jobs.
+		g := len(x.groups)
+		if len(r) < 1+2*g {
+			return fmt.Errorf("work: exchange: reply of %d elements for %d queues", len(r), g)
 		}
 		done, _ := r[0].([]byte)
 		x.Done = string(done)
-		x.Status, _ = r[1].([]interface{})
-		x.Counts, _ = r[2].([]interface{})
-		x.Jobs, _ = r[3].([]interface{})
-		if len(x.Status) != len(x.groups) || len(x.Counts) != len(x.groups) {
-			return fmt.Errorf("work: exchange: reply for %d queues, asked %d", len(x.Status), len(x.groups))
-		}
+		x.Status, x.Counts, x.Jobs = r[1:1+g:1+g], r[1+g:1+2*g:1+2*g], r[1+2*g:]
 		return nil
 	})
 }

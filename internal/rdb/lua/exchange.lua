@@ -49,7 +49,8 @@
 --                  callbacks, and the deletion of its unique lock ukey ("" none); see lib/workflow.lua
 --   T key ttl n field1 count1 .. fieldn countn   add counts to a per-minute stats hash
 --
--- Returns {done, status, counts, jobs}: done has a character per job of the A, R, D, S, Q and X ops,
+-- Returns {done, status[1..G], counts[1..G], jobs...}, one flat array (Redis turns each table of a
+-- reply into a reply of its own with lookups that cost a small fetch more than its commands): done has a character per job of the A, R, D, S, Q and X ops,
 -- in order: '1' recorded, '0' no longer held, 'e' a destination holds the wrong type (the job stays
 -- in the in-progress list, from where the pool's sweep, its stop or a reaper puts it back);
 -- status[g] is 1 when group g gave what was asked (it may hold more), 0 when it ran out, -1 paused,
@@ -292,13 +293,21 @@ end
 
 -- ---- Fetch ----
 
-local status, counts, jobs = {}, {}, {}
+-- jobs is the reply: done, the groups' statuses and counts (written at the end), then the jobs.
+local status, counts, jobs = {}, {}, {''}
 local pausedKeys = {}
 for g = 1, G do
   status[g], counts[g] = -3, 0
+  jobs[1 + g], jobs[1 + G + g] = 0, 0
   if tonumber(ARGV[argAt[g] + SHARE]) >= 0 then pausedKeys[#pausedKeys+1] = KEYS[keyAt[g] + PAUSED] end
 end
-if #pausedKeys == 0 then return {table.concat(done), status, counts, jobs} end
+-- reply fills in the head of jobs and returns it.
+local function reply()
+  jobs[1] = table.concat(done)
+  for g = 1, G do jobs[1 + g], jobs[1 + G + g] = status[g], counts[g] end
+  return jobs
+end
+if #pausedKeys == 0 then return reply() end
 -- One EXISTS over every candidate's paused flag: most fetches find none paused.
 local anyPaused = redis.call('exists', unpack(pausedKeys)) > 0
 local nowMs
@@ -407,4 +416,4 @@ if carry > 0 and #order > 0 and status[order[#order]] == 1 then
   local got, st = take(g, carry)
   status[g], counts[g] = st, counts[g] + got
 end
-return {table.concat(done), status, counts, jobs}
+return reply()
