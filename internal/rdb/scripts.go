@@ -271,18 +271,20 @@ func lazyHelper(path, helper, text string, defines, deps []string) (string, erro
 			return "", fmt.Errorf("%s: %s is declared %d times at the start of a line, want once", path, d, want[d])
 		}
 	}
-	load := "load" + strings.ToUpper(helper[:1]) + helper[1:]
 	var b strings.Builder
 	fmt.Fprintf(&b, "local %s\n", strings.Join(defines, ", "))
 	fmt.Fprintf(&b, "local %sDone = false\n", helper)
-	fmt.Fprintf(&b, "local function %s()\n  if %sDone then return end\n  %sDone = true\n", load, helper, helper)
+	fmt.Fprintf(&b, "local function %s()\n  if %sDone then return end\n  %sDone = true\n", loaderOf(helper), helper, helper)
 	for _, d := range deps {
-		fmt.Fprintf(&b, "  load%s()\n", strings.ToUpper(d[:1])+d[1:])
+		fmt.Fprintf(&b, "  %s()\n", loaderOf(d))
 	}
 	b.WriteString(strings.Join(lines, "\n"))
 	b.WriteString("\nend\n")
 	return b.String(), nil
 }
+
+// loaderOf is the name of the function that makes a helper's names: loadKeyed for keyed.
+func loaderOf(helper string) string { return "load" + strings.ToUpper(helper[:1]) + helper[1:] }
 
 // luaHeaderField matches a machine-read line of a header: "-- keys: 2".
 var luaHeaderField = regexp.MustCompile(`^-- (keys|uses|defines|loads):(.*)$`)
