@@ -50,9 +50,10 @@
 --   T key ttl n field1 count1 .. fieldn countn   add counts to a per-minute stats hash
 --
 -- Returns {done, status[1..G], counts[1..G], jobs...}, one flat array (Redis turns each table of a
--- reply into a reply of its own with lookups that cost a small fetch more than its commands): done has a character per job of the A, R, D, S, Q and X ops,
--- in order: '1' recorded, '0' no longer held, 'e' a destination holds the wrong type (the job stays
--- in the in-progress list, from where the pool's sweep, its stop or a reaper puts it back);
+-- reply into a reply of its own, with lookups that cost a small fetch more than its commands): done
+-- has a character per job of the A, R, D, S, Q and X ops, in order: '1' recorded, '0' no longer
+-- held, 'e' a destination holds the wrong type (the job stays in the in-progress list, from where
+-- the pool's sweep, its stop or a reaper puts it back);
 -- status[g] is 1 when group g gave what was asked (it may hold more), 0 when it ran out, -1 paused,
 -- -2 at its concurrency limit, -3 not a candidate, -4 past its rate limit, -5 a key of the wrong
 -- type, -6 keyed jobs on a server that lacks what they need (RPOP with a count); counts[g] the jobs
