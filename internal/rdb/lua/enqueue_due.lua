@@ -6,6 +6,7 @@
 --
 -- keys: varies
 -- uses: keychecks, keyed
+-- loads: keyed
 --
 -- KEYS[1] the sorted set; KEYS[1+i] the queue of member i (its name's, or its key's)
 -- ARGV[1] wake-up channel; ARGV[2] the namespace's prefix (<ns>:); ARGV[4i-1..4i+2] member i, its
@@ -18,6 +19,7 @@ local moved = 0
 for i = 2, #KEYS do
   local a = 4 * (i - 1) - 1
   local m, name, K, hold = ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3] == '1'
+  if K ~= '' then loadKeyed() end -- a call of unkeyed jobs alone makes none of keyed's helpers
   local k = K ~= '' and keyedKeys(prefix .. 'keyed:' .. name .. ':')
   -- A queue key of the wrong type leaves its member in the set rather than lose it.
   if isType(KEYS[i], 'list') and (not k or keyedTypesOK(k)) and redis.call('zrem', KEYS[1], m) == 1 then

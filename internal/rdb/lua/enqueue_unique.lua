@@ -5,6 +5,7 @@
 --
 -- keys: 3
 -- uses: keychecks, keyed
+-- loads: keyed
 --
 -- KEYS[1] jobs list (its key's queue for a keyed job) or scheduled set; KEYS[2] unique lock;
 --   KEYS[3] known_jobs set
@@ -18,6 +19,8 @@
 -- key of the keyed state of another type. Nothing is written then.
 
 local K = ARGV[8] or ''
+-- An unkeyed job (or a keyed one scheduled for later) makes none of keyed's helpers.
+if K ~= '' and ARGV[3] == '' then loadKeyed() end
 local k = K ~= '' and ARGV[3] == '' and keyedKeys(ARGV[9])
 if k then
   if not (keyedTypesOK(k) and isType(KEYS[1], 'list')) then
