@@ -8,8 +8,8 @@ package rdb
 //
 //	-- keys: 2                    (how many KEYS it takes, or "varies": the caller passes the count first)
 //	-- uses: keychecks, workflow  (helpers from lua/lib, or "none")
-//	-- loads: workflow            (optional: helpers the script makes only where it needs them, by
-//	                                calling load<Helper>(), e.g. loadWorkflow(); see lazyHelper)
+//	-- loads: workflow            (optional: helpers the script makes only where it needs them, where
+//	                                it writes ${load<Helper>}, e.g. ${loadWorkflow}; see lazyHelper)
 //
 // then its KEYS, its ARGV and what it returns. A helper file has the same header with "-- defines:"
 // (the functions it declares) in place of "-- keys:"; a helper may use others, which come before it.
@@ -177,6 +177,7 @@ func scriptParts(name string) (keys int, helpers, body string, err error) {
 	for _, l := range luaList(h["loads"]) {
 		lazy[l] = true
 	}
+	loads := map[string]string{} // per lazy helper, the statement that makes it
 	var b strings.Builder
 	state := map[string]int{} // 1: being added, 2: added
 	var add func(from, helper string) error
@@ -206,9 +207,11 @@ func scriptParts(name string) (keys int, helpers, body string, err error) {
 			}
 		}
 		if lazy[helper] {
-			if text, err = lazyHelper(path, helper, text, luaList(hh["defines"]), deps); err != nil {
+			var load string
+			if text, load, err = lazyHelper(path, helper, text, luaList(hh["defines"]), deps); err != nil {
 				return err
 			}
+			loads[helper] = load
 		}
 		b.WriteString(text)
 		b.WriteString("\n")
@@ -224,26 +227,40 @@ func scriptParts(name string) (keys int, helpers, body string, err error) {
 		if state[l] != 2 {
 			return 0, "", "", fmt.Errorf("lua/%s.lua loads %q, which it does not use", name, l)
 		}
+		if !strings.Contains(body, loadPlaceholder(l)) {
+			return 0, "", "", fmt.Errorf("lua/%s.lua loads %q but never writes %s", name, l, loadPlaceholder(l))
+		}
+	}
+	// A lazy helper's statement names those of the helpers it needs first: replaced until none is left.
+	for again := true; again; {
+		again = false
+		for l, load := range loads {
+			if p := loadPlaceholder(l); strings.Contains(body, p) {
+				body, again = strings.ReplaceAll(body, p, load), true
+			}
+		}
 	}
 	return keys, b.String(), body, nil
 }
 
-// lazyHelper returns the text of a helper that a script makes only when it needs it (its "loads"
-// line): its names (defines) declared, then a function load<Helper> that makes them, once a run,
-// after the helpers of deps. Redis runs a script's text anew on every call, and making a closure
-// costs about 0.1 µs, or more with upvalues: the 27 of lib/keyed.lua cost a call of the exchange
-// script more than the rest of a small fetch. A name of defines must be declared once, at the
-// start of a line, as "local function <name>(" or "local <name> =".
-func lazyHelper(path, helper, text string, defines, deps []string) (string, error) {
+// lazyHelper returns the text of a helper that a script makes only where it needs it (its
+// "loads" line), and the statement that makes it there. Redis runs a script's whole text on every
+// call, and a closure costs about 0.1 µs to make and collect, more with upvalues: the 27 helpers
+// of lib/keyed.lua cost a call of the exchange script more than the rest of a small fetch. The
+// text declares the helper's names (defines) and wraps the helper in make<Helper>, which returns
+// them; the statement, which the script writes as ${load<Helper>}, assigns them once a run, after
+// the helpers of deps. Written at the script's top level (not in a function), it assigns the
+// script's own locals, and no closure captures the names to assign them. A name of defines must be
+// declared once, at the start of a line, as "local function <name>(" or "local <name> =".
+func lazyHelper(path, helper, text string, defines, deps []string) (lazy, load string, err error) {
 	if len(defines) == 0 {
-		return "", fmt.Errorf("%s: a helper made when needed must have a defines line", path)
+		return "", "", fmt.Errorf("%s: a helper made when needed must have a defines line", path)
 	}
 	want := map[string]int{}
 	for _, d := range defines {
 		want[d] = 0
 	}
-	lines := strings.Split(text, "\n")
-	for i, line := range lines {
+	for i, line := range strings.Split(text, "\n") {
 		rest, ok := strings.CutPrefix(line, "local ")
 		if !ok {
 			continue
@@ -261,30 +278,30 @@ func lazyHelper(path, helper, text string, defines, deps []string) (string, erro
 			continue
 		}
 		if !isFn && !strings.HasPrefix(strings.TrimLeft(rest[end:], " "), "=") {
-			return "", fmt.Errorf("%s:%d: %s is declared with others; a helper made when needed declares each of its names alone", path, i+1, d)
+			return "", "", fmt.Errorf("%s:%d: %s is declared with others; a helper made when needed declares each of its names alone", path, i+1, d)
 		}
 		want[d]++
-		lines[i] = strings.TrimPrefix(line, "local ")
 	}
 	for _, d := range defines {
 		if want[d] != 1 {
-			return "", fmt.Errorf("%s: %s is declared %d times at the start of a line, want once", path, d, want[d])
+			return "", "", fmt.Errorf("%s: %s is declared %d times at the start of a line, want once", path, d, want[d])
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "local %s\n", strings.Join(defines, ", "))
-	fmt.Fprintf(&b, "local %sDone = false\n", helper)
-	fmt.Fprintf(&b, "local function %s()\n  if %sDone then return end\n  %sDone = true\n", loaderOf(helper), helper, helper)
+	names := strings.Join(defines, ", ")
+	maker := "make" + strings.ToUpper(helper[:1]) + helper[1:]
+	lazy = fmt.Sprintf("local %s\nlocal %sDone = false\nlocal function %s()\n%s\nreturn %s\nend\n",
+		names, helper, maker, text, names)
 	for _, d := range deps {
-		fmt.Fprintf(&b, "  %s()\n", loaderOf(d))
+		load += loadPlaceholder(d) + " "
 	}
-	b.WriteString(strings.Join(lines, "\n"))
-	b.WriteString("\nend\n")
-	return b.String(), nil
+	load += fmt.Sprintf("if not %sDone then %sDone = true; %s = %s() end", helper, helper, names, maker)
+	return lazy, load, nil
 }
 
-// loaderOf is the name of the function that makes a helper's names: loadKeyed for keyed.
-func loaderOf(helper string) string { return "load" + strings.ToUpper(helper[:1]) + helper[1:] }
+// loadPlaceholder is where a script makes a helper it loads: ${loadKeyed} for keyed.
+func loadPlaceholder(helper string) string {
+	return "${load" + strings.ToUpper(helper[:1]) + helper[1:] + "}"
+}
 
 // luaHeaderField matches a machine-read line of a header: "-- keys: 2".
 var luaHeaderField = regexp.MustCompile(`^-- (keys|uses|defines|loads):(.*)$`)

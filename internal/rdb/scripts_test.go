@@ -303,50 +303,56 @@ return out`
 }
 
 // A helper a script loads when it needs it (lazyHelper) declares its names up front and makes them
-// only in load<Helper>, once a run, after the helpers it depends on.
+// only where the script writes its statement, once a run, after the helpers it depends on.
 func TestLazyHelperMakesItsNamesWhenLoaded(t *testing.T) {
 	pool := newTestPool(t)
 	conn := pool.Get()
 	defer conn.Close()
-	dep, err := lazyHelper("dep.lua", "dep", "local function twice(x) return 2 * x end", []string{"twice"}, nil)
+	dep, depLoad, err := lazyHelper("dep.lua", "dep", "local function twice(x) return 2 * x end", []string{"twice"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := "-- defines: STEP, plus\nlocal STEP = 3\nlocal made = 0\nlocal function plus(x)\n  made = made + 1\n  return twice(x) + STEP\nend"
-	lib, err := lazyHelper("lib.lua", "lib", text, []string{"STEP", "plus"}, []string{"dep"})
+	text := "-- defines: STEP, plus\nlocal STEP = 3\nlocal function plus(x)\n  return twice(x) + STEP\nend"
+	lib, libLoad, err := lazyHelper("lib.lua", "lib", text, []string{"STEP", "plus"}, []string{"dep"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := `
-local before = tostring(plus == nil and twice == nil)
-loadLib()
-loadLib()
-return {before, plus(5), STEP}`
+	if !strings.HasPrefix(libLoad, loadPlaceholder("dep")+" ") {
+		t.Fatalf("lib's statement %q does not make dep first", libLoad)
+	}
+	libLoad = strings.Replace(libLoad, loadPlaceholder("dep"), depLoad, 1)
+	body := "local before = tostring(plus == nil and twice == nil)\n" + libLoad + "\n" + libLoad +
+		"\nreturn {before, plus(5), STEP}"
 	got, err := redis.Values(conn.Do("EVAL", dep+lib+body, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || string(got[0].([]byte)) != "true" || got[1].(int64) != 13 || got[2].(int64) != 3 {
-		t.Fatalf("got %q, want the names unset before loadLib, then plus(5) = 13 and STEP 3", got)
+		t.Fatalf("got %q, want the names unset before the statement, then plus(5) = 13 and STEP 3", got)
 	}
 	for _, bad := range []string{
 		"local STEP, other = 3, 4\nlocal function plus(x) return x end", // declared with another
 		"local function plus(x) return x end",                           // STEP never declared
 		"local STEP = 3\nlocal STEP = 4\nlocal function plus(x) return x end",
 	} {
-		if _, err := lazyHelper("lib.lua", "lib", bad, []string{"STEP", "plus"}, nil); err == nil {
+		if _, _, err := lazyHelper("lib.lua", "lib", bad, []string{"STEP", "plus"}, nil); err == nil {
 			t.Errorf("lazyHelper took %q", bad)
 		}
 	}
-	// The exchange script makes keyed's and workflow's helpers only where it needs them.
+	// The exchange script makes keyed's and workflow's helpers only where it needs them, at its top
+	// level, and every placeholder is filled in.
 	_, src, err := scriptSource("exchange")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\nlocal function loadKeyed()\n", "\nlocal function loadWorkflow()\n", "\nfunction keyedTake("} {
+	for _, want := range []string{"\nlocal function makeKeyed()\n", "\nlocal function makeWorkflow()\n",
+		"if not keyedDone then keyedDone = true; keyedNum, "} {
 		if !strings.Contains(src, want) {
 			t.Errorf("the exchange script has no %q", want)
 		}
+	}
+	if strings.Contains(src, "${") {
+		t.Error("the exchange script keeps a placeholder")
 	}
 }
 

@@ -19,7 +19,7 @@ local moved = 0
 for i = 2, #KEYS do
   local a = 4 * (i - 1) - 1
   local m, name, K, hold = ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3] == '1'
-  if K ~= '' then loadKeyed() end -- a call of unkeyed jobs alone makes none of keyed's helpers
+  if K ~= '' then ${loadKeyed} end -- a call of unkeyed jobs alone makes none of keyed's helpers
   local k = K ~= '' and keyedKeys(prefix .. 'keyed:' .. name .. ':')
   -- A queue key of the wrong type leaves its member in the set rather than lose it.
   if isType(KEYS[i], 'list') and (not k or keyedTypesOK(k)) and redis.call('zrem', KEYS[1], m) == 1 then

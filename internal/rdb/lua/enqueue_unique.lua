@@ -20,7 +20,7 @@
 
 local K = ARGV[8] or ''
 -- An unkeyed job (or a keyed one scheduled for later) makes none of keyed's helpers.
-if K ~= '' and ARGV[3] == '' then loadKeyed() end
+if K ~= '' and ARGV[3] == '' then ${loadKeyed} end
 local k = K ~= '' and ARGV[3] == '' and keyedKeys(ARGV[9])
 if k then
   if not (keyedTypesOK(k) and isType(KEYS[1], 'list')) then

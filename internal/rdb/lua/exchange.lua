@@ -87,7 +87,7 @@ do
   for g = 1, G do
     keyAt[g], argAt[g] = k, a
     if string.byte(kinds, g) == 107 then -- 'k'
-      loadKeyed() -- a call of queues alone makes none of the keyed helpers (see scripts.go)
+      ${loadKeyed} -- a call of queues alone makes none of the keyed helpers (see scripts.go)
       keyed[g], released[g] = keyedKeys(ARGV[a + KEYED_PREFIX]), {}
       holdOnRetry[g] = ARGV[a + KEY_HOLD] == '1'
       k, a = k + 7, a + 11
@@ -198,7 +198,7 @@ while a <= #ARGV do
       -- X g kind p score member prefix id batch keep tracked ukey err result attempts
       -- A job with workflow state: the move of its kind, then its batch, its record, the jobs
       -- waiting for it and its unique lock.
-      loadWorkflow()
+      ${loadWorkflow}
       local kind, p, score, member = ARGV[a+2], ARGV[a+3], ARGV[a+4], ARGV[a+5]
       local prefix, id, batch, keep, tracked = ARGV[a+6], ARGV[a+7], ARGV[a+8], tonumber(ARGV[a+9]), ARGV[a+10] == '1'
       local ukey, err, result, attempts = ARGV[a+11], ARGV[a+12], ARGV[a+13], ARGV[a+14]
