@@ -245,8 +245,8 @@ func scriptParts(name string) (keys int, helpers, body string, err error) {
 
 // lazyHelper returns the text of a helper that a script makes only where it needs it (its
 // "loads" line), and the statement that makes it there. Redis runs a script's whole text on every
-// call, and a closure costs about 0.1 µs to make and collect, more with upvalues: the 27 helpers
-// of lib/keyed.lua cost a call of the exchange script more than the rest of a small fetch. The
+// call, and a closure costs about 0.1 µs to make and collect, more with upvalues: keyed's and
+// workflow's helpers were about a quarter of an exchange call that fetches nothing. The
 // text declares the helper's names (defines) and wraps the helper in make<Helper>, which returns
 // them; the statement, which the script writes as ${load<Helper>}, assigns them once a run, after
 // the helpers of deps. Written at the script's top level (not in a function), it assigns the
