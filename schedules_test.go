@@ -887,6 +887,10 @@ func TestScheduleTickOfAKeyWithALaneJob(t *testing.T) {
 	if len(queued) != 2 || !strings.Contains(queued[1], first.ID) || !strings.Contains(queued[0], `"schedule_id":"k"`) {
 		t.Fatalf("the key's queue %v, want its enqueued job at the tail and the tick's at the head", queued)
 	}
+	// The commit gets the tick's job as its lane member ("<key>\n<payload>"): the queue holds the job.
+	if tick, err := decodeJob([]byte(queued[0])); err != nil || tick.Key != "acme" || queued[0][0] != '{' {
+		t.Fatalf("the tick's job in the key's queue %q: %v, want the job of key acme", queued[0], err)
+	}
 	if n := rInt(t, f.pool, "HEXISTS", f.ns+":keyed:sync:lane", "acme") + rInt(t, f.pool, "ZCARD", f.st.Ks.KeyedReady("sync")); n != 1 {
 		t.Fatalf("the key is still in the lane, or ready holds more than the key's turn")
 	}
