@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/workqueue/work/internal/rdb"
+	"github.com/workqueue/work/internal/redistest"
 )
 
 // Benchmarks of the library's hot paths against the test redis-server. They report, besides time:
@@ -42,30 +42,6 @@ func newCountingPool(tb testing.TB) (*redis.Pool, *atomic.Int64) {
 	n := new(atomic.Int64)
 	pool := wrappedPool(tb, 100, func(c net.Conn) net.Conn { return countingNetConn{Conn: c, n: n} })
 	return pool, n
-}
-
-// serverStats reads the server's command count and CPU seconds.
-func serverStats(tb testing.TB, pool *redis.Pool) (cmds int64, cpu float64) {
-	c := pool.Get()
-	defer c.Close()
-	info, err := redis.String(c.Do("INFO", "all"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "total_commands_processed":
-			cmds, _ = strconv.ParseInt(v, 10, 64)
-		case "used_cpu_sys", "used_cpu_user":
-			f, _ := strconv.ParseFloat(v, 64)
-			cpu += f
-		}
-	}
-	return cmds, cpu
 }
 
 // seedJobs pushes n no-op jobs spread over the given names, pipelined.
@@ -111,7 +87,7 @@ func BenchmarkProcessNoopJobs(b *testing.B) {
 // burnDown starts wp, whose handlers count the jobs they run in done, times it until it has run b.N
 // jobs (already queued), and reports jobs/s, round trips, Redis commands and Redis CPU per job.
 func burnDown(b *testing.B, pool *redis.Pool, rt *atomic.Int64, wp *WorkerPool, done *atomic.Int64) {
-	cmds0, cpu0 := serverStats(b, pool)
+	cmds0, cpu0 := redistest.ServerStats(b, pool)
 	rt0 := rt.Load()
 	b.ResetTimer()
 	start := time.Now()
@@ -124,7 +100,7 @@ func burnDown(b *testing.B, pool *redis.Pool, rt *atomic.Int64, wp *WorkerPool, 
 	wp.Drain()
 	rts := rt.Load() - rt0
 	wp.Stop()
-	cmds1, cpu1 := serverStats(b, pool)
+	cmds1, cpu1 := redistest.ServerStats(b, pool)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
 	b.ReportMetric(float64(rts)/float64(b.N), "roundtrips/job")
 	b.ReportMetric(float64(cmds1-cmds0-2)/float64(b.N), "rediscmds/job")
@@ -447,7 +423,7 @@ func BenchmarkEnqueueDebounced(b *testing.B) {
 			for i := range ids {
 				ids[i] = "d" + strconv.Itoa(i)
 			}
-			_, cpu0 := serverStats(b, pool)
+			_, cpu0 := redistest.ServerStats(b, pool)
 			b.ReportAllocs()
 			b.ResetTimer()
 			callsFrom(b, 10, func(i int64) error {
@@ -461,7 +437,7 @@ func BenchmarkEnqueueDebounced(b *testing.B) {
 				return err
 			})
 			b.StopTimer()
-			_, cpu1 := serverStats(b, pool)
+			_, cpu1 := redistest.ServerStats(b, pool)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 			b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/job")
 		})
@@ -524,29 +500,22 @@ func BenchmarkFireKeyedTicks(b *testing.B) {
 	}
 	fire(set(0, 0, 10)) // loads the scripts
 	drop()
-	callgrind := func(op string) {
-		if pid := os.Getenv("WORK_CALLGRIND_PID"); pid != "" {
-			if out, err := exec.Command("callgrind_control", op, pid).CombinedOutput(); err != nil {
-				b.Fatalf("callgrind_control %s: %v: %s", op, err, out)
-			}
-		}
-	}
 	var cpu float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		tick := set(i+1, (i+1)*ticks, ticks)
-		_, cpu0 := serverStats(b, pool)
+		_, cpu0 := redistest.ServerStats(b, pool)
 		if i == 0 {
-			callgrind("-z")
+			redistest.Callgrind(b, "-z")
 		}
 		b.StartTimer()
 		fire(tick)
 		b.StopTimer()
 		if i == b.N-1 {
-			callgrind("-d")
+			redistest.Callgrind(b, "-d")
 		}
-		_, cpu1 := serverStats(b, pool)
+		_, cpu1 := redistest.ServerStats(b, pool)
 		cpu += cpu1 - cpu0
 		drop()
 		b.StartTimer()

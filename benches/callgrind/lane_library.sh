@@ -14,12 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 n=${1:-50}
 takes=${2:-36}
-lib=../../internal/rdb/lua/lib
 . ./server.sh
 
-cat "$lib/keychecks.lua" "$lib/keyed.lua" take_ack.lua cycle_keyed.lua >"$tmp/cycle_keyed.lua"
-cat "$lib/keychecks.lua" "$lib/keyed.lua" take_ack.lua cycle_keyed_enqueue.lua >"$tmp/cycle_keyed_enqueue.lua"
-cli() { redis-cli -p "$port" "$@" >/dev/null; }
+keyed_cycle cycle_keyed
+keyed_cycle cycle_keyed_enqueue
 cli flushall
 cli --eval "$tmp/cycle_keyed_enqueue.lua" , fresh 1000 100 fill
 measure "take and acknowledgement, 100,000 one-job keys" "$tmp/cycle_keyed.lua" 0 "$n" "$takes"

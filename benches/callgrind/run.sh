@@ -21,10 +21,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 n=${1:-50}
 takes=${2:-36}
-lib=../../internal/rdb/lua/lib
 . ./server.sh
 
-cat "$lib/keychecks.lua" "$lib/keyed.lua" take_ack.lua cycle_keyed.lua >"$tmp/cycle_keyed.lua"
+keyed_cycle cycle_keyed
 jobs=$((n * takes))
 redis-cli -p "$port" --eval setup_unkeyed.lua , "$jobs" >/dev/null
 measure "unkeyed" cycle_unkeyed.lua 0 "$n" "$takes"

@@ -1,5 +1,8 @@
-# Sourced by run.sh, lane.sh and debounce.sh: starts redis-server under callgrind on a free port
-# (port, tmp and vg are set; the server and tmp go when the script exits), and defines
+# Sourced by every script here: starts redis-server under callgrind on a free port (port, tmp and
+# vg are set; the server and tmp go when the script exits), and defines
+#   cli ARGS...         redis-cli on that server, its output dropped
+#   keyed_cycle NAME    writes $tmp/NAME.lua: the library's keyed helpers (lib, internal/rdb/lua/lib),
+#                       take_ack.lua and NAME.lua, which runs on them
 #   counting            zeroes callgrind's counts: what the server runs from now on is counted
 #   counted             dumps them and sets ir to the instructions run since counting
 #   measure LABEL SCRIPT ARGS...
@@ -34,3 +37,7 @@ measure() {
   counted
   printf '%-58s %6d jobs  %9d instructions a job\n' "$label" "$jobs" $((ir / jobs))
 }
+
+lib=../../internal/rdb/lua/lib
+cli() { redis-cli -p "$port" "$@" >/dev/null; }
+keyed_cycle() { cat "$lib/keychecks.lua" "$lib/keyed.lua" take_ack.lua "$1.lua" >"$tmp/$1.lua"; }

@@ -2,13 +2,7 @@ package rdb
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
-
-	"github.com/gomodule/redigo/redis"
 
 	"github.com/workqueue/work/internal/redistest"
 )
@@ -37,46 +31,22 @@ func BenchmarkExchangeIdleFetch(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			call() // loads the script
-			counted := b.N > 1 && os.Getenv("WORK_CALLGRIND_PID") != ""
+			call()             // loads the script
+			counted := b.N > 1 // go test runs each with b.N 1 first
+			_, cpu0 := redistest.ServerStats(b, pool)
 			if counted {
-				callgrindControl(b, "-z")
+				redistest.Callgrind(b, "-z")
 			}
-			cpu0 := redisCPU(b, pool)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				call()
 			}
 			b.StopTimer()
 			if counted {
-				callgrindControl(b, "-d")
+				redistest.Callgrind(b, "-d")
 			}
-			b.ReportMetric((redisCPU(b, pool)-cpu0)*1e6/float64(b.N), "redis-µs/call")
+			_, cpu1 := redistest.ServerStats(b, pool)
+			b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "redis-µs/call")
 		})
 	}
-}
-
-// callgrindControl sends op to the callgrind of WORK_CALLGRIND_PID.
-func callgrindControl(b *testing.B, op string) {
-	if out, err := exec.Command("callgrind_control", op, os.Getenv("WORK_CALLGRIND_PID")).CombinedOutput(); err != nil {
-		b.Fatalf("callgrind_control %s: %v: %s", op, err, out)
-	}
-}
-
-// redisCPU reads the server's CPU seconds, user and system.
-func redisCPU(b *testing.B, pool *redis.Pool) float64 {
-	c := pool.Get()
-	defer c.Close()
-	info, err := redis.String(c.Do("INFO", "cpu"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var cpu float64
-	for _, line := range strings.Split(info, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			cpu += f
-		}
-	}
-	return cpu
 }

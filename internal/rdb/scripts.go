@@ -288,7 +288,7 @@ func lazyHelper(path, helper, text string, defines, deps []string) (lazy, load s
 		}
 	}
 	names := strings.Join(defines, ", ")
-	maker := "make" + strings.ToUpper(helper[:1]) + helper[1:]
+	maker := "make" + titled(helper)
 	lazy = fmt.Sprintf("local %s\nlocal %sDone = false\nlocal function %s()\n%s\nreturn %s\nend\n",
 		names, helper, maker, text, names)
 	for _, d := range deps {
@@ -299,9 +299,10 @@ func lazyHelper(path, helper, text string, defines, deps []string) (lazy, load s
 }
 
 // loadPlaceholder is where a script makes a helper it loads: ${loadKeyed} for keyed.
-func loadPlaceholder(helper string) string {
-	return "${load" + strings.ToUpper(helper[:1]) + helper[1:] + "}"
-}
+func loadPlaceholder(helper string) string { return "${load" + titled(helper) + "}" }
+
+// titled returns a helper's name with its first letter upper-case, as the names made of it take it.
+func titled(helper string) string { return strings.ToUpper(helper[:1]) + helper[1:] }
 
 // luaHeaderField matches a machine-read line of a header: "-- keys: 2".
 var luaHeaderField = regexp.MustCompile(`^-- (keys|uses|defines|loads):(.*)$`)
