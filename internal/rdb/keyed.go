@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -409,33 +408,6 @@ func (s *Store) NewKeyedQueueArgs(name, poolID string, limited bool, rl RateLimi
 	}
 	q.extra = []interface{}{s.Ks.Keyed(name), d.Limit, d.Rate.Jobs, d.Rate.PeriodMs, hold, s.Ks.WorkerPools()}
 	return q
-}
-
-// keyedAcks appends exchangeScript's K op for the acknowledgements of keyed group g (acks: their
-// indexes in x.ops), key by key, so that the script counts each key's freed slots once; it sorts
-// acks into that order, which is the order of their outcomes in the reply.
-func (x *Exchange) keyedAcks(args []interface{}, g int, acks []int) []interface{} {
-	slices.SortStableFunc(acks, func(a, b int) int { return bytes.Compare(KeyedEntryKey(x.Ops[a].Entry), KeyedEntryKey(x.Ops[b].Entry)) })
-	keys := 0
-	for i, a := range acks {
-		if i == 0 || !bytes.Equal(KeyedEntryKey(x.Ops[a].Entry), KeyedEntryKey(x.Ops[acks[i-1]].Entry)) {
-			keys++
-		}
-	}
-	args = append(args, "K", g+1, keys)
-	for i := 0; i < len(acks); {
-		key := KeyedEntryKey(x.Ops[acks[i]].Entry)
-		j := i
-		for j < len(acks) && bytes.Equal(KeyedEntryKey(x.Ops[acks[j]].Entry), key) {
-			j++
-		}
-		args = append(args, key, j-i)
-		for _, a := range acks[i:j] {
-			args = append(args, x.Ops[a].Entry)
-		}
-		i = j
-	}
-	return args
 }
 
 // KeyedQueueSuffix makes the id of a name's keyed jobs among a pool's queues (keyedQueueID); no pool

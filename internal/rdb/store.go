@@ -360,13 +360,9 @@ func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange
 		if len(acks) == 0 {
 			continue
 		}
-		if x.groups[g].keyed {
-			args = x.keyedAcks(args, g, acks)
-		} else {
-			args = append(args, "A", g+1, len(acks))
-			for _, i := range acks {
-				args = append(args, x.Ops[i].Entry)
-			}
+		args = append(args, "A", g+1, len(acks))
+		for _, i := range acks {
+			args = append(args, x.Ops[i].Entry)
 		}
 		x.Order = append(x.Order, acks...)
 		x.acks[g] = acks[:0]

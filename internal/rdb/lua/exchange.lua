@@ -38,8 +38,8 @@
 --   Candidates are tried in the order given; what a queue cannot give passes to the next ones, so a
 --   candidate with a share of 0 may still give jobs.
 -- ARGV then outcomes, each an op code and its arguments, to the end of ARGV (g is a group number):
---   A g n p1..pn   n jobs of group g, a queue, done, by their in-progress payloads
---   K g k key1 n1 p1..pn1 .. keyk nk p1..pnk   jobs of keyed group g done, key by key
+--   A g n p1..pn   n jobs of group g done, by their in-progress entries (a keyed group's name
+--                  their keys, read only when the name keeps its keys' running counts)
 --   R|D|S g p score member   move job p to the retry, dead or scheduled set as member
 --   Q g p          put job p back at the fetch end of its queue
 --   X g kind p score member prefix id batch keep tracked ukey err result attempts
@@ -143,33 +143,20 @@ while a <= #ARGV do
     -- A g n p1..pn
     local g, n = tonumber(ARGV[a+1]), tonumber(ARGV[a+2])
     local inprogress, n_ended = KEYS[keyAt[g] + INPROGRESS], 0
+    -- A keyed entry's key is cut out only for a name whose keys' running counts are kept (as
+    -- keyedReleaseMany judges): the release lowers those counts, and has nothing to do otherwise.
+    local byKey = keyed[g] and redis.pcall('hget', keyed[g].meta, 'counts') ~= '0'
     -- endHold, written out: this loop runs once per job done.
     for i = a + 3, a + 2 + n do
       local r = redis.pcall('lrem', inprogress, '-1', ARGV[i])
       if type(r) ~= 'number' then done[#done+1] = 'e'
       elseif r > 0 then
         done[#done+1] = '1'; n_ended = n_ended + 1
+        if byKey then endKeyed(g, ARGV[i]) end
       else done[#done+1] = '0' end
     end
     if n_ended > 0 then ended[g] = (ended[g] or 0) + n_ended end
     a = a + 3 + n
-  elseif op == 'K' then
-    -- K g k key1 n1 p1..pn1 ...: a keyed group's acknowledgements, key by key.
-    local g, nk = tonumber(ARGV[a+1]), tonumber(ARGV[a+2])
-    local inprogress, byKey, n_ended = KEYS[keyAt[g] + INPROGRESS], released[g], 0
-    a = a + 3
-    for _ = 1, nk do
-      local K, n, freed = ARGV[a], tonumber(ARGV[a+1]), 0
-      for i = a + 2, a + 1 + n do
-        local r = redis.pcall('lrem', inprogress, '-1', ARGV[i])
-        if type(r) ~= 'number' then done[#done+1] = 'e'
-        elseif r > 0 then done[#done+1] = '1'; freed = freed + 1
-        else done[#done+1] = '0' end
-      end
-      if freed > 0 then byKey[K] = (byKey[K] or 0) + freed; n_ended = n_ended + freed end
-      a = a + 2 + n
-    end
-    if n_ended > 0 then ended[g] = (ended[g] or 0) + n_ended end
   elseif op == 'T' then
     -- T key ttl n field1 count1 .. fieldn countn
     local key, ttl, n = ARGV[a+1], ARGV[a+2], tonumber(ARGV[a+3])
