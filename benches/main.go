@@ -41,6 +41,7 @@ type bench struct {
 	settle             time.Duration
 	asynqCheckInterval time.Duration
 	profileDir         string // -profile: where CPU profiles of the consumer go ("": none)
+	trace              bool   // -trace: an execution trace beside each profile
 
 	cur struct { // the run under way, for the profiles' names
 		caseID string
@@ -89,6 +90,7 @@ func main() {
 		crashRates    = flag.String("crash-rate", "2000,15000", "offered loads of the crash workload's steady variants, jobs/s, comma-separated (0 or empty: no steady variant)")
 		crashRun      = flag.Duration("crash-run", 1500*time.Millisecond, "how long the crash workload's pool works before the SIGKILL")
 		crashConc     = flag.Int("crash-concurrency", 50, "workers in the crash workload")
+		traceRuns     = flag.Bool("trace", false, "with -profile, also write a Go execution trace (runtime/trace) of the consumer over each profiled run, beside its profile")
 		profileDir    = flag.String("profile", "", "write a Go CPU profile of the consumer (the harness process) over every burn, million, manynames, keyed and millionkeys process phase and every latency and fairness run to this directory")
 		soakDur       = flag.Duration("soak-duration", 10*time.Minute, "how long the soak workload runs its load")
 		soakRate      = flag.Int("soak-rate", 2000, "jobs/s the soak workload offers (every member of a batch, step of a chain and job of an EnqueueBatch counted)")
@@ -231,7 +233,7 @@ func main() {
 		os.Exit(130)
 	}()
 
-	b := &bench{srv: srv, settle: *settle, asynqCheckInterval: *checkInterval, profileDir: *profileDir}
+	b := &bench{srv: srv, settle: *settle, asynqCheckInterval: *checkInterval, profileDir: *profileDir, trace: *traceRuns}
 	for _, name := range libNames {
 		l, err := newLibrary(name, srv.addr, *checkInterval)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync"
 )
@@ -29,15 +30,43 @@ func (b *bench) startProfile() func() {
 		os.Remove(f.Name())
 		return func() {}
 	}
+	tf := b.startTrace(strings.TrimSuffix(f.Name(), ".pprof") + ".trace")
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			if tf != nil {
+				trace.Stop()
+				if err := tf.Close(); err != nil {
+					progress("trace: %v", err)
+				}
+			}
 			pprof.StopCPUProfile()
 			if err := f.Close(); err != nil {
 				progress("profile: %v", err)
 			}
 		})
 	}
+}
+
+// startTrace starts an execution trace into name when -trace asks for one, and returns its file (nil
+// when none runs). A trace shows what a CPU profile cannot: how often goroutines block and are woken,
+// and by whom (go tool trace).
+func (b *bench) startTrace(name string) *os.File {
+	if !b.trace {
+		return nil
+	}
+	tf, err := os.Create(name)
+	if err != nil {
+		progress("trace: %v", err)
+		return nil
+	}
+	if err := trace.Start(tf); err != nil {
+		progress("trace: %v", err)
+		tf.Close()
+		os.Remove(name)
+		return nil
+	}
+	return tf
 }
 
 // fileSafe turns a column's name into a part of a file name: runs of anything but letters, digits,
