@@ -30,8 +30,9 @@ func TestJobLongerThanTheDeadPoolTimeoutIsNeverReapedNorRunTwice(t *testing.T) {
 			// Run for three dead-pool timeouts, and at least until a dead pool was reaped,
 			// reporting progress (a progress is no heartbeat).
 			start := time.Now()
-			for i := 0; time.Since(start) < 3*opts.DeadPoolTimeout; i++ {
-				if err := j.SetProgress(float64(time.Since(start))/float64(3*opts.DeadPoolTimeout), "crunching"); err != nil {
+			// One reading of the clock a round: a second one could pass the end, a fraction above 1.
+			for el := time.Since(start); el < 3*opts.DeadPoolTimeout; el = time.Since(start) {
+				if err := j.SetProgress(float64(el)/float64(3*opts.DeadPoolTimeout), "crunching"); err != nil {
 					return err
 				}
 				time.Sleep(20 * time.Millisecond)

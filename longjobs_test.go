@@ -204,15 +204,15 @@ func TestFetchedAheadJobsAreHandedBack(t *testing.T) {
 	if _, err := enq.EnqueueBatch(long); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "4 long jobs running in the first pool and 2 back in their queue", func() bool {
+	// The requeues are in Redis a moment before the fetcher, which waits for them, stops fetching
+	// ahead: wait for both.
+	eventually(t, 20*time.Second, "4 long jobs running in the first pool, 2 back in their queue, "+
+		"and the pool fetching ahead no more until a job ends", func() bool {
 		n, _ := l.running()
-		return n == 4 && rInt(t, pool, "LLEN", ks.Jobs("long")) == 2
+		return n == 4 && rInt(t, pool, "LLEN", ks.Jobs("long")) == 2 && f.room.noAhead.Load()
 	})
 	if held := rInt(t, pool, "LLEN", ks.InProgress("long", first.workerPoolID)); held != 4 {
 		t.Errorf("the first pool holds %d long jobs while it runs 4", held)
-	}
-	if !f.room.noAhead.Load() {
-		t.Errorf("after handing jobs back the pool would fetch ahead again before a job ends")
 	}
 	// Another pool takes the 2 handed back.
 	second := NewWorkerPool(bhvCtx{}, 4, ns, pool).Job("quick", func(*Job) error { return nil }).
