@@ -241,3 +241,51 @@ func TestAFetchWaitsBehindAHandOffOnItsWay(t *testing.T) {
 		t.Errorf("jobs ran in the order %v, want the handed one and the one fetched behind it first", order)
 	}
 }
+
+// TestAPoolUnderABacklogDoesNotRegister: outcomes recorded while the pool's fetches leave jobs in
+// the queue do not register the pool for hand-offs (a push to a queue that holds jobs hands none
+// off); the fetch that finds the queue empty does.
+func TestAPoolUnderABacklogDoesNotRegister(t *testing.T) {
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	gates := []*bhvGate{newBhvGate(), newBhvGate()}
+	for _, g := range gates {
+		t.Cleanup(g.Open)
+	}
+	var started atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, 1, ns, pool)
+	wp.Job("a", func(j *Job) error {
+		started.Add(1)
+		if n := j.ArgInt64("n"); n <= 2 {
+			gates[n-1].Wait()
+		}
+		return nil
+	})
+	bhvStart(t, wp)
+	id := wp.reg.run.poolID
+	enq := NewEnqueuer(ns, pool)
+	for n := 1; n <= 3; n++ {
+		if _, err := enq.Enqueue("a", Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the first job to start", func() bool { return started.Load() == 1 })
+	// Registered while the pool was idle: taken off by hand, as a hand-off would.
+	rdo(t, pool, "SREM", bhvKey(ns, "idle_pools", "a"), id)
+	gates[0].Open()
+	inprogress := bhvKey(ns, "jobs", "a", id, "inprogress")
+	eventually(t, 10*time.Second, "the first job's outcome written, the second job running", func() bool {
+		return started.Load() == 2 && llen(t, pool, inprogress) == 1
+	})
+	if sismember(t, pool, bhvKey(ns, "idle_pools", "a"), id) {
+		t.Errorf("an outcome recorded while the queue held a job registered the pool for hand-offs")
+	}
+	gates[1].Open()
+	wp.Drain()
+	if started.Load() != 3 {
+		t.Fatalf("%d jobs ran, want 3", started.Load())
+	}
+	eventually(t, 10*time.Second, "the pool to wait for hand-offs once the queue is empty", func() bool {
+		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), id)
+	})
+}

@@ -155,6 +155,9 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 			q.p.logger.Error("work: the Redis server lacks what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2 or later, miniredis v2.30.3 or later); skipping the queue's keyed jobs",
 				"job_name", q.p.served().queues[name].name)
 		}
+		if qu := q.p.served().queues[name]; qu != nil && (st == 0 || st == 1) {
+			qu.args.Backlog.Store(st == 1)
+		}
 		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 || st == -6 {
 			if q.gen[name] == gens[i] {
 				delete(q.ready, name)

@@ -189,6 +189,11 @@ type QueueArgs struct {
 
 	StatsDay int64  // the day statsKey is for
 	StatsKey string // the stats hash of statsDay
+
+	// Backlog says that the pool's last fetch from the queue left jobs in it: a write of outcomes
+	// alone then does not register the pool for hand-offs of it (a push to a queue that holds jobs
+	// hands nothing off), which spares a command a write under a backlog.
+	Backlog atomic.Bool
 }
 
 // NewQueueArgs encodes a queue of poolID for exchanges.
@@ -371,7 +376,7 @@ func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange
 			share = x.Fetch[i].Share
 		}
 		limited := q.limited
-		if x.NoWait && limited == boxedWaits {
+		if limited == boxedWaits && (x.NoWait || (i >= cands && q.Backlog.Load())) {
 			limited = boxedNoWait
 		}
 		args = append(args, q.nameArg, limited, share, q.rate[0], q.rate[1])

@@ -31,7 +31,9 @@
 --   (see handed below); then the fields of each group in turn:
 --   q: job name, "1" when the pool counts it against a MaxConcurrency ("h" when it has neither a
 --     MaxConcurrency nor a rate limit and the pool waits for hand-offs of it: a fetch that finds
---     the queue empty, and an outcome recorded for it, add the pool to <ns>:idle_pools:<name>,
+--     the queue empty, and an outcome recorded for it in a call that does not fetch from it (the
+--     Go side sends "0" instead when the pool's last fetch left jobs in it), add the pool to
+--     <ns>:idle_pools:<name>,
 --     named from the wake-up channel's prefix; see hand_off.lua), share (jobs to fetch from
 --     it; -1: not a candidate), rate limit jobs and period in ms (0 0: none) (5 fields)
 --   k: as for q, then the name's keyed prefix (<ns>:keyed:<name>:), its per-key defaults:
@@ -264,10 +266,12 @@ local function waitFor(g)
   end
 end
 
--- Release the concurrency slots of limited queues, waking pools that waited for one.
+-- Release the concurrency slots of limited queues, waking pools that waited for one. A job that
+-- ended registers the pool for hand-offs of its queue unless this call fetches from it: the fetch
+-- registers it when it finds the queue empty, and a queue that still holds jobs hands none off.
 for g, n in pairs(ended) do
   local k, f = keyAt[g], argAt[g]
-  waitFor(g)
+  if tonumber(ARGV[f + SHARE]) <= 0 then waitFor(g) end
   if ARGV[f + LIMITED] == '1' then
     local lock, lockInfo, maxConcurrency = KEYS[k + LOCK], KEYS[k + LOCK_INFO], KEYS[k + MAX_CONCURRENCY]
     local held = redis.pcall('decrby', lock, n)
