@@ -374,7 +374,10 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 	}()
 	err := q.p.store.SubscribePool(ctx, q.p.poolID, rdb.PoolEvents{
 		Subscribed: func() {
-			if n, err := q.p.store.HandOffCount(ctx, q.p.poolID); err == nil {
+			// Hand-offs sent before the subscription listened will not come. Not with ctx: this
+			// may run while the pool stops and the application closes its redis.Pool, and a wait
+			// for a connection that sees both cancelled panics inside redigo.
+			if n, err := q.p.store.HandOffCount(context.Background(), q.p.poolID); err == nil {
 				q.handedIn.Store(n)
 			}
 			subscribed.Store(true)
