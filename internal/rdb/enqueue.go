@@ -180,13 +180,23 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 
 // handOffScript's arguments for the push p.
 func (s *Store) handOffArgs(p *Push) []interface{} {
-	known := "0"
-	if p.AddKnown {
-		known = "1"
+	v, ok := s.handOffKeys.Load(p.Name)
+	if !ok {
+		v, _ = s.handOffKeys.LoadOrStore(p.Name, &[7]interface{}{s.Ks.Jobs(p.Name), s.Ks.KnownJobs(),
+			s.Ks.IdlePools(p.Name), s.Ks.Paused(p.Name), s.Ks.MaxConcurrency(p.Name), s.Ks.Rate(p.Name), p.Name})
 	}
-	return []interface{}{s.Ks.Jobs(p.Name), s.Ks.KnownJobs(), s.Ks.IdlePools(p.Name), s.Ks.Paused(p.Name),
-		s.Ks.MaxConcurrency(p.Name), s.Ks.Rate(p.Name), p.Payload, p.Name, known, s.Ks.WakeChannel(), s.Ks.P}
+	k := v.(*[7]interface{})
+	known := boxedNotKnown
+	if p.AddKnown {
+		known = boxedAddKnown
+	}
+	args := make([]interface{}, 0, 11)
+	args = append(args, k[:6]...)
+	return append(args, p.Payload, k[6], known, s.boxed.wake, s.boxed.prefix)
 }
+
+// hand_off.lua's ARGV[3], boxed once.
+var boxedAddKnown, boxedNotKnown interface{} = "1", "0"
 
 // errShortReply is EnqueueMany's error for a pipeline's reply with fewer elements than it sent.
 var errShortReply = errors.New("work: enqueue: reply with too few elements")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,7 +119,10 @@ type Store struct {
 	Errs    atomic.Uint64 // failed calls: one may have been applied with its reply lost
 
 	// boxed holds script arguments used on every exchange, converted to interface{} once.
-	boxed struct{ retry, dead, scheduled, wake interface{} }
+	boxed struct{ retry, dead, scheduled, wake, prefix interface{} }
+	// handOffKeys holds, by job name, the keys and the name a push that expects its queue empty
+	// passes hand_off.lua, boxed once (*[7]interface{}): such a push runs the script every time.
+	handOffKeys sync.Map
 	// SweepFence is how long after the server's clock was read a sweep may still run (see sweep).
 	SweepFence time.Duration
 }
@@ -126,7 +130,7 @@ type Store struct {
 func NewStore(namespace string, b Backend) *Store {
 	s := &Store{Backend: b, Ks: NewKeyspace(namespace), SweepFence: 250 * time.Millisecond}
 	s.boxed.retry, s.boxed.dead, s.boxed.scheduled = s.Ks.Retry(), s.Ks.Dead(), s.Ks.Scheduled()
-	s.boxed.wake = s.Ks.WakeChannel()
+	s.boxed.wake, s.boxed.prefix = s.Ks.WakeChannel(), s.Ks.P
 	return s
 }
 
