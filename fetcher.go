@@ -57,6 +57,11 @@ type fetcher struct {
 	behind      []*Job
 	behindUntil int64
 	behindSeq   uint64
+	behindTimer bool // a release of behind is scheduled
+	// The hand-off count a fetch saw ahead of what the pool had read, and when: those messages are
+	// taken for lost once markerWait has passed (see forgetLostHandOffs).
+	awaitCount int64
+	awaitSince time.Time
 	// lastTaken is taken as the loop last saw it change, at lastTakenAt: how long the workers have
 	// taken no job.
 	lastTaken   uint64
@@ -515,6 +520,7 @@ func (f *fetcher) exchange(n int) error {
 	f.ready.fetched(f.names, f.gens, x.Status)
 	// Jobs handed to the pool before this fetch ran and not read yet go first (the fetch left room
 	// for them): until they are read, this fetch's jobs wait, held, behind them.
+	f.forgetLostHandOffs(x.Handed)
 	behind := x.Handed > f.ready.handedIn.Load() || len(f.behind) > 0
 	from := f.pushed
 	k := 0
@@ -540,9 +546,13 @@ func (f *fetcher) exchange(n int) error {
 	f.pushedLocked(from)
 	if behind {
 		f.behindUntil = max(f.behindUntil, x.Handed)
-		f.behindSeq++
-		seq := f.behindSeq
-		time.AfterFunc(markerWait, func() { f.releaseBehind(seq) })
+		if !f.behindTimer {
+			// One bound from the first job that waits, not renewed by later fetches.
+			f.behindTimer = true
+			f.behindSeq++
+			seq := f.behindSeq
+			time.AfterFunc(markerWait, func() { f.releaseBehind(seq) })
+		}
 		f.pushBehindLocked(false)
 	}
 	return nil

@@ -110,7 +110,40 @@ func (f *fetcher) pushBehindLocked(force bool) {
 		f.behind[i] = nil
 	}
 	f.behind = f.behind[:0]
+	f.behindTimer = false
+	f.behindSeq++ // a release still scheduled has nothing left to do
 	f.pushedLocked(from)
+}
+
+// forgetLostHandOffs takes the hand-offs a fetch counted, made before it and still unread
+// markerWait later, for lost (their messages went with a subscription, or with a restarted Redis:
+// the sweep puts their jobs back), so that fetches stop leaving room and waiting for them. handed is
+// the count the fetch just returned. The caller holds batchMu.
+func (f *fetcher) forgetLostHandOffs(handed int64) {
+	now := time.Now()
+	if f.awaitCount > 0 && now.Sub(f.awaitSince) >= markerWait {
+		if f.raiseHandedIn(f.awaitCount) {
+			f.p.logger.Debug("work: hand-off messages lost; their jobs are put back by the sweep")
+		}
+		f.awaitCount = 0
+	}
+	if f.awaitCount == 0 && handed > f.ready.handedIn.Load() {
+		f.awaitCount, f.awaitSince = handed, now
+	}
+	f.pushBehindLocked(false)
+}
+
+// raiseHandedIn sets the count of hand-offs read to at least n; it reports whether it was lower.
+func (f *fetcher) raiseHandedIn(n int64) bool {
+	for {
+		in := f.ready.handedIn.Load()
+		if in >= n {
+			return false
+		}
+		if f.ready.handedIn.CompareAndSwap(in, n) {
+			return true
+		}
+	}
 }
 
 // releaseBehind puts the jobs of fetch seq still waiting behind hand-offs in the channel: the
@@ -119,6 +152,7 @@ func (f *fetcher) pushBehindLocked(force bool) {
 func (f *fetcher) releaseBehind(seq uint64) {
 	f.batchMu.Lock()
 	if f.behindSeq == seq {
+		f.raiseHandedIn(f.behindUntil) // the hand-offs they waited for are lost
 		f.pushBehindLocked(true)
 	}
 	f.batchMu.Unlock()

@@ -289,3 +289,26 @@ func TestAPoolUnderABacklogDoesNotRegister(t *testing.T) {
 		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), id)
 	})
 }
+
+// TestLostHandOffMessagesDoNotStallFetches: hand-offs counted in Redis whose messages never come
+// (lost with a subscription or a restarted Redis) stop holding room within markerWait: the pool's
+// fetches take jobs again.
+func TestLostHandOffMessagesDoNotStallFetches(t *testing.T) {
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var runs atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, 1, ns, pool)
+	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
+	bhvStart(t, wp)
+	wp.Drain()
+	f := wp.reg.run.fetcher
+	eventually(t, 10*time.Second, "the pool to subscribe", f.ready.subscribed.Load)
+	// Five hand-offs the pool will never read.
+	rdo(t, pool, "INCRBY", bhvKey(ns, "handoffs", wp.reg.run.poolID), 5)
+	for n := 1; n <= 3; n++ {
+		if _, err := NewEnqueuer(ns, pool).Enqueue("a", Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() == 3 })
+}
