@@ -167,7 +167,11 @@ func (a *acker) write(x *rdb.Exchange, batch []rdb.FinishOp) error {
 		a.addStatsLocked(x, now)
 	}
 	a.out.mu.Unlock()
-	if err := a.store.RunExchange(context.Background(), a.boxedPoolID, x); err != nil {
+	a.out.regGate.RLock()
+	x.NoWait = a.out.noHandOffs()
+	err := a.store.RunExchange(context.Background(), a.boxedPoolID, x)
+	a.out.regGate.RUnlock()
+	if err != nil {
 		a.logger.Error("work: recording job outcomes", "jobs", len(batch), "err", err)
 		return err
 	}

@@ -52,7 +52,7 @@ var connsecCommands = []string{
 	"time", "evalsha", "eval", "publish", "subscribe", "unsubscribe", "punsubscribe", "echo", "ping", "wait",
 	"get", "set", "del", "unlink", "exists", "expire", "type", "incrby", "decr", "decrby",
 	"lpush", "rpush", "lpop", "rpop", "rpoplpush", "lrem", "llen", "lindex", "lrange", "lpos", "ttl",
-	"sadd", "srem", "smembers", "sismember",
+	"sadd", "srem", "smembers", "sismember", "spop", "mget",
 	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby", "hkeys", "hvals", "hlen", "hscan",
 	"zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
 	"zpopmin", "zscore",
@@ -139,7 +139,8 @@ type wakeWatch struct {
 	channel   string // the namespace's wake-up channel
 
 	mu      sync.Mutex
-	wakeups map[string]int // wake-up messages received, by job name
+	wakeups map[string]int // wake-up messages received, by job name (a hand-off counts as one)
+	handOff string         // the prefix of the pools' hand-off channels
 	subs    int            // subscriptions established (each makes the pool look at every queue)
 	ended   int            // subscriptions ended (the pool looks while it subscribes again)
 	up      bool           // subscribed: a wake-up published now reaches the pool
@@ -152,7 +153,8 @@ type wakeCounts struct {
 }
 
 func newWakeWatch(ns string, conn, sub Backend) *wakeWatch {
-	return &wakeWatch{conn: conn, sub: sub, channel: rdb.NewKeyspace(ns).WakeChannel(), wakeups: map[string]int{}}
+	ks := rdb.NewKeyspace(ns)
+	return &wakeWatch{conn: conn, sub: sub, channel: ks.WakeChannel(), handOff: ks.HandOffChannel(""), wakeups: map[string]int{}}
 }
 
 func (w *wakeWatch) Conn(ctx context.Context) (redis.Conn, error) { return w.conn.Conn(ctx) }
@@ -170,6 +172,11 @@ func (w *wakeWatch) Subscribe(ctx context.Context, channels []string, subscribed
 			w.mu.Lock()
 			w.wakeups[string(data)]++
 			w.mu.Unlock()
+		} else if name := handOffName(data); strings.HasPrefix(channel, w.handOff) && name != "" {
+			// The job itself, handed to the pool: its wake-up and its fetch in one.
+			w.mu.Lock()
+			w.wakeups[name]++
+			w.mu.Unlock()
 		}
 		message(channel, data)
 	})
@@ -179,6 +186,20 @@ func (w *wakeWatch) Subscribe(ctx context.Context, channels []string, subscribed
 	w.up = false
 	w.mu.Unlock()
 	return err
+}
+
+// handOffName returns the job name of a hand-off message ("<length>:<name><payload>"), "" for a
+// marker or a message of another form.
+func handOffName(data []byte) string {
+	i := bytes.IndexByte(data, ':')
+	if i <= 0 {
+		return ""
+	}
+	n, err := strconv.Atoi(string(data[:i]))
+	if err != nil || n <= 0 || i+1+n > len(data) {
+		return ""
+	}
+	return string(data[i+1 : i+1+n])
 }
 
 func (w *wakeWatch) counts(name string) wakeCounts {

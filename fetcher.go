@@ -45,14 +45,34 @@ type fetcher struct {
 
 	// What waits in the jobs channel: pushed counts the jobs put in it, taken those workers took out,
 	// and batches when each fetch's jobs went in (oldest first), so the loop knows how long the
-	// job at its head has waited.
+	// job at its head has waited. batchMu guards pushed and batches, and is held by a fetch from
+	// its send to its jobs' push into the channel: a hand-off takes it, not mu, which a sweep holds
+	// while it waits for the hand-offs in flight.
+	batchMu sync.Mutex
 	pushed  uint64
 	taken   atomic.Uint64
 	batches []fetchedBatch
+	// Jobs fetched while hand-offs made before the fetch were still on their way: they wait, held,
+	// until the pool has read behindUntil hand-offs (or markerWait passed for fetch behindSeq).
+	behind      []*Job
+	behindUntil int64
+	behindSeq   uint64
+	behindTimer bool // a release of behind is scheduled
+	// The hand-off count a fetch saw ahead of what the pool had read, and when: those messages are
+	// taken for lost once markerWait has passed (see forgetLostHandOffs).
+	awaitCount int64
+	awaitSince time.Time
 	// lastTaken is taken as the loop last saw it change, at lastTakenAt: how long the workers have
 	// taken no job.
 	lastTaken   uint64
 	lastTakenAt time.Time
+
+	handOffHook atomic.Pointer[func()] // called before a hand-off is taken (nil but in tests)
+
+	// The markers of flushes waiting for them, by token.
+	markMu  sync.Mutex
+	marks   map[string]chan struct{}
+	markSeq atomic.Uint64
 
 	stopped chan struct{} // closed by stop: fetch no more
 	done    chan struct{} // closed when the loop ends
@@ -124,12 +144,14 @@ func newFetcher(p fetcherParams) *fetcher {
 		p:             &p,
 		room:          p.room,
 		jobs:          make(chan *Job, p.room.capacity),
-		sweeper:       newSweeper(&p),
+		sweeper:       nil,
 		handBackAfter: handBackAfter,
 		stopped:       make(chan struct{}),
 		done:          make(chan struct{}),
+		marks:         make(map[string]chan struct{}),
 	}
-	f.ready = newReadiness(&p, f.fetchNow)
+	f.sweeper = newSweeper(f.p, f.flush, func() bool { return f.ready.subscribed.Load() })
+	f.ready = newReadiness(f.p, f.fetchNow, f.handOff, f.flush)
 	return f
 }
 
@@ -141,11 +163,25 @@ func (f *fetcher) start() {
 // stop ends fetching and the subscription, and puts jobs fetched but not started back at the front
 // of their queues.
 func (f *fetcher) stop() {
+	// No hand-off may come after the subscription ends: the pool stops registering for them, leaves
+	// the idle sets and takes those on their way, which then go back with the jobs still waiting.
+	f.p.out.leaving.Store(true)
+	f.p.out.regGate.Lock()
+	if f.flush(true) {
+		// None can come any more: its count goes (a pool that dies leaves it to its 24 h TTL).
+		if err := f.p.store.ForgetHandOffs(f.p.ctx, f.p.poolID); err != nil {
+			f.p.logger.Debug("work: deleting the pool's count of hand-offs", "err", err)
+		}
+	}
+	f.p.out.regGate.Unlock()
 	close(f.stopped)
 	<-f.done
 	// Holding mu, no fetch is under way (one in fetchNow ends first) and none starts: the channel
 	// holds every job fetched and not started.
 	f.mu.Lock()
+	f.batchMu.Lock()
+	f.pushBehindLocked(true) // they go back in their order, after what they waited behind
+	f.batchMu.Unlock()
 	f.requeueWaiting()
 	f.mu.Unlock()
 	f.ready.releaseDrains()
@@ -253,6 +289,8 @@ func (f *fetcher) ran(d time.Duration) { f.room.ran(d) }
 // one waits. The caller holds mu.
 func (f *fetcher) headWait(now time.Time) (time.Duration, bool) {
 	taken := f.taken.Load()
+	f.batchMu.Lock()
+	defer f.batchMu.Unlock()
 	i := 0
 	for i < len(f.batches) && f.batches[i].end <= taken {
 		i++
@@ -285,7 +323,9 @@ func (f *fetcher) handBack(now time.Time) time.Duration {
 	handed := f.requeueWaiting()
 	f.awaitRequeued(handed)
 	n := len(handed)
+	f.batchMu.Lock()
 	f.batches = f.batches[:0]
+	f.batchMu.Unlock()
 	if n > 0 {
 		f.room.handedBack()
 		f.p.logger.Debug("work: handed back jobs that waited for a busy worker", "jobs", n)
@@ -300,11 +340,11 @@ func (f *fetcher) loop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for !f.isStopped() {
+		f.mu.Lock() // the sweeper's state is under mu: a test sweeps from its own goroutine
 		if f.sweeper.due() {
-			f.mu.Lock()
 			f.sweeper.sweep()
-			f.mu.Unlock()
 		}
+		f.mu.Unlock()
 		if f.ready.scanDue() {
 			if err := f.ready.scan(); err != nil {
 				logger.Error("work: looking for jobs", "err", err)
@@ -464,6 +504,12 @@ func (f *fetcher) exchange(n int) error {
 	epoch := p.lease.epoch.Load()
 	batch := p.out.takeForCarry()
 	x.Ops = batch
+	x.NoWait = p.out.noHandOffs()
+	// A hand-off waits until this fetch's jobs are in the channel: a job handed to the pool after
+	// this fetch took the queue's last ones must not start before them.
+	f.batchMu.Lock()
+	defer f.batchMu.Unlock()
+	x.HandedIn = f.ready.handedIn.Load()
 	err := p.store.RunExchange(p.ctx, p.boxedPoolID, x)
 	if batch != nil {
 		p.out.carried(batch, x, err)
@@ -472,10 +518,11 @@ func (f *fetcher) exchange(n int) error {
 		return err
 	}
 	f.ready.fetched(f.names, f.gens, x.Status)
-	if len(x.Jobs) > 0 {
-		f.pushed += uint64(len(x.Jobs))
-		f.batches = append(f.batches, fetchedBatch{end: f.pushed, at: time.Now()})
-	}
+	// Jobs handed to the pool before this fetch ran and not read yet go first (the fetch left room
+	// for them): until they are read, this fetch's jobs wait, held, behind them.
+	f.forgetLostHandOffs(x.Handed)
+	behind := x.Handed > f.ready.handedIn.Load() || len(f.behind) > 0
+	from := f.pushed
 	k := 0
 	for g := range f.names {
 		c, _ := x.Counts[g].(int64)
@@ -489,8 +536,38 @@ func (f *fetcher) exchange(n int) error {
 			k++
 			p.out.hold(j)
 			f.room.reserve()
-			f.jobs <- j // never blocks: the channel holds as many jobs as the pool has room for
+			if behind {
+				f.behind = append(f.behind, j)
+				continue
+			}
+			f.pushLocked(j)
 		}
 	}
+	f.pushedLocked(from)
+	if behind {
+		f.behindUntil = max(f.behindUntil, x.Handed)
+		if !f.behindTimer {
+			// One bound from the first job that waits, not renewed by later fetches.
+			f.behindTimer = true
+			f.behindSeq++
+			seq := f.behindSeq
+			time.AfterFunc(markerWait, func() { f.releaseBehind(seq) })
+		}
+		f.pushBehindLocked(false)
+	}
 	return nil
+}
+
+// pushLocked puts a fetched job in the jobs channel, which never blocks: the channel holds as many
+// jobs as the pool has room for. The caller holds batchMu.
+func (f *fetcher) pushLocked(j *Job) {
+	f.jobs <- j
+	f.pushed++
+}
+
+// pushedLocked records when the jobs pushed since the last call went in. The caller holds batchMu.
+func (f *fetcher) pushedLocked(from uint64) {
+	if f.pushed > from {
+		f.batches = append(f.batches, fetchedBatch{end: f.pushed, at: time.Now()})
+	}
 }

@@ -3,6 +3,7 @@ package work
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/workqueue/work/internal/rdb"
@@ -33,6 +34,15 @@ type outcomeQueue struct {
 
 	kick       chan struct{} // hands the chain's next write to the acker's goroutine
 	allWritten notice        // given when no outcome is pending or being written any more
+
+	// regGate keeps writes of outcomes, which register the pool for hand-offs (exchange.lua), from
+	// running while a sweep or a stop takes the pool off the idle sets and waits for the hand-offs
+	// in flight: writers hold it for reading. leaving stops those registrations for good (the pool
+	// stops). listening says that the pool's subscription listens: only then does a write register
+	// it, so that a hand-off reaches a pool whose flush can wait for it (see readiness.scan).
+	regGate   sync.RWMutex
+	leaving   atomic.Bool
+	listening atomic.Bool
 
 	heldMu    sync.Mutex // guards held and heldSince apart from mu: a fetch holds jobs one by one
 	held      map[*Job]struct{}
@@ -128,6 +138,9 @@ func (o *outcomeQueue) post(op rdb.FinishOp) {
 		o.kickWriter()
 	}
 }
+
+// noHandOffs reports that a write must not register the pool for hand-offs.
+func (o *outcomeQueue) noHandOffs() bool { return o.leaving.Load() || !o.listening.Load() }
 
 // kickWriter wakes the acker's goroutine to make the write handed to it.
 func (o *outcomeQueue) kickWriter() {

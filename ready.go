@@ -24,9 +24,11 @@ import (
 // is as long as its HeartbeatInterval sends nothing but its heartbeat.
 type readiness struct {
 	p        *fetcherParams
-	fetchNow func()          // the fetcher's fetch on a wake-up
-	wake     chan struct{}   // poked when there may be something for the loop to do
-	sampler  prioritySampler // used only under the fetcher's mu
+	fetchNow func()                // the fetcher's fetch on a wake-up
+	handOff  func(string, []byte)  // the fetcher's take of a job handed to the pool
+	flush    func(leave bool) bool // the fetcher's wait for the hand-offs on their way
+	wake     chan struct{}         // poked when there may be something for the loop to do
+	sampler  prioritySampler       // used only under the fetcher's mu
 
 	mu       sync.Mutex
 	idle     int       // consecutive looks that found no queue holding jobs
@@ -43,6 +45,9 @@ type readiness struct {
 	scannedReleases uint64
 
 	subscribed atomic.Bool // wake-up messages are arriving
+	// handedIn counts the hand-offs the pool has read (hand_off.lua counts those made to it),
+	// set to Redis's count when the subscription starts: earlier ones will not come.
+	handedIn atomic.Int64
 }
 
 // drainWaiter is a Drain call waiting for a scan that started after it.
@@ -51,10 +56,12 @@ type drainWaiter struct {
 	after uint64
 }
 
-func newReadiness(p *fetcherParams, fetchNow func()) *readiness {
+func newReadiness(p *fetcherParams, fetchNow func(), handOff func(string, []byte), flush func(bool) bool) *readiness {
 	return &readiness{
 		p:        p,
 		fetchNow: fetchNow,
+		handOff:  handOff,
+		flush:    flush,
 		wake:     make(chan struct{}, 1),
 		sampler:  newPrioritySampler(p.served().priority, p.strictPriority),
 		ready:    make(map[string]bool),
@@ -148,6 +155,9 @@ func (q *readiness) fetched(names []string, gens []uint64, status []interface{})
 			q.p.logger.Error("work: the Redis server lacks what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2 or later, miniredis v2.30.3 or later); skipping the queue's keyed jobs",
 				"job_name", q.p.served().queues[name].name)
 		}
+		if qu := q.p.served().queues[name]; qu != nil && (st == 0 || st == 1) {
+			qu.args.Backlog.Store(st == 1)
+		}
 		if st == 0 || st == -1 || st == -2 || st == -4 || st == -5 || st == -6 {
 			if q.gen[name] == gens[i] {
 				delete(q.ready, name)
@@ -235,8 +245,14 @@ func (q *readiness) scan() error {
 	q.mu.Lock()
 	q.scans++
 	seq := q.scans
+	draining := len(q.drains) > 0
 	q.mu.Unlock()
 	releases := q.p.room.releases.Load()
+	if draining {
+		// A job handed to the pool is in its in-progress list, not in a queue: the flush takes those
+		// sent before it, among them any that a job ended before releases was read enqueued.
+		q.flush(false)
+	}
 	res, err := q.p.store.Poll(q.p.ctx, q.p.served().names)
 	if err != nil {
 		return err
@@ -352,13 +368,21 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 		cancel()
 	}()
 	defer func() {
+		q.p.out.listening.Store(false)
 		q.subscribed.Store(false)
 		q.poke() // the loop may be waiting longer than it should without wake-ups
 	}()
-	err := q.p.store.SubscribePool(ctx, rdb.PoolEvents{
+	err := q.p.store.SubscribePool(ctx, q.p.poolID, rdb.PoolEvents{
 		Subscribed: func() {
+			// Hand-offs sent before the subscription listened will not come. Not with ctx: this
+			// may run while the pool stops and the application closes its redis.Pool, and a wait
+			// for a connection that sees both cancelled panics inside redigo.
+			if n, err := q.p.store.HandOffCount(context.Background(), q.p.poolID); err == nil {
+				q.handedIn.Store(n)
+			}
 			subscribed.Store(true)
 			q.subscribed.Store(true)
+			q.p.out.listening.Store(true)
 			// Subscribed: anything pushed before now may have been missed, and so may a
 			// schedule made due sooner (looks leave schedules out: see lua/lib/scan.lua): a
 			// requeuer pass learns when the next one is due.
@@ -369,7 +393,8 @@ func (q *readiness) subscribeOnce(stopped <-chan struct{}) (bool, error) {
 		KeyedWake: func(name string) { q.notify(name, true) },
 		Cancel:    q.p.cancelJob,
 		// An Enqueuer scheduled a job.
-		Due: func(at int64) { q.p.alarm.at(time.Unix(at, 0)) },
+		Due:     func(at int64) { q.p.alarm.at(time.Unix(at, 0)) },
+		HandOff: q.handOff,
 	})
 	if ctx.Err() != nil {
 		return subscribed.Load(), nil

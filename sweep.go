@@ -7,12 +7,16 @@ import "time"
 // reply was lost (Redis restarted, a connection cut, a failover) leaves such entries, which no worker
 // would ever run. The pool's loop sweeps.
 type sweeper struct {
-	p         *fetcherParams
-	lastSweep time.Time
-	sweptErrs uint64 // the store's error count at the last sweep
+	p          *fetcherParams
+	flush      func(leave bool) bool // the fetcher's flush
+	subscribed func() bool           // whether the wake-up subscription listens
+	lastSweep  time.Time
+	sweptErrs  uint64 // the store's error count at the last sweep
 }
 
-func newSweeper(p *fetcherParams) *sweeper { return &sweeper{p: p} }
+func newSweeper(p *fetcherParams, flush func(bool) bool, subscribed func() bool) *sweeper {
+	return &sweeper{p: p, flush: flush, subscribed: subscribed}
+}
 
 // sweepEvery is how often the pool looks for in-progress entries it does not hold, when it fetched
 // jobs or a Redis call failed since the last look: those are what leave such entries (a fetch or an
@@ -32,8 +36,19 @@ func (s *sweeper) due() bool {
 // sweep puts back the in-progress entries the pool does not hold. It runs on the loop, between
 // round trips, so no fetch is under way; a job stays held until its outcome is written, so a pending
 // acknowledgement is not mistaken for a lost one.
+//
+// A job handed to the pool (hand_off.lua) is in its in-progress list before the pool reads the
+// message that hands it: so that the sweep does not take one on its way for lost, it first takes
+// the pool off the idle sets and waits for the hand-offs sent before (flush), while no write of
+// outcomes (which registers the pool again) runs and no fetch either (the caller holds the
+// fetcher's mu). When the subscription is down, hand-offs sent meanwhile are lost: swept.
 func (s *sweeper) sweep() {
 	s.lastSweep = time.Now()
+	s.p.out.regGate.Lock()
+	defer s.p.out.regGate.Unlock()
+	if !s.flush(true) && s.subscribed() {
+		return // the marker did not come back: the next sweep tries again
+	}
 	s.sweptErrs = s.p.store.Errs.Load()
 	set := s.p.served()
 	held := s.p.out.heldEntries()

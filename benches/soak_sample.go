@@ -221,6 +221,7 @@ const (
 	famKeyedQueue      = "keyed_queues"        // <ns>:keyed:<name>:{<key>}
 	famKeyedRate       = "keyed_rate"          // <ns>:keyed:<name>:{<key>}:rate
 	famKeyedInProgress = "keyed_in_progress_l" // <ns>:keyed:<name>:<poolID>:inprogress
+	famHandOff         = "hand_off"            // <ns>:idle_pools:<name>, <ns>:handoffs:<poolID>
 	famOther           = "other"               // anything else under the namespace
 	statsKeyPrefix     = "stats:"
 )
@@ -242,7 +243,7 @@ var keyedStateKeys = map[string]bool{"ready": true, "waiting": true, "running": 
 var soakFamilies = []struct{ key string }{
 	{famQueue}, {famInProgress}, {famQueueState}, {famSingleton}, {famHeartbeat}, {famWorker}, {famUnique},
 	{famStats}, {famRecord}, {famRecordNext}, {famBatch}, {famBatchNext},
-	{famKeyedState}, {famKeyedQueue}, {famKeyedRate}, {famKeyedInProgress}, {famOther},
+	{famKeyedState}, {famKeyedQueue}, {famKeyedRate}, {famKeyedInProgress}, {famHandOff}, {famOther},
 }
 
 var queueStateSuffixes = []string{":paused", ":lock", ":lock_info", ":max_concurrency", ":rate"}
@@ -277,6 +278,8 @@ func classifyKey(prefix, key string) string {
 		return famHeartbeat
 	case strings.HasPrefix(k, "worker:"):
 		return famWorker
+	case strings.HasPrefix(k, "idle_pools:"), strings.HasPrefix(k, "handoffs:"):
+		return famHandOff
 	case strings.HasPrefix(k, "unique:"):
 		return famUnique
 	case strings.HasPrefix(k, statsKeyPrefix):

@@ -121,6 +121,8 @@ func TestClassifyKeyNamesTheFamiliesOfTheLayout(t *testing.T) {
 		"ns:dead_trimmed":                      famSingleton,
 		"ns:worker_pools:" + id:                famHeartbeat,
 		"ns:worker:" + id:                      famWorker,
+		"ns:idle_pools:mail":                   famHandOff,
+		"ns:handoffs:" + id:                    famHandOff,
 		"ns:unique:mail:{\"k\":1}\n":           famUnique,
 		"ns:unique:mail:":                      famUnique,
 		"ns:stats:mail:20000":                  famStats,

@@ -77,14 +77,14 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 			case p.Key != "":
 				// The script registers the name and wakes pools itself.
 				enqueueKeyedScript.SendHash(c, s.keyedPushArgs(p)...)
+			case p.Publish:
+				// The queue is likely empty: a pool that waits for the name may take the job at once.
+				handOffScript.SendHash(c, s.handOffArgs(p)...)
 			default:
 				if p.AddKnown {
 					c.Send("SADD", s.Ks.KnownJobs(), p.Name)
 				}
 				c.Send("LPUSH", s.Ks.Jobs(p.Name), p.Payload)
-				if p.Publish {
-					c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
-				}
 			}
 		}
 		for _, b := range batches {
@@ -110,7 +110,7 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 			if batched(p) {
 				continue
 			}
-			if p.AddKnown && p.Key == "" {
+			if p.AddKnown && p.Key == "" && !p.Publish {
 				if r, err = skipReply(r); err != nil {
 					return err
 				}
@@ -120,7 +120,7 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 			}
 			v := r[0]
 			r = r[1:]
-			if re, ok := v.(redis.Error); ok && p.Key != "" && strings.HasPrefix(string(re), "NOSCRIPT") {
+			if re, ok := v.(redis.Error); ok && (p.Key != "" || p.Publish) && strings.HasPrefix(string(re), "NOSCRIPT") {
 				noScript = append(noScript, p)
 				continue
 			}
@@ -131,9 +131,6 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 					p.Err = keyedPushError(p.Err, p)
 				}
 			case p.Publish:
-				if r, err = skipReply(r); err != nil {
-					return err
-				}
 			case p.Err == nil && p.N == 1:
 				c.Send("PUBLISH", s.Ks.WakeChannel(), p.Name)
 				late++
@@ -161,6 +158,10 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 			b.replies(b.sc.Do(c, s.batchArgs(b)...))
 		}
 		for _, p := range noScript {
+			if p.Key == "" {
+				p.N, p.Err = redis.Int64(handOffScript.Do(c, s.handOffArgs(p)...))
+				continue
+			}
 			p.N, p.Err = redis.Int64(enqueueKeyedScript.Do(c, s.keyedPushArgs(p)...))
 			if p.Err != nil {
 				p.Err = keyedPushError(p.Err, p)
@@ -176,6 +177,26 @@ func (s *Store) EnqueueMany(ctx context.Context, w ReplicaWait, pushes []*Push) 
 		}
 	}
 }
+
+// handOffScript's arguments for the push p.
+func (s *Store) handOffArgs(p *Push) []interface{} {
+	v, ok := s.handOffKeys.Load(p.Name)
+	if !ok {
+		v, _ = s.handOffKeys.LoadOrStore(p.Name, &[7]interface{}{s.Ks.Jobs(p.Name), s.Ks.KnownJobs(),
+			s.Ks.IdlePools(p.Name), s.Ks.Paused(p.Name), s.Ks.MaxConcurrency(p.Name), s.Ks.Rate(p.Name), p.Name})
+	}
+	k := v.(*[7]interface{})
+	known := boxedNotKnown
+	if p.AddKnown {
+		known = boxedAddKnown
+	}
+	args := make([]interface{}, 0, 11)
+	args = append(args, k[:6]...)
+	return append(args, p.Payload, k[6], known, s.boxed.wake, s.boxed.prefix)
+}
+
+// hand_off.lua's ARGV[3], boxed once.
+var boxedAddKnown, boxedNotKnown interface{} = "1", "0"
 
 // errShortReply is EnqueueMany's error for a pipeline's reply with fewer elements than it sent.
 var errShortReply = errors.New("work: enqueue: reply with too few elements")

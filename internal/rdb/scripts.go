@@ -54,6 +54,8 @@ var (
 	dueScript = loadScript("due")
 	// enqueueDueScript moves due members onto their queues: lua/enqueue_due.lua.
 	enqueueDueScript = loadScript("enqueue_due")
+	// handOffScript pushes a job, or hands it to a pool that waits for it: lua/hand_off.lua.
+	handOffScript = loadScript("hand_off")
 	// zsetMoveScript moves a member between sorted sets under a new payload: lua/zset_move.lua.
 	zsetMoveScript = loadScript("zset_move")
 	// schedulePeriodicScript adds periodic jobs to the scheduled set: lua/schedule_periodic.lua.

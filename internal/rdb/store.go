@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,15 +45,20 @@ func (k Keyspace) deadTrimmed() string               { return k.P + "dead_trimme
 func (k Keyspace) InProgress(name, poolID string) string {
 	return k.Jobs(name) + ":" + poolID + ":inprogress"
 }
-func (k Keyspace) Scheduled() string               { return k.P + "scheduled" }
-func (k Keyspace) Retry() string                   { return k.P + "retry" }
-func (k Keyspace) Dead() string                    { return k.P + "dead" }
-func (k Keyspace) KnownJobs() string               { return k.P + "known_jobs" }
-func (k Keyspace) WorkerPools() string             { return k.P + "worker_pools" }
-func (k Keyspace) Heartbeat(poolID string) string  { return k.P + "worker_pools:" + poolID }
-func (k Keyspace) Worker(workerID string) string   { return k.P + "worker:" + workerID }
-func (k Keyspace) LastPeriodicEnqueue() string     { return k.P + "last_periodic_enqueue" }
-func (k Keyspace) WakeChannel() string             { return k.P + "wake" }
+func (k Keyspace) Scheduled() string              { return k.P + "scheduled" }
+func (k Keyspace) Retry() string                  { return k.P + "retry" }
+func (k Keyspace) Dead() string                   { return k.P + "dead" }
+func (k Keyspace) KnownJobs() string              { return k.P + "known_jobs" }
+func (k Keyspace) WorkerPools() string            { return k.P + "worker_pools" }
+func (k Keyspace) Heartbeat(poolID string) string { return k.P + "worker_pools:" + poolID }
+func (k Keyspace) Worker(workerID string) string  { return k.P + "worker:" + workerID }
+func (k Keyspace) LastPeriodicEnqueue() string    { return k.P + "last_periodic_enqueue" }
+func (k Keyspace) WakeChannel() string            { return k.P + "wake" }
+func (k Keyspace) IdlePools(name string) string   { return k.P + "idle_pools:" + name }
+func (k Keyspace) HandOffChannel(poolID string) string {
+	return k.P + "handoff:" + poolID
+}
+func (k Keyspace) HandOffs(poolID string) string   { return k.P + "handoffs:" + poolID }
 func (k Keyspace) CancelChannel() string           { return k.P + "cancel" }
 func (k Keyspace) DueChannel() string              { return k.P + "due" }
 func (k Keyspace) UniquePrefix(name string) string { return k.P + "unique:" + name + ":" }
@@ -113,7 +119,10 @@ type Store struct {
 	Errs    atomic.Uint64 // failed calls: one may have been applied with its reply lost
 
 	// boxed holds script arguments used on every exchange, converted to interface{} once.
-	boxed struct{ retry, dead, scheduled, wake interface{} }
+	boxed struct{ retry, dead, scheduled, wake, prefix interface{} }
+	// handOffKeys holds, by job name, the keys and the name a push that expects its queue empty
+	// passes hand_off.lua, boxed once (*[7]interface{}): such a push runs the script every time.
+	handOffKeys sync.Map
 	// SweepFence is how long after the server's clock was read a sweep may still run (see sweep).
 	SweepFence time.Duration
 }
@@ -121,7 +130,7 @@ type Store struct {
 func NewStore(namespace string, b Backend) *Store {
 	s := &Store{Backend: b, Ks: NewKeyspace(namespace), SweepFence: 250 * time.Millisecond}
 	s.boxed.retry, s.boxed.dead, s.boxed.scheduled = s.Ks.Retry(), s.Ks.Dead(), s.Ks.Scheduled()
-	s.boxed.wake = s.Ks.WakeChannel()
+	s.boxed.wake, s.boxed.prefix = s.Ks.WakeChannel(), s.Ks.P
 	return s
 }
 
@@ -184,11 +193,16 @@ type QueueArgs struct {
 
 	StatsDay int64  // the day statsKey is for
 	StatsKey string // the stats hash of statsDay
+
+	// Backlog says that the pool's last fetch from the queue left jobs in it: a write of outcomes
+	// alone then does not register the pool for hand-offs of it (a push to a queue that holds jobs
+	// hands nothing off), which spares a command a write under a backlog.
+	Backlog atomic.Bool
 }
 
 // NewQueueArgs encodes a queue of poolID for exchanges.
 func (s *Store) NewQueueArgs(name, poolID string, limited bool, rl RateLimit) *QueueArgs {
-	q := &QueueArgs{Name: name, nameArg: name, limited: "0", rate: [2]interface{}{0, 0}}
+	q := &QueueArgs{Name: name, nameArg: name, limited: boxedWaits, rate: [2]interface{}{0, 0}}
 	q.Keys = [7]interface{}{s.Ks.Jobs(name), s.Ks.InProgress(name, poolID), s.Ks.Paused(name),
 		s.Ks.Lock(name), s.Ks.LockInfo(name), s.Ks.MaxConcurrency(name), s.Ks.Rate(name)}
 	if limited {
@@ -196,6 +210,9 @@ func (s *Store) NewQueueArgs(name, poolID string, limited bool, rl RateLimit) *Q
 	}
 	if rl.Jobs > 0 && rl.PeriodMs > 0 {
 		q.rate = [2]interface{}{rl.Jobs, rl.PeriodMs}
+		if !limited {
+			q.limited = "0"
+		}
 	}
 	return q
 }
@@ -263,6 +280,10 @@ type Exchange struct {
 	Fetch []FetchShare // candidates, in the order to try them
 	Ops   []FinishOp
 	Stats []StatsAdd
+	// NoWait keeps the call from registering the pool for hand-offs (the pool stops).
+	NoWait bool
+	// HandedIn is the hand-offs the pool has read; the reply's Handed those made to it so far.
+	HandedIn int64
 
 	groups  []*QueueArgs
 	kindBuf []byte
@@ -272,6 +293,7 @@ type Exchange struct {
 
 	// The reply.
 	Done   string        // per op of ops, see exchangeScript
+	Handed int64         // the hand-offs made to the pool so far (0 when none of its queues takes them)
 	Status []interface{} // per group
 	Counts []interface{} // per group
 	Jobs   []interface{} // payloads ([]byte), grouped by group in order
@@ -317,6 +339,10 @@ func (x *Exchange) kinds() interface{} {
 	return b
 }
 
+// boxedWaits marks a queue whose pool waits for hand-offs of its jobs when it has none (a queue with
+// neither MaxConcurrency nor rate limit), boxedNoWait the same queue when the pool stops.
+var boxedWaits, boxedNoWait interface{} = "h", "0"
+
 // boxedNoKinds is the kinds of an exchange whose groups are all queues.
 var boxedNoKinds interface{} = ""
 
@@ -347,13 +373,17 @@ func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange
 	for _, q := range x.groups {
 		args = append(args, q.Keys[:]...)
 	}
-	args = append(args, poolID, s.boxed.wake, len(x.groups), x.kinds())
+	args = append(args, poolID, s.boxed.wake, len(x.groups), x.kinds(), x.HandedIn)
 	for i, q := range x.groups {
 		var share interface{} = boxedNoShare
 		if i < cands {
 			share = x.Fetch[i].Share
 		}
-		args = append(args, q.nameArg, q.limited, share, q.rate[0], q.rate[1])
+		limited := q.limited
+		if limited == boxedWaits && (x.NoWait || (i >= cands && q.Backlog.Load())) {
+			limited = boxedNoWait
+		}
+		args = append(args, q.nameArg, limited, share, q.rate[0], q.rate[1])
 		args = append(args, q.extra...)
 	}
 	for g, acks := range x.acks {
@@ -406,14 +436,15 @@ func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange
 		if err != nil {
 			return err
 		}
-		// One flat array: done, a status and a count per group, then the jobs.
+		// One flat array: done, a status and a count per group, the hand-offs made, then the jobs.
 		g := len(x.groups)
-		if len(r) < 1+2*g {
+		if len(r) < 2+2*g {
 			return fmt.Errorf("work: exchange: reply of %d elements for %d queues", len(r), g)
 		}
 		done, _ := r[0].([]byte)
 		x.Done = string(done)
-		x.Status, x.Counts, x.Jobs = r[1:1+g:1+g], r[1+g:1+2*g:1+2*g], r[1+2*g:]
+		x.Handed, _ = r[1+2*g].(int64)
+		x.Status, x.Counts, x.Jobs = r[1:1+g:1+g], r[1+g:1+2*g:1+2*g], r[2+2*g:]
 		return nil
 	})
 }

@@ -1,8 +1,11 @@
 package rdb
 
 import (
+	"bytes"
 	"context"
 	"strconv"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // PoolEvents handle the messages of a worker pool's wake-up subscription, one field per channel.
@@ -18,15 +21,29 @@ type PoolEvents struct {
 	Cancel func(jobID string)
 	// Due: a job was scheduled to run at the given epoch second.
 	Due func(at int64)
+	// HandOff: a job of the name was put in this pool's in-progress list for it (hand_off.lua).
+	HandOff func(name string, payload []byte)
 }
 
 // SubscribePool listens for what wakes a worker pool until ctx is done or the subscription fails,
 // and returns ctx's error or the failure.
-func (s *Store) SubscribePool(ctx context.Context, ev PoolEvents) error {
+func (s *Store) SubscribePool(ctx context.Context, poolID string, ev PoolEvents) error {
 	wake, cancel, due, keyed := s.Ks.WakeChannel(), s.Ks.CancelChannel(), s.Ks.DueChannel(), s.Ks.KeyedWakeChannel()
-	return s.Backend.Subscribe(ctx, []string{wake, cancel, due, keyed}, ev.Subscribed,
+	handOff := s.Ks.HandOffChannel(poolID)
+	return s.Backend.Subscribe(ctx, []string{wake, cancel, due, keyed, handOff}, ev.Subscribed,
 		func(channel string, data []byte) {
 			switch channel {
+			case handOff:
+				// "<length of the name>:<name><payload>"
+				i := bytes.IndexByte(data, ':')
+				if i <= 0 {
+					return
+				}
+				n, err := strconv.Atoi(string(data[:i]))
+				if err != nil || n < 0 || i+1+n > len(data) {
+					return
+				}
+				ev.HandOff(string(data[i+1:i+1+n]), data[i+1+n:])
 			case cancel:
 				ev.Cancel(string(data))
 			case due:
@@ -39,6 +56,40 @@ func (s *Store) SubscribePool(ctx context.Context, ev PoolEvents) error {
 				ev.Wake(string(data))
 			}
 		})
+}
+
+// HandOffMarker publishes a marker with token on poolID's hand-off channel (a message whose name is
+// empty), after taking the pool off the idle sets of names in the same round trip.
+func (s *Store) HandOffMarker(ctx context.Context, poolID, token string, names []string) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		for _, name := range names {
+			c.Send("SREM", s.Ks.IdlePools(name), poolID)
+		}
+		_, err := c.Do("PUBLISH", s.Ks.HandOffChannel(poolID), "0:"+token)
+		return err
+	})
+}
+
+// HandOffCount returns the hand-offs made to poolID so far (hand_off.lua counts them).
+func (s *Store) HandOffCount(ctx context.Context, poolID string) (int64, error) {
+	var n int64
+	err := s.do(ctx, func(c redis.Conn) error {
+		v, err := redis.Int64(c.Do("GET", s.Ks.HandOffs(poolID)))
+		if err == redis.ErrNil {
+			return nil
+		}
+		n = v
+		return err
+	})
+	return n, err
+}
+
+// ForgetHandOffs deletes poolID's count of hand-offs, once no more can come (the pool stopped).
+func (s *Store) ForgetHandOffs(ctx context.Context, poolID string) error {
+	return s.do(ctx, func(c redis.Conn) error {
+		_, err := c.Do("DEL", s.Ks.HandOffs(poolID))
+		return err
+	})
 }
 
 // SubscribeEnded listens for the IDs of jobs with a record that ended (done, dead, deleted...) until

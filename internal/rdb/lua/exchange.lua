@@ -26,9 +26,15 @@
 --   q: jobs list, this pool's in-progress list, paused flag, lock counter, lock_info hash,
 --     max_concurrency, rate state
 --   k: the name's ready keys (sorted set), this pool's keyed in-progress list, then as for q
--- ARGV[1] pool ID; ARGV[2] wake-up channel; ARGV[3] G, the number of groups; ARGV[4] the groups'
---   kinds, a character each ("" when every group is a q); then the fields of each group in turn:
---   q: job name, "1" when the pool counts it against a MaxConcurrency, share (jobs to fetch from
+-- ARGV[1] pool ID; ARGV[2] wake-up channel (<ns>:wake); ARGV[3] G, the number of groups; ARGV[4] the groups'
+--   kinds, a character each ("" when every group is a q); ARGV[5] the hand-offs the pool has read
+--   (see handed below); then the fields of each group in turn:
+--   q: job name, "1" when the pool counts it against a MaxConcurrency ("h" when it has neither a
+--     MaxConcurrency nor a rate limit and the pool waits for hand-offs of it: a fetch that finds
+--     the queue empty, and an outcome recorded for it in a call that does not fetch from it (the
+--     Go side sends "0" instead when the pool's last fetch left jobs in it), add the pool to
+--     <ns>:idle_pools:<name>,
+--     named from the wake-up channel's prefix; see hand_off.lua), share (jobs to fetch from
 --     it; -1: not a candidate), rate limit jobs and period in ms (0 0: none) (5 fields)
 --   k: as for q, then the name's keyed prefix (<ns>:keyed:<name>:), its per-key defaults:
 --     KeyConcurrency (0: none), KeyRateLimit jobs and period in ms, and "1" when a job that goes
@@ -49,7 +55,8 @@
 --                  callbacks, and the deletion of its unique lock ukey ("" none); see lib/workflow.lua
 --   T key ttl n field1 count1 .. fieldn countn   add counts to a per-minute stats hash
 --
--- Returns {done, status[1..G], counts[1..G], jobs...}, one flat array (Redis turns each table of a
+-- Returns {done, status[1..G], counts[1..G], handed, jobs...} (handed: the hand-offs made to the
+-- pool so far, <ns>:handoffs:<pool>), one flat array (Redis turns each table of a
 -- reply into a reply of its own, with lookups that cost a small fetch more than its commands): done
 -- has a character per job of the A, R, D, S, Q and X ops, in order: '1' recorded, '0' no longer
 -- held, 'e' a destination holds the wrong type (the job stays in the in-progress list, from where
@@ -81,7 +88,7 @@ local KEYED_PREFIX, KEY_LIMIT, KEY_RATE_JOBS, KEY_RATE_PERIOD, KEY_HOLD, KEY_POO
 -- jobs of each of its keys whose hold this call ended; holdOnRetry[g] says that its retries keep
 -- their keys' slots.
 local keyed, released, holdOnRetry = {}, {}, {}
-local a = 5 -- the ARGV read next: the groups' fields, then the outcomes
+local a = 6 -- the ARGV read next: the groups' fields, then the outcomes
 do
   local k, kinds = 4, ARGV[4]
   for g = 1, G do
@@ -250,9 +257,21 @@ while a <= #ARGV do
   end
 end
 
--- Release the concurrency slots of limited queues, waking pools that waited for one.
+-- waitFor registers the pool as one that waits for group g's jobs (hand_off.lua may then give it the
+-- next job of an empty queue straight away): for a queue marked 'h' (no limit, no rate).
+local idlePrefix = string.sub(channel, 1, #channel - 4) .. 'idle_pools:'
+local function waitFor(g)
+  if ARGV[argAt[g] + LIMITED] == 'h' and not keyed[g] then
+    redis.pcall('sadd', idlePrefix .. ARGV[argAt[g] + NAME], pool)
+  end
+end
+
+-- Release the concurrency slots of limited queues, waking pools that waited for one. A job that
+-- ended registers the pool for hand-offs of its queue unless this call fetches from it: the fetch
+-- registers it when it finds the queue empty, and a queue that still holds jobs hands none off.
 for g, n in pairs(ended) do
   local k, f = keyAt[g], argAt[g]
+  if tonumber(ARGV[f + SHARE]) <= 0 then waitFor(g) end
   if ARGV[f + LIMITED] == '1' then
     local lock, lockInfo, maxConcurrency = KEYS[k + LOCK], KEYS[k + LOCK_INFO], KEYS[k + MAX_CONCURRENCY]
     local held = redis.pcall('decrby', lock, n)
@@ -283,16 +302,23 @@ end
 
 -- jobs is the reply: done, the groups' statuses and counts (written at the end), then the jobs.
 local status, counts, jobs = {}, {}, {''}
+-- The hand-offs made to this pool so far (hand_off.lua counts them): those the pool has not read
+-- yet (it read ARGV[5]) hold room it counted as free, so the fetch takes that many fewer jobs.
+local handed = 0
 local pausedKeys = {}
+local waits = false -- whether hand-offs may come to the pool: only for a queue marked 'h'
 for g = 1, G do
   status[g], counts[g] = -3, 0
   jobs[1 + g], jobs[1 + G + g] = 0, 0
   if tonumber(ARGV[argAt[g] + SHARE]) >= 0 then pausedKeys[#pausedKeys+1] = KEYS[keyAt[g] + PAUSED] end
+  if ARGV[argAt[g] + LIMITED] == 'h' then waits = true end
 end
+jobs[2 + 2 * G] = 0
 -- reply fills in the head of jobs and returns it.
 local function reply()
   jobs[1] = table.concat(done)
   for g = 1, G do jobs[1 + g], jobs[1 + G + g] = status[g], counts[g] end
+  jobs[2 + 2 * G] = handed
   return jobs
 end
 if #pausedKeys == 0 then return reply() end
@@ -383,7 +409,12 @@ end
 
 -- Candidates keep their order in jobs: a second pass, for what the first could not get, appends
 -- to a group's jobs only when it is the last group that gave any.
-local carry = 0
+if waits then
+  local handedKey = string.sub(channel, 1, #channel - 4) .. 'handoffs:' .. pool
+  local handedText = redis.call('get', handedKey)
+  handed = tonumber(handedText or '') or 0
+end
+local carry = -math.max(0, handed - (tonumber(ARGV[5]) or 0))
 local order = {}
 for g = 1, G do
   local share = tonumber(ARGV[argAt[g] + SHARE])
@@ -395,8 +426,13 @@ for g = 1, G do
       local got, st = take(g, share + carry)
       carry = share + carry - got
       status[g], counts[g] = st, got
+      if st == 0 then waitFor(g) end
       if got > 0 then order[#order+1] = g end
     end
+  elseif share > 0 then
+    -- Room held by hand-offs not yet read absorbs this share: the candidate gave all it was asked.
+    carry = carry + share
+    status[g] = 1
   end
 end
 if carry > 0 and #order > 0 and status[order[#order]] == 1 then

@@ -1,0 +1,314 @@
+package work
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// handOffPool starts a pool of one job name "a", counting its runs, and returns once the pool has
+// registered for hand-offs of "a" (its first look found the queue empty).
+func handOffPool(t *testing.T) (*WorkerPool, *redis.Pool, string, *atomic.Int64) {
+	t.Helper()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var runs atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, 2, ns, pool)
+	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
+	bhvStart(t, wp)
+	wp.Drain()
+	eventually(t, 10*time.Second, "the pool to subscribe", wp.reg.run.fetcher.ready.subscribed.Load)
+	eventually(t, 10*time.Second, "the pool to wait for hand-offs of a", func() bool {
+		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), wp.reg.run.poolID)
+	})
+	return wp, pool, ns, &runs
+}
+
+func sismember(t *testing.T, pool *redis.Pool, key, member string) bool {
+	t.Helper()
+	c := pool.Get()
+	defer c.Close()
+	ok, err := redis.Bool(c.Do("SISMEMBER", key, member))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func llen(t *testing.T, pool *redis.Pool, key string) int {
+	t.Helper()
+	c := pool.Get()
+	defer c.Close()
+	n, err := redis.Int(c.Do("LLEN", key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// handingEnqueuer returns an Enqueuer whose next push of "a" expects the queue empty, so that it
+// runs the hand-off (a fresh Enqueuer expects a backlog until a push finds the queue empty).
+func handingEnqueuer(ns string, pool *redis.Pool) *Enqueuer {
+	e := NewEnqueuer(ns, pool)
+	f := new(atomic.Bool)
+	f.Store(true)
+	e.drained.Store("a", f)
+	return e
+}
+
+// holdHandOffs makes the pool's subscription stop at the next hand-off until release is called.
+func holdHandOffs(wp *WorkerPool) (release func()) {
+	gate := make(chan struct{})
+	hook := func() { <-gate }
+	wp.reg.run.fetcher.handOffHook.Store(&hook)
+	return func() { close(gate) }
+}
+
+func TestAJobEnqueuedToAnIdlePoolIsHandedToIt(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	var handed atomic.Int64
+	hook := func() { handed.Add(1) }
+	wp.reg.run.fetcher.handOffHook.Store(&hook)
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() == 1 })
+	if handed.Load() != 1 {
+		t.Errorf("the job reached the idle pool by a fetch, not handed to it")
+	}
+	// Its acknowledgement registers the pool again.
+	eventually(t, 10*time.Second, "the pool to wait for hand-offs again", func() bool {
+		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), wp.reg.run.poolID)
+	})
+}
+
+func TestASweepLeavesAHandOffOnItsWay(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	release := holdHandOffs(wp)
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The job is in the pool's in-progress list, its message held up in the subscription.
+	if n := llen(t, pool, bhvKey(ns, "jobs", "a", wp.reg.run.poolID, "inprogress")); n != 1 {
+		t.Fatalf("in-progress entries after the hand-off: %d, want 1", n)
+	}
+	f := wp.reg.run.fetcher
+	f.mu.Lock()
+	f.sweeper.sweep()
+	f.mu.Unlock()
+	release()
+	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() >= 1 })
+	wp.Drain()
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the handed job ran %d times, want once: the sweep put it back on its way", n)
+	}
+}
+
+func TestDrainWaitsForAHandOffOnItsWay(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	release := holdHandOffs(wp)
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan struct{})
+	go func() { wp.Drain(); close(drained) }()
+	select {
+	case <-drained:
+		t.Errorf("Drain returned with a job handed to the pool on its way")
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	<-drained
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the handed job ran %d times by the end of Drain, want once", n)
+	}
+}
+
+func TestAPausedQueueIsNotHandedOn(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	if err := NewClient(ns, pool).PauseQueue("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := llen(t, pool, bhvKey(ns, "jobs", "a")); n != 1 {
+		t.Errorf("the paused queue holds %d jobs, want 1", n)
+	}
+	if !sismember(t, pool, bhvKey(ns, "idle_pools", "a"), wp.reg.run.poolID) {
+		t.Errorf("the enqueue to a paused queue took the pool's registration")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := runs.Load(); n != 0 {
+		t.Errorf("a job of a paused queue ran %d times", n)
+	}
+}
+
+func TestAStaleRegistrationIsSkipped(t *testing.T) {
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	c := pool.Get()
+	defer c.Close()
+	if _, err := c.Do("SADD", bhvKey(ns, "idle_pools", "a"), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	e := handingEnqueuer(ns, pool)
+	if _, err := e.Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := llen(t, pool, bhvKey(ns, "jobs", "a")); n != 1 {
+		t.Errorf("the queue holds %d jobs, want 1: the job went to a pool with no heartbeat", n)
+	}
+	if sismember(t, pool, bhvKey(ns, "idle_pools", "a"), "gone") {
+		t.Errorf("the registration of a pool with no heartbeat stayed")
+	}
+}
+
+func TestAStoppedPoolLeavesTheIdleSets(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	id := wp.reg.run.poolID
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() == 1 })
+	if n := rInt(t, pool, "EXISTS", bhvKey(ns, "handoffs", id)); n != 1 {
+		t.Fatalf("no count of the hand-offs made to the pool")
+	}
+	eventually(t, 10*time.Second, "the pool to wait for hand-offs again", func() bool {
+		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), id)
+	})
+	wp.Stop()
+	if sismember(t, pool, bhvKey(ns, "idle_pools", "a"), id) {
+		t.Errorf("a stopped pool still waits for hand-offs")
+	}
+	if n := rInt(t, pool, "EXISTS", bhvKey(ns, "handoffs", id)); n != 0 {
+		t.Errorf("a stopped pool left its count of hand-offs")
+	}
+}
+
+// TestAFetchWaitsBehindAHandOffOnItsWay: a job handed to the pool, its message not read yet, comes
+// before the jobs of a fetch that ran after the hand-off was made, and that fetch leaves its room.
+func TestAFetchWaitsBehindAHandOffOnItsWay(t *testing.T) {
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var mu sync.Mutex
+	var order []int
+	wp := NewWorkerPool(bhvCtx{}, 2, ns, pool)
+	wp.Job("a", func(j *Job) error {
+		mu.Lock()
+		order = append(order, int(j.ArgInt64("n")))
+		mu.Unlock()
+		return nil
+	})
+	bhvStart(t, wp)
+	wp.Drain()
+	f := wp.reg.run.fetcher
+	eventually(t, 10*time.Second, "the pool to subscribe", f.ready.subscribed.Load)
+	eventually(t, 10*time.Second, "the pool to wait for hand-offs of a", func() bool {
+		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), wp.reg.run.poolID)
+	})
+	release := holdHandOffs(wp)
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", Q{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The pool no longer waits for hand-offs: these go to the queue.
+	for n := 2; n <= 4; n++ {
+		if _, err := NewEnqueuer(ns, pool).Enqueue("a", Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A fetch with room for 2 jobs, one of them the hand-off's: it takes one job, which waits.
+	f.ready.notify("a", false)
+	if n := llen(t, pool, bhvKey(ns, "jobs", "a")); n != 2 {
+		t.Errorf("the queue holds %d jobs after the fetch, want 2: the fetch took the hand-off's room", n)
+	}
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	ran := len(order)
+	mu.Unlock()
+	if ran != 0 {
+		t.Errorf("%d jobs ran before the job handed to the pool was read", ran)
+	}
+	release()
+	wp.Drain()
+	mu.Lock()
+	defer mu.Unlock()
+	// Two workers start the first two together.
+	if len(order) != 4 || order[0]+order[1] != 3 {
+		t.Errorf("jobs ran in the order %v, want the handed one and the one fetched behind it first", order)
+	}
+}
+
+// TestAPoolUnderABacklogDoesNotRegister: outcomes recorded while the pool's fetches leave jobs in
+// the queue do not register the pool for hand-offs (a push to a queue that holds jobs hands none
+// off); the fetch that finds the queue empty does.
+func TestAPoolUnderABacklogDoesNotRegister(t *testing.T) {
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	gates := []*bhvGate{newBhvGate(), newBhvGate()}
+	for _, g := range gates {
+		t.Cleanup(g.Open)
+	}
+	var started atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, 1, ns, pool)
+	wp.Job("a", func(j *Job) error {
+		started.Add(1)
+		if n := j.ArgInt64("n"); n <= 2 {
+			gates[n-1].Wait()
+		}
+		return nil
+	})
+	bhvStart(t, wp)
+	id := wp.reg.run.poolID
+	enq := NewEnqueuer(ns, pool)
+	for n := 1; n <= 3; n++ {
+		if _, err := enq.Enqueue("a", Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the first job to start", func() bool { return started.Load() == 1 })
+	// Registered while the pool was idle: taken off by hand, as a hand-off would.
+	rdo(t, pool, "SREM", bhvKey(ns, "idle_pools", "a"), id)
+	gates[0].Open()
+	inprogress := bhvKey(ns, "jobs", "a", id, "inprogress")
+	eventually(t, 10*time.Second, "the first job's outcome written, the second job running", func() bool {
+		return started.Load() == 2 && llen(t, pool, inprogress) == 1
+	})
+	if sismember(t, pool, bhvKey(ns, "idle_pools", "a"), id) {
+		t.Errorf("an outcome recorded while the queue held a job registered the pool for hand-offs")
+	}
+	gates[1].Open()
+	wp.Drain()
+	if started.Load() != 3 {
+		t.Fatalf("%d jobs ran, want 3", started.Load())
+	}
+	eventually(t, 10*time.Second, "the pool to wait for hand-offs once the queue is empty", func() bool {
+		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), id)
+	})
+}
+
+// TestLostHandOffMessagesDoNotStallFetches: hand-offs counted in Redis whose messages never come
+// (lost with a subscription or a restarted Redis) stop holding room within markerWait: the pool's
+// fetches take jobs again.
+func TestLostHandOffMessagesDoNotStallFetches(t *testing.T) {
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var runs atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, 1, ns, pool)
+	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
+	bhvStart(t, wp)
+	wp.Drain()
+	f := wp.reg.run.fetcher
+	eventually(t, 10*time.Second, "the pool to subscribe", f.ready.subscribed.Load)
+	// Five hand-offs the pool will never read.
+	rdo(t, pool, "INCRBY", bhvKey(ns, "handoffs", wp.reg.run.poolID), 5)
+	for n := 1; n <= 3; n++ {
+		if _, err := NewEnqueuer(ns, pool).Enqueue("a", Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() == 3 })
+}

@@ -1,0 +1,46 @@
+-- Pushes a job without a key as the plain enqueue does (onto its queue, with a wake-up), except
+-- when its queue is empty, the name is neither paused, limited nor rate limited, and a live pool
+-- waits for the name: then the job goes straight into that pool's in-progress list and to the pool
+-- in a message on its own channel (a hand-off), so that the pool runs it without a fetch. The
+-- keys of the pool (<ns>:worker_pools:<pool>, the name's in-progress list of the pool, and
+-- <ns>:handoffs:<pool>, the count of hand-offs made to it, 24 h TTL) are derived from the pool ID it
+-- takes from the set.
+--
+-- keys: 6
+-- uses: none
+--
+-- KEYS[1] jobs list; KEYS[2] known_jobs; KEYS[3] the name's idle_pools set; KEYS[4] paused flag;
+--   KEYS[5] max_concurrency; KEYS[6] rate state
+-- ARGV[1] payload; ARGV[2] job name; ARGV[3] "1" to register the name in known_jobs; ARGV[4]
+--   wake-up channel; ARGV[5] the namespace's prefix (<ns>:)
+--
+-- Returns the queue's length after the push: 0 for a hand-off.
+
+local jobs, payload, name, prefix = KEYS[1], ARGV[1], ARGV[2], ARGV[5]
+if ARGV[3] == '1' then redis.call('sadd', KEYS[2], name) end
+if redis.call('llen', jobs) == 0 then
+  local m = redis.call('mget', KEYS[4], KEYS[5], KEYS[6])
+  if not m[1] and not m[3] and (tonumber(m[2] or '0') or 1) <= 0 then
+    for _ = 1, 3 do
+      local pool = redis.pcall('spop', KEYS[3])
+      if type(pool) ~= 'string' then break end
+      if redis.call('exists', prefix .. 'worker_pools:' .. pool) == 1 then
+        local inprogress = jobs .. ':' .. pool .. ':inprogress'
+        if type(redis.pcall('lpush', inprogress, payload)) == 'number' then
+          if redis.call('publish', prefix .. 'handoff:' .. pool, #name .. ':' .. name .. payload) > 0 then
+            -- Counted, so that the pool's fetches leave room for it until it has read it
+            -- (exchange.lua).
+            local count = prefix .. 'handoffs:' .. pool
+            redis.call('incr', count)
+            redis.call('expire', count, 86400)
+            return 0
+          end
+          redis.call('lrem', inprogress, 1, payload)
+        end
+      end
+    end
+  end
+end
+local n = redis.call('lpush', jobs, payload)
+redis.call('publish', ARGV[4], name)
+return n
