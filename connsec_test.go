@@ -188,18 +188,11 @@ func (w *wakeWatch) Subscribe(ctx context.Context, channels []string, subscribed
 	return err
 }
 
-// handOffName returns the job name of a hand-off message ("<length>:<name><payload>"), "" for a
-// marker or a message of another form.
+// handOffName returns the job name of a hand-off message, "" for a marker or a message of another
+// form.
 func handOffName(data []byte) string {
-	i := bytes.IndexByte(data, ':')
-	if i <= 0 {
-		return ""
-	}
-	n, err := strconv.Atoi(string(data[:i]))
-	if err != nil || n <= 0 || i+1+n > len(data) {
-		return ""
-	}
-	return string(data[i+1 : i+1+n])
+	name, _, _, _ := rdb.ParseHandOff(data)
+	return name
 }
 
 func (w *wakeWatch) counts(name string) wakeCounts {

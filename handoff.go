@@ -16,8 +16,11 @@ import (
 
 // handOff takes a job handed to the pool (hand_off.lua put it in its in-progress list) as a fetched
 // one, or, when the pool stops or has no room for it, hands it back to its queue; a message with no
-// name is a marker (see flush).
-func (f *fetcher) handOff(name string, payload []byte) {
+// name is a marker (see flush). A job handed while the pool's heartbeat held another epoch than the
+// pool's is left where it is: handed before the pool was reaped, the reaper put it back; handed
+// after a beat that found the pool reaped and before the pool read that beat's reply, the sweep
+// puts it back. Running it would run it twice.
+func (f *fetcher) handOff(name string, epoch uint64, payload []byte) {
 	if name == "" {
 		f.marked(string(payload))
 		return
@@ -36,7 +39,11 @@ func (f *fetcher) handOff(name string, payload []byte) {
 		// Not a queue this pool serves (it was never registered for it): the sweep puts it back.
 		return
 	}
-	j := &Job{raw: payload, rawArg: payload, q: q, epoch: f.p.lease.epoch.Load()}
+	if epoch != f.p.lease.epoch.Load() {
+		f.p.logger.Debug("work: a job handed to the pool in another lease epoch is left to be put back", "job_name", name)
+		return
+	}
+	j := &Job{raw: payload, rawArg: payload, q: q, epoch: epoch}
 	f.p.out.hold(j)
 	// Its registration may predate a fetch that filled the pool's room: then it goes back.
 	if f.isStopped() || f.room.free() <= 0 {

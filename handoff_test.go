@@ -1,12 +1,15 @@
 package work
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/workqueue/work/internal/rdb"
 )
 
 // handOffPool starts a pool of one job name "a", counting its runs, and returns once the pool has
@@ -311,4 +314,72 @@ func TestLostHandOffMessagesDoNotStallFetches(t *testing.T) {
 		}
 	}
 	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() == 3 })
+}
+
+// A job handed to a pool before another pool reaped it (its reaper put the job back) is not run by
+// the pool when it reads the hand-off after its heartbeat found it reaped: the job runs once, from
+// its queue.
+func TestAHandOffFromBeforeTheReapIsLeft(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	r := wp.reg.run
+	release := holdHandOffs(wp)
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := llen(t, pool, bhvKey(ns, "jobs", "a", r.poolID, "inprogress")); n != 1 {
+		t.Fatalf("in-progress entries after the hand-off: %d, want 1", n)
+	}
+	// What another pool does once this one's heartbeat is older than DeadPoolTimeout.
+	if n, err := wp.store.Reap(context.Background(), r.poolID, []string{"a"}, -1); err != nil || n != 1 {
+		t.Fatalf("reap: %d jobs, %v; want 1", n, err)
+	}
+	epoch := r.lease.epoch.Load()
+	r.heartbeater.beat()
+	if r.lease.epoch.Load() != epoch+1 {
+		t.Fatal("the pool's heartbeat did not find it reaped")
+	}
+	release()
+	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() >= 1 })
+	wp.Drain()
+	time.Sleep(200 * time.Millisecond) // a second run would have started by now
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the job ran %d times, want once: the pool ran the hand-off made before it was reaped", n)
+	}
+}
+
+// A heartbeat that finds the pool reaped writes the pool's next epoch; when its reply is lost, the
+// next heartbeat still reports the reap (the hash holds a later epoch than the pool's).
+func TestAHeartbeatWhoseReplyWasLostStillReportsTheReap(t *testing.T) {
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	st := rdb.NewStore(ns, PoolBackend(pool))
+	hb := &rdb.PoolHeartbeat{PoolID: "p1", StartedAt: 1, JobNames: []string{"a"}, MaxConcurrency: []uint{0},
+		Concurrency: 1, Host: "h", Pid: 1}
+	beat := func() bool {
+		t.Helper()
+		res, err := st.Heartbeat(context.Background(), hb, nil, 10, 2, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb.Registered = true
+		return res.Reaped
+	}
+	if beat() {
+		t.Fatal("the first heartbeat reported a reap")
+	}
+	rdo(t, pool, "DEL", st.Ks.Heartbeat("p1"))
+	if !beat() {
+		t.Fatal("the heartbeat after the hash was deleted did not report the reap")
+	}
+	// Its reply lost: the pool still counts epoch 0.
+	if !beat() {
+		t.Error("the next heartbeat of epoch 0 did not report the reap")
+	}
+	hb.Epoch = 1
+	if beat() {
+		t.Error("a heartbeat of the pool's new epoch reported a reap")
+	}
+	if e := rInt(t, pool, "HGET", st.Ks.Heartbeat("p1"), "epoch"); e != 1 {
+		t.Errorf("the heartbeat holds epoch %d, want 1", e)
+	}
 }

@@ -173,6 +173,7 @@ func (h *heartbeater) beat() time.Duration {
 		}
 	}
 	sent := time.Now()
+	h.hb.Epoch = h.lease.epoch.Load()
 	res, err := h.store.Heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
 	if err != nil {
 		if h.ctx.Err() == nil {

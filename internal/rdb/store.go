@@ -529,6 +529,10 @@ type PoolHeartbeat struct {
 	Process, Machine string
 	// Registered says the pool's heartbeat was written before: a missing hash then means it was reaped.
 	Registered bool
+	// Epoch is how many times the pool found itself reaped. The heartbeat hash holds it (one more
+	// when this beat finds the pool reaped), and each hand-off carries the value it found there, so
+	// that the pool can tell a job handed to it before it was reaped (and put back by the reaper).
+	Epoch uint64
 }
 
 // LegacyDeadAfterSeconds is the least dead-after limit applied to a pool whose heartbeat declares
@@ -558,7 +562,7 @@ type heartbeatResult struct {
 // pools and looks for waiting jobs.
 func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
 	scanEnd := 2 + scanSets + scanKeysPerName*len(hb.JobNames)
-	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+17+len(reconcile))
+	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+18+len(reconcile))
 	args = append(args, scanEnd+5*len(reconcile), s.Ks.WorkerPools(), s.Ks.Heartbeat(hb.PoolID))
 	args = s.scanArgs(args, hb.JobNames)
 	for _, i := range reconcile {
@@ -568,7 +572,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 	}
 	args = append(args, hb.PoolID, hb.StartedAt, strings.Join(hb.JobNames, ","), hb.Concurrency,
 		strings.Join(hb.WorkerIDs, ","), hb.Host, hb.Pid, deadAfterSeconds, s.Ks.Heartbeat(""), lateAfterSeconds, fullReconcile,
-		s.Ks.JobsPrefix(), scanEnd, hb.PeriodicJobs, hb.Process, hb.Registered, hb.Machine)
+		s.Ks.JobsPrefix(), scanEnd, hb.PeriodicJobs, hb.Process, hb.Registered, hb.Machine, hb.Epoch)
 	for _, i := range reconcile {
 		args = append(args, hb.MaxConcurrency[i])
 	}

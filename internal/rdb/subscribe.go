@@ -21,8 +21,9 @@ type PoolEvents struct {
 	Cancel func(jobID string)
 	// Due: a job was scheduled to run at the given epoch second.
 	Due func(at int64)
-	// HandOff: a job of the name was put in this pool's in-progress list for it (hand_off.lua).
-	HandOff func(name string, payload []byte)
+	// HandOff: a job of the name was put in this pool's in-progress list for it (hand_off.lua)
+	// while the pool's heartbeat held epoch.
+	HandOff func(name string, epoch uint64, payload []byte)
 }
 
 // SubscribePool listens for what wakes a worker pool until ctx is done or the subscription fails,
@@ -34,16 +35,9 @@ func (s *Store) SubscribePool(ctx context.Context, poolID string, ev PoolEvents)
 		func(channel string, data []byte) {
 			switch channel {
 			case handOff:
-				// "<length of the name>:<name><payload>"
-				i := bytes.IndexByte(data, ':')
-				if i <= 0 {
-					return
+				if name, epoch, payload, ok := ParseHandOff(data); ok {
+					ev.HandOff(name, epoch, payload)
 				}
-				n, err := strconv.Atoi(string(data[:i]))
-				if err != nil || n < 0 || i+1+n > len(data) {
-					return
-				}
-				ev.HandOff(string(data[i+1:i+1+n]), data[i+1+n:])
 			case cancel:
 				ev.Cancel(string(data))
 			case due:
@@ -58,6 +52,30 @@ func (s *Store) SubscribePool(ctx context.Context, poolID string, ev PoolEvents)
 		})
 }
 
+// ParseHandOff splits a message of a pool's hand-off channel, "<epoch>:<length of the name>:<name>
+// <payload>" (hand_off.lua); a marker has an empty name. It reports false for a message of another
+// form.
+func ParseHandOff(data []byte) (name string, epoch uint64, payload []byte, ok bool) {
+	e := bytes.IndexByte(data, ':')
+	if e <= 0 {
+		return "", 0, nil, false
+	}
+	epoch, err := strconv.ParseUint(string(data[:e]), 10, 64)
+	if err != nil {
+		return "", 0, nil, false
+	}
+	data = data[e+1:]
+	i := bytes.IndexByte(data, ':')
+	if i <= 0 {
+		return "", 0, nil, false
+	}
+	n, err := strconv.Atoi(string(data[:i]))
+	if err != nil || n < 0 || i+1+n > len(data) {
+		return "", 0, nil, false
+	}
+	return string(data[i+1 : i+1+n]), epoch, data[i+1+n:], true
+}
+
 // HandOffMarker publishes a marker with token on poolID's hand-off channel (a message whose name is
 // empty), after taking the pool off the idle sets of names in the same round trip.
 func (s *Store) HandOffMarker(ctx context.Context, poolID, token string, names []string) error {
@@ -65,7 +83,7 @@ func (s *Store) HandOffMarker(ctx context.Context, poolID, token string, names [
 		for _, name := range names {
 			c.Send("SREM", s.Ks.IdlePools(name), poolID)
 		}
-		_, err := c.Do("PUBLISH", s.Ks.HandOffChannel(poolID), "0:"+token)
+		_, err := c.Do("PUBLISH", s.Ks.HandOffChannel(poolID), "0:0:"+token)
 		return err
 	})
 }

@@ -1,8 +1,9 @@
 -- Pushes a job without a key as the plain enqueue does (onto its queue, with a wake-up), except
 -- when its queue is empty, the name is neither paused, limited nor rate limited, and a live pool
 -- waits for the name: then the job goes straight into that pool's in-progress list and to the pool
--- in a message on its own channel (a hand-off), so that the pool runs it without a fetch. The
--- keys of the pool (<ns>:worker_pools:<pool>, the name's in-progress list of the pool, and
+-- in a message on its own channel (a hand-off: "<the pool's epoch>:<length of the name>:<name>
+-- <payload>"), so that the pool runs it without a fetch. The keys of the pool (its heartbeat
+-- <ns>:worker_pools:<pool>, which holds its epoch, the name's in-progress list of the pool, and
 -- <ns>:handoffs:<pool>, the count of hand-offs made to it, 24 h TTL) are derived from the pool ID it
 -- takes from the set.
 --
@@ -24,10 +25,14 @@ if redis.call('llen', jobs) == 0 then
     for _ = 1, 3 do
       local pool = redis.pcall('spop', KEYS[3])
       if type(pool) ~= 'string' then break end
-      if redis.call('exists', prefix .. 'worker_pools:' .. pool) == 1 then
+      -- The pool's epoch, from its heartbeat: a pool that reads the hand-off after finding itself
+      -- reaped since (its epoch moved on) leaves the job, which the reaper put back.
+      local epoch = redis.pcall('hget', prefix .. 'worker_pools:' .. pool, 'epoch')
+      if type(epoch) == 'string' then
         local inprogress = jobs .. ':' .. pool .. ':inprogress'
         if type(redis.pcall('lpush', inprogress, payload)) == 'number' then
-          if redis.call('publish', prefix .. 'handoff:' .. pool, #name .. ':' .. name .. payload) > 0 then
+          local msg = epoch .. ':' .. #name .. ':' .. name .. payload
+          if redis.call('publish', prefix .. 'handoff:' .. pool, msg) > 0 then
             -- Counted, so that the pool's fetches leave room for it until it has read it
             -- (exchange.lua).
             local count = prefix .. 'handoffs:' .. pool

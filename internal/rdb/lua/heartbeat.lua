@@ -31,11 +31,12 @@
 -- ARGV[14] periodic_jobs ("" when none); ARGV[15] process (the pool's process identity, "" when
 --   unknown); ARGV[16] "1" when this pool's heartbeat was written before (its hash missing then
 --   means a reaper took its jobs back); ARGV[17] the process prefix of this machine and PID
---   namespace ("" when unknown); ARGV[17+i] the MaxConcurrency of group i (also written back if its
---   key was overwritten)
+--   namespace ("" when unknown); ARGV[18] the pool's epoch (how many times it found itself reaped,
+--   written as the field epoch, plus one when this beat finds it reaped); ARGV[18+i] the
+--   MaxConcurrency of group i (also written back if its key was overwritten)
 --
 -- Returns {now, earliest late heartbeat (0: none), scan reply, reaped (1: this pool's hash was
--- gone), then a triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or
+-- gone, or holds a later epoch than ARGV[18]: a beat that found it gone lost its reply), then a triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or
 -- its process field when it is a live-looking pool of this machine}; a pool with a lock_info entry
 -- but no registration is reported as stale with that one job name.
 
@@ -44,7 +45,7 @@ local pool, startedAt, jobNames, concurrency, workerIDs, host, pid =
 local deadAfter, heartbeatPrefix, lateAfter, fullReconcile =
   tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10]), ARGV[11] == '1'
 local jobsPrefix, scanEnd, periodicJobs = ARGV[12], tonumber(ARGV[13]), ARGV[14]
-local process, wasRegistered, machine = ARGV[15], ARGV[16] == '1', ARGV[17]
+local process, wasRegistered, machine, epoch = ARGV[15], ARGV[16] == '1', ARGV[17], tonumber(ARGV[18])
 local legacyDeadAfter = math.max(deadAfter, ${legacyDeadAfter})
 
 local now = tonumber(redis.call('time')[1])
@@ -59,9 +60,14 @@ if periodicJobs ~= '' then
   fields[#fields + 1] = 'periodic_jobs'
   fields[#fields + 1] = periodicJobs
 end
--- Every field new: the hash was gone (its pool was reaped, when it had written it before).
+-- Every field new: the hash was gone (its pool was reaped, when it had written it before). A later
+-- epoch than the pool's: a beat that found it gone wrote it, and its reply was lost.
+local held = tonumber(redis.call('hget', KEYS[2], 'epoch') or '')
 local reaped = 0
 if redis.call('hset', KEYS[2], unpack(fields)) == #fields / 2 and wasRegistered then reaped = 1 end
+if held and held > epoch then reaped = 1 end
+-- The epoch the pool counts once it reads this reply: hand-offs carry it (hand_off.lua).
+redis.call('hset', KEYS[2], 'epoch', tostring(epoch + reaped))
 -- A worker_pools of the wrong type lists no pool (none can be reaped, none is registered) and does
 -- not stop the heartbeat: the pool goes on running jobs.
 local pools, registered, listed = redis.pcall('smembers', KEYS[1]), {}, true
@@ -71,11 +77,11 @@ if listed and not registered[pool] then
   redis.call('sadd', KEYS[1], pool)
   registered[pool] = true
 end
--- The groups to square: five keys each after the scan's keys, their MaxConcurrency after ARGV[17].
+-- The groups to square: five keys each after the scan's keys, their MaxConcurrency after ARGV[18].
 for i = 1, (#KEYS - scanEnd) / 5 do
   local k = scanEnd + 5 * (i - 1)
   local inprogress, keyedInprogress, lock, lockInfo, maxKey = KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4], KEYS[k+5]
-  local max = tonumber(ARGV[17 + i])
+  local max = tonumber(ARGV[18 + i])
   -- Derived counters of the wrong type are repaired: other pools re-add their lock_info entries
   -- with their own heartbeats.
   local repaired = false
