@@ -191,8 +191,8 @@ func (w *wakeWatch) Subscribe(ctx context.Context, channels []string, subscribed
 // handOffName returns the job name of a hand-off message, "" for a marker or a message of another
 // form.
 func handOffName(data []byte) string {
-	name, _, _, _ := rdb.ParseHandOff(data)
-	return name
+	h, _ := rdb.ParseHandOff(data)
+	return h.Name
 }
 
 func (w *wakeWatch) counts(name string) wakeCounts {

@@ -58,6 +58,9 @@ type fetcher struct {
 	behindUntil int64
 	behindSeq   uint64
 	behindTimer bool // a release of behind is scheduled
+	// The count of hand-offs made to the pool when the last sweep ran: it may have put back the
+	// jobs of those the pool had not read.
+	sweptHandOffs int64
 	// The hand-off count a fetch saw ahead of what the pool had read, and when: those messages are
 	// taken for lost once markerWait has passed (see forgetLostHandOffs).
 	awaitCount int64
@@ -150,7 +153,7 @@ func newFetcher(p fetcherParams) *fetcher {
 		done:          make(chan struct{}),
 		marks:         make(map[string]chan struct{}),
 	}
-	f.sweeper = newSweeper(f.p, f.flush, func() bool { return f.ready.subscribed.Load() })
+	f.sweeper = newSweeper(f.p, f.flush, func() bool { return f.ready.subscribed.Load() }, f.swept)
 	f.ready = newReadiness(f.p, f.fetchNow, f.handOff, f.flush)
 	return f
 }

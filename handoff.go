@@ -16,13 +16,15 @@ import (
 
 // handOff takes a job handed to the pool (hand_off.lua put it in its in-progress list) as a fetched
 // one, or, when the pool stops or has no room for it, hands it back to its queue; a message with no
-// name is a marker (see flush). A job handed while the pool's heartbeat held another epoch than the
-// pool's is left where it is: handed before the pool was reaped, the reaper put it back; handed
-// after a beat that found the pool reaped and before the pool read that beat's reply, the sweep
-// puts it back. Running it would run it twice.
-func (f *fetcher) handOff(name string, epoch uint64, payload []byte) {
+// name is a marker (see flush). It leaves, to be put back by others, a job that running would run
+// twice: one handed while the pool's heartbeat held another epoch than the pool's (handed before the
+// pool was reaped, the reaper put it back; handed after a beat that found the pool reaped and before
+// the pool read that beat's reply, the sweep puts it back), and one a sweep may have put back (a
+// hand-off counted when the sweep ran, read after it).
+func (f *fetcher) handOff(h rdb.HandOff) {
+	name := h.Name
 	if name == "" {
-		f.marked(string(payload))
+		f.marked(string(h.Payload))
 		return
 	}
 	if hook := f.handOffHook.Load(); hook != nil {
@@ -39,11 +41,11 @@ func (f *fetcher) handOff(name string, epoch uint64, payload []byte) {
 		// Not a queue this pool serves (it was never registered for it): the sweep puts it back.
 		return
 	}
-	if epoch != f.p.lease.epoch.Load() {
-		f.p.logger.Debug("work: a job handed to the pool in another lease epoch is left to be put back", "job_name", name)
+	if h.Epoch != f.p.lease.epoch.Load() || h.Seq <= f.sweptHandOffs {
+		f.p.logger.Debug("work: a job handed to the pool before it was reaped or swept is left to be put back", "job_name", name)
 		return
 	}
-	j := &Job{raw: payload, rawArg: payload, q: q, epoch: epoch}
+	j := &Job{raw: h.Payload, rawArg: h.Payload, q: q, epoch: h.Epoch}
 	f.p.out.hold(j)
 	// Its registration may predate a fetch that filled the pool's room: then it goes back.
 	if f.isStopped() || f.room.free() <= 0 {
@@ -94,6 +96,17 @@ func (f *fetcher) flush(leave bool) bool {
 
 // markerWait bounds flush's wait for its marker.
 const markerWait = 2 * time.Second
+
+// swept runs sweep, which puts back the in-progress jobs the pool does not hold and returns the count
+// of hand-offs made to the pool when it did (-1: it did not run), holding batchMu, so that no
+// hand-off is taken meanwhile: those counted then and read later are left (handOff).
+func (f *fetcher) swept(sweep func() int64) {
+	f.batchMu.Lock()
+	defer f.batchMu.Unlock()
+	if n := sweep(); n >= 0 {
+		f.sweptHandOffs = n
+	}
+}
 
 // marked takes the marker of a flush.
 func (f *fetcher) marked(token string) {

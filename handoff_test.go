@@ -110,6 +110,33 @@ func TestASweepLeavesAHandOffOnItsWay(t *testing.T) {
 	}
 }
 
+// A sweep made while the pool's subscription is down (it cannot wait for the hand-offs on their way)
+// puts back a handed job whose message the pool has not read; when the message comes after all (on a
+// subscription Redis took before the pool heard of it), the pool leaves it: the job runs once.
+func TestAHandOffASweepPutBackIsLeft(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	release := holdHandOffs(wp)
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	f := wp.reg.run.fetcher
+	f.mu.Lock()
+	f.ready.subscribed.Store(false)
+	f.sweeper.sweep()
+	f.ready.subscribed.Store(true)
+	f.mu.Unlock()
+	if n := llen(t, pool, bhvKey(ns, "jobs", "a", wp.reg.run.poolID, "inprogress")); n != 0 {
+		t.Fatalf("in-progress entries after the sweep: %d, want 0 (the handed job put back)", n)
+	}
+	release()
+	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() >= 1 })
+	wp.Drain()
+	time.Sleep(200 * time.Millisecond) // a second run would have started by now
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the job ran %d times, want once: the pool ran a hand-off the sweep had put back", n)
+	}
+}
+
 func TestDrainWaitsForAHandOffOnItsWay(t *testing.T) {
 	wp, pool, ns, runs := handOffPool(t)
 	release := holdHandOffs(wp)

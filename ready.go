@@ -24,11 +24,11 @@ import (
 // is as long as its HeartbeatInterval sends nothing but its heartbeat.
 type readiness struct {
 	p        *fetcherParams
-	fetchNow func()                       // the fetcher's fetch on a wake-up
-	handOff  func(string, uint64, []byte) // the fetcher's take of a job handed to the pool
-	flush    func(leave bool) bool        // the fetcher's wait for the hand-offs on their way
-	wake     chan struct{}                // poked when there may be something for the loop to do
-	sampler  prioritySampler              // used only under the fetcher's mu
+	fetchNow func()                // the fetcher's fetch on a wake-up
+	handOff  func(rdb.HandOff)     // the fetcher's take of a job handed to the pool
+	flush    func(leave bool) bool // the fetcher's wait for the hand-offs on their way
+	wake     chan struct{}         // poked when there may be something for the loop to do
+	sampler  prioritySampler       // used only under the fetcher's mu
 
 	mu       sync.Mutex
 	idle     int       // consecutive looks that found no queue holding jobs
@@ -56,7 +56,7 @@ type drainWaiter struct {
 	after uint64
 }
 
-func newReadiness(p *fetcherParams, fetchNow func(), handOff func(string, uint64, []byte), flush func(bool) bool) *readiness {
+func newReadiness(p *fetcherParams, fetchNow func(), handOff func(rdb.HandOff), flush func(bool) bool) *readiness {
 	return &readiness{
 		p:        p,
 		fetchNow: fetchNow,

@@ -191,15 +191,16 @@ func TestLateSweepPutsNothingBack(t *testing.T) {
 	rdo(t, pool, "LPUSH", inprogress, entry)
 	// A fence already passed stands for a script that runs later than the fence allows.
 	st.SweepFence = -time.Minute
-	if n, err := st.Sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 0 {
-		t.Fatalf("a sweep past its fence put back %d: %v", n, err)
+	if n, handed, err := st.Sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 0 || handed != -1 {
+		t.Fatalf("a sweep past its fence put back %d (hand-offs counted: %d, want -1: it did not run): %v", n, handed, err)
 	}
 	if n := rInt(t, pool, "LLEN", inprogress); n != 1 {
 		t.Fatalf("a sweep past its fence changed the in-progress list: %d entries", n)
 	}
 	st.SweepFence = time.Minute
-	if n, err := st.Sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 1 {
-		t.Fatalf("a sweep in time put back %d, want 1: %v", n, err)
+	rdo(t, pool, "SET", st.Ks.HandOffs("p1"), 7)
+	if n, handed, err := st.Sweep(context.Background(), "p1", []string{"x"}, nil); err != nil || n != 1 || handed != 7 {
+		t.Fatalf("a sweep in time put back %d, want 1, and counted %d hand-offs, want 7: %v", n, handed, err)
 	}
 	if n := rInt(t, pool, "LLEN", st.Ks.Jobs("x")); n != 1 {
 		t.Fatalf("the queue holds %d jobs, want the one put back", n)

@@ -10,12 +10,13 @@ type sweeper struct {
 	p          *fetcherParams
 	flush      func(leave bool) bool // the fetcher's flush
 	subscribed func() bool           // whether the wake-up subscription listens
+	guard      func(func() int64)    // the fetcher's swept
 	lastSweep  time.Time
 	sweptErrs  uint64 // the store's error count at the last sweep
 }
 
-func newSweeper(p *fetcherParams, flush func(bool) bool, subscribed func() bool) *sweeper {
-	return &sweeper{p: p, flush: flush, subscribed: subscribed}
+func newSweeper(p *fetcherParams, flush func(bool) bool, subscribed func() bool, guard func(func() int64)) *sweeper {
+	return &sweeper{p: p, flush: flush, subscribed: subscribed, guard: guard}
 }
 
 // sweepEvery is how often the pool looks for in-progress entries it does not hold, when it fetched
@@ -41,7 +42,9 @@ func (s *sweeper) due() bool {
 // message that hands it: so that the sweep does not take one on its way for lost, it first takes
 // the pool off the idle sets and waits for the hand-offs sent before (flush), while no write of
 // outcomes (which registers the pool again) runs and no fetch either (the caller holds the
-// fetcher's mu). When the subscription is down, hand-offs sent meanwhile are lost: swept.
+// fetcher's mu). When the subscription is down, hand-offs sent meanwhile are lost: swept. One may
+// still come, on a subscription Redis took before the client heard of it: the pool leaves those the
+// sweep counted (fetcher.swept).
 func (s *sweeper) sweep() {
 	s.lastSweep = time.Now()
 	s.p.out.regGate.Lock()
@@ -51,15 +54,18 @@ func (s *sweeper) sweep() {
 	}
 	s.sweptErrs = s.p.store.Errs.Load()
 	set := s.p.served()
-	held := s.p.out.heldEntries()
-	n, err := s.p.store.Sweep(s.p.ctx, s.p.poolID, set.names, held)
-	if err != nil {
-		if s.p.ctx.Err() == nil {
-			s.p.logger.Error("work: looking for in-progress jobs the pool does not hold", "err", err)
+	s.guard(func() int64 {
+		held := s.p.out.heldEntries()
+		n, handed, err := s.p.store.Sweep(s.p.ctx, s.p.poolID, set.names, held)
+		if err != nil {
+			if s.p.ctx.Err() == nil {
+				s.p.logger.Error("work: looking for in-progress jobs the pool does not hold", "err", err)
+			}
+			return -1
 		}
-		return
-	}
-	if n > 0 {
-		s.p.logger.Warn("work: put back in-progress jobs whose fetch reply was lost", "jobs_requeued", n)
-	}
+		if n > 0 {
+			s.p.logger.Warn("work: put back in-progress jobs whose fetch reply was lost", "jobs_requeued", n)
+		}
+		return handed
+	})
 }

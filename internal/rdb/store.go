@@ -451,10 +451,11 @@ func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange
 
 // Sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps the
 // id of each of its queues (a job name, or keyedQueueID of it) to the entries the pool holds in the
-// queue's in-progress list.
-func (s *Store) Sweep(ctx context.Context, poolID string, names []string, held map[string][][]byte) (int64, error) {
-	args := make([]interface{}, 0, 1+8*len(names)+2+6*len(names))
-	args = append(args, 8*len(names))
+// queue's in-progress list. It returns how many it put back and, when it ran, the count of
+// hand-offs made to the pool by then (-1 when it did not run).
+func (s *Store) Sweep(ctx context.Context, poolID string, names []string, held map[string][][]byte) (int64, int64, error) {
+	args := make([]interface{}, 0, 2+8*len(names)+2+6*len(names))
+	args = append(args, 1+8*len(names), s.Ks.HandOffs(poolID))
 	for _, name := range names {
 		args = append(args, s.Ks.InProgress(name, poolID), s.Ks.Jobs(name), s.Ks.Lock(name), s.Ks.LockInfo(name))
 		args = append(args, s.Ks.KeyedInProgress(name, poolID), s.Ks.KeyedReady(name), s.Ks.Lock(name), s.Ks.LockInfo(name))
@@ -472,7 +473,7 @@ func (s *Store) Sweep(ctx context.Context, poolID string, names []string, held m
 			args = append(args, p)
 		}
 	}
-	var n int64
+	var n, handed int64 = 0, -1
 	err := s.do(ctx, func(c redis.Conn) error {
 		// The held set is the pool's now. A sweep that Redis ran late (its call timed out while
 		// Redis was frozen, and the pool fetched again on another connection meanwhile) would put
@@ -486,10 +487,19 @@ func (s *Store) Sweep(ctx context.Context, poolID string, names []string, held m
 			return fmt.Errorf("work: TIME answered %v", t)
 		}
 		args[deadlineAt] = t[0]*1000 + t[1]/1000 + s.SweepFence.Milliseconds()
-		n, err = redis.Int64(sweepScript.Do(c, args...))
-		return err
+		r, err := redis.Int64s(sweepScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		if len(r) != 2 {
+			return fmt.Errorf("work: sweep: reply of %d elements", len(r))
+		}
+		if n = r[0]; n >= 0 {
+			handed = r[1]
+		}
+		return nil
 	})
-	return max(n, 0), err
+	return max(n, 0), handed, err
 }
 
 // ClaimUnique releases unique locks (see claimUniqueScript).

@@ -21,9 +21,8 @@ type PoolEvents struct {
 	Cancel func(jobID string)
 	// Due: a job was scheduled to run at the given epoch second.
 	Due func(at int64)
-	// HandOff: a job of the name was put in this pool's in-progress list for it (hand_off.lua)
-	// while the pool's heartbeat held epoch.
-	HandOff func(name string, epoch uint64, payload []byte)
+	// HandOff: a job was put in this pool's in-progress list for it (hand_off.lua), or a marker.
+	HandOff func(HandOff)
 }
 
 // SubscribePool listens for what wakes a worker pool until ctx is done or the subscription fails,
@@ -35,8 +34,8 @@ func (s *Store) SubscribePool(ctx context.Context, poolID string, ev PoolEvents)
 		func(channel string, data []byte) {
 			switch channel {
 			case handOff:
-				if name, epoch, payload, ok := ParseHandOff(data); ok {
-					ev.HandOff(name, epoch, payload)
+				if h, ok := ParseHandOff(data); ok {
+					ev.HandOff(h)
 				}
 			case cancel:
 				ev.Cancel(string(data))
@@ -52,28 +51,35 @@ func (s *Store) SubscribePool(ctx context.Context, poolID string, ev PoolEvents)
 		})
 }
 
-// ParseHandOff splits a message of a pool's hand-off channel, "<epoch>:<length of the name>:<name>
-// <payload>" (hand_off.lua); a marker has an empty name. It reports false for a message of another
-// form.
-func ParseHandOff(data []byte) (name string, epoch uint64, payload []byte, ok bool) {
-	e := bytes.IndexByte(data, ':')
-	if e <= 0 {
-		return "", 0, nil, false
+// ParseHandOff splits a message of a pool's hand-off channel, "<epoch>:<seq>:<length of the name>:
+// <name><payload>" (hand_off.lua: seq is the hand-off's number among those made to the pool); a
+// marker has an empty name. It reports false for a message of another form.
+func ParseHandOff(data []byte) (h HandOff, ok bool) {
+	var head [3]int64
+	for i := range head {
+		e := bytes.IndexByte(data, ':')
+		if e <= 0 {
+			return h, false
+		}
+		n, err := strconv.ParseInt(string(data[:e]), 10, 64)
+		if err != nil || n < 0 {
+			return h, false
+		}
+		head[i], data = n, data[e+1:]
 	}
-	epoch, err := strconv.ParseUint(string(data[:e]), 10, 64)
-	if err != nil {
-		return "", 0, nil, false
+	if head[2] > int64(len(data)) {
+		return h, false
 	}
-	data = data[e+1:]
-	i := bytes.IndexByte(data, ':')
-	if i <= 0 {
-		return "", 0, nil, false
-	}
-	n, err := strconv.Atoi(string(data[:i]))
-	if err != nil || n < 0 || i+1+n > len(data) {
-		return "", 0, nil, false
-	}
-	return string(data[i+1 : i+1+n]), epoch, data[i+1+n:], true
+	return HandOff{Name: string(data[:head[2]]), Epoch: uint64(head[0]), Seq: head[1], Payload: data[head[2]:]}, true
+}
+
+// HandOff is a message of a pool's hand-off channel: a job of Name handed to the pool, its Seq-th
+// hand-off, while the pool's heartbeat held Epoch; or a marker (no name: Payload is its token).
+type HandOff struct {
+	Name    string
+	Epoch   uint64
+	Seq     int64
+	Payload []byte
 }
 
 // HandOffMarker publishes a marker with token on poolID's hand-off channel (a message whose name is
@@ -83,7 +89,7 @@ func (s *Store) HandOffMarker(ctx context.Context, poolID, token string, names [
 		for _, name := range names {
 			c.Send("SREM", s.Ks.IdlePools(name), poolID)
 		}
-		_, err := c.Do("PUBLISH", s.Ks.HandOffChannel(poolID), "0:0:"+token)
+		_, err := c.Do("PUBLISH", s.Ks.HandOffChannel(poolID), "0:0:0:"+token)
 		return err
 	})
 }

@@ -1,8 +1,8 @@
 -- Pushes a job without a key as the plain enqueue does (onto its queue, with a wake-up), except
 -- when its queue is empty, the name is neither paused, limited nor rate limited, and a live pool
 -- waits for the name: then the job goes straight into that pool's in-progress list and to the pool
--- in a message on its own channel (a hand-off: "<the pool's epoch>:<length of the name>:<name>
--- <payload>"), so that the pool runs it without a fetch. The keys of the pool (its heartbeat
+-- in a message on its own channel (a hand-off: "<the pool's epoch>:<its number>:<length of the
+-- name>:<name><payload>"), so that the pool runs it without a fetch. The keys of the pool (its heartbeat
 -- <ns>:worker_pools:<pool>, which holds its epoch, the name's in-progress list of the pool, and
 -- <ns>:handoffs:<pool>, the count of hand-offs made to it, 24 h TTL) are derived from the pool ID it
 -- takes from the set.
@@ -29,18 +29,19 @@ if redis.call('llen', jobs) == 0 then
       -- reaped since (its epoch moved on) leaves the job, which the reaper put back.
       local epoch = redis.pcall('hget', prefix .. 'worker_pools:' .. pool, 'epoch')
       if type(epoch) == 'string' then
-        local inprogress = jobs .. ':' .. pool .. ':inprogress'
-        if type(redis.pcall('lpush', inprogress, payload)) == 'number' then
-          local msg = epoch .. ':' .. #name .. ':' .. name .. payload
-          if redis.call('publish', prefix .. 'handoff:' .. pool, msg) > 0 then
-            -- Counted, so that the pool's fetches leave room for it until it has read it
-            -- (exchange.lua).
-            local count = prefix .. 'handoffs:' .. pool
-            redis.call('incr', count)
-            redis.call('expire', count, 86400)
-            return 0
+        -- Counted before it is sent, the count its number: the pool's fetches leave room for the
+        -- hand-offs it has not read (exchange.lua), and a sweep tells it which it put back (sweep.lua).
+        local count = prefix .. 'handoffs:' .. pool
+        local seq = redis.pcall('incr', count)
+        if type(seq) == 'number' then
+          redis.call('expire', count, 86400)
+          local inprogress = jobs .. ':' .. pool .. ':inprogress'
+          if type(redis.pcall('lpush', inprogress, payload)) == 'number' then
+            local msg = epoch .. ':' .. seq .. ':' .. #name .. ':' .. name .. payload
+            if redis.call('publish', prefix .. 'handoff:' .. pool, msg) > 0 then return 0 end
+            redis.call('lrem', inprogress, 1, payload)
           end
-          redis.call('lrem', inprogress, 1, payload)
+          redis.call('decr', count)
         end
       end
     end

@@ -7,22 +7,28 @@
 -- keys: varies
 -- uses: keychecks, keyed
 --
--- KEYS[4i-3..4i], one group per in-progress list i: the list, the queue its jobs came from (a
+-- KEYS[1] the count of hand-offs made to the pool (<ns>:handoffs:<pool>)
+-- KEYS[4i-2..4i+1], one group per in-progress list i: the list, the queue its jobs came from (a
 --   job name's list, or for keyed jobs the name's ready keys), lock, lock_info
 -- ARGV[1] pool ID; ARGV[2] wake-up channel; ARGV[3] the server time, in epoch milliseconds, after
 --   which the sweep must not run: its held set may be stale; then per group: the job name, the name's keyed prefix
 --   (<ns>:keyed:<name>:) for the list of its keyed jobs or "" for its own, the number c of entries
 --   the pool holds in the list, and those c entries
 --
--- Returns the number of entries put back, or -1 when it ran past ARGV[3] and did nothing.
+-- Returns {the number of entries put back, or -1 when it ran past ARGV[3] and did nothing; the
+-- count of hand-offs made to the pool (0: none or unreadable)}: a job handed to the pool is in its
+-- in-progress list before the pool reads the message, so the pool leaves the hand-offs of that count
+-- or lower that it had not read when it called (their jobs may be among those put back).
 
 local pool, channel = ARGV[1], ARGV[2]
 local t = redis.call('time')
-if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > tonumber(ARGV[3]) then return -1 end
+if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > tonumber(ARGV[3]) then return {-1, 0} end
+local handed = redis.pcall('get', KEYS[1])
+handed = type(handed) == 'string' and tonumber(handed) or 0
 local a = 4 -- the ARGV of the next job name
 local moved = 0
-for i = 1, #KEYS / 4 do
-  local k = 4 * (i - 1)
+for i = 1, (#KEYS - 1) / 4 do
+  local k = 1 + 4 * (i - 1)
   local inprogress, jobs, lock, lockInfo = KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4]
   local name, prefix, c = ARGV[a], ARGV[a+1], tonumber(ARGV[a+2])
   local held = {}
@@ -58,4 +64,4 @@ for i = 1, #KEYS / 4 do
     end
   end
 end
-return moved
+return {moved, handed}
