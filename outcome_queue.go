@@ -2,6 +2,7 @@ package work
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,10 +176,26 @@ func (o *outcomeQueue) carried(batch []rdb.FinishOp, x *rdb.Exchange, err error)
 	o.handOver(batch)
 }
 
-// putBack returns outcomes whose write failed to the front of pending.
+// putBack returns outcomes whose write failed to the front of pending, all but the requeues: a
+// failed write may still be applied (a call that timed out on a frozen Redis runs when Redis
+// thaws), and a requeue applied late, or twice, after the pool fetched the same job again would take
+// that new hold off the pool's in-progress list and queue the job a second time (other outcomes
+// leave the job's entry where a new fetch cannot bring it back). A requeue is sent once: its job
+// is let go, and the sweep puts its entry back if the requeue never applied.
 func (o *outcomeQueue) putBack(batch []rdb.FinishOp) {
+	keep := batch
+	if slices.ContainsFunc(batch, func(op rdb.FinishOp) bool { return op.Kind == rdb.OpRequeue }) {
+		keep = nil // the caller still owns batch
+		for _, op := range batch {
+			if op.Kind == rdb.OpRequeue {
+				o.unhold(op.Ref.(*Job))
+			} else {
+				keep = append(keep, op)
+			}
+		}
+	}
 	o.mu.Lock()
-	o.putBackLocked(batch)
+	o.putBackLocked(keep)
 	o.mu.Unlock()
 }
 

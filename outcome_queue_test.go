@@ -119,6 +119,43 @@ func TestOutcomeQueueCarriedWriteFailedPutsOutcomesBack(t *testing.T) {
 	}
 }
 
+// A failed write is not made again for its requeues: one applied late (a call that timed out on a
+// frozen Redis runs when it thaws) after the pool fetched the same job again would take the new
+// hold off the in-progress list. Their jobs are let go, for the sweep; the other outcomes are
+// written again.
+func TestOutcomeQueueFailedWriteLetsItsRequeuesGo(t *testing.T) {
+	o := newTestOutcomeQueue()
+	q := &queue{id: "q", name: "q", args: &rdb.QueueArgs{Name: "q"}}
+	j1, op1 := heldJob(q, "1")
+	j2, op2 := heldJob(q, "2")
+	op2.Kind = rdb.OpRequeue
+	o.hold(j1)
+	o.hold(j2)
+	o.mu.Lock()
+	o.addLocked(op1)
+	o.addLocked(op2)
+	o.mu.Unlock()
+	batch := o.takeForCarry()
+	heldEntries := o.heldEntries() // the sweep's call: it resets heldSince
+	if len(heldEntries["q"]) != 2 {
+		t.Fatalf("held entries %q, want both jobs'", heldEntries["q"])
+	}
+	o.carried(batch, &rdb.Exchange{Ops: batch}, io.ErrUnexpectedEOF)
+	o.mu.Lock()
+	pending := append([]rdb.FinishOp(nil), o.pending...)
+	o.mu.Unlock()
+	if len(pending) != 1 || pending[0].Kind != rdb.OpAck {
+		t.Errorf("pending %v after a failed write, want job 1's acknowledgement alone", pending)
+	}
+	if !o.anyHeld([]*Job{j1}) || o.anyHeld([]*Job{j2}) {
+		t.Errorf("held after a failed write: job 1 %v (want true), job 2 %v (want false: let go)",
+			o.anyHeld([]*Job{j1}), o.anyHeld([]*Job{j2}))
+	}
+	if !o.heldSinceSweep() {
+		t.Error("a requeue let go does not make a sweep due")
+	}
+}
+
 // Outcomes posted from many goroutines (jobs handed back) are all kept, the first poster hands the
 // write to the acker's goroutine, and none is taken after close.
 func TestOutcomeQueuePostHandsTheWriteToTheAcker(t *testing.T) {
