@@ -70,6 +70,19 @@ func holdHandOffs(wp *WorkerPool) (release func()) {
 	return func() { close(gate) }
 }
 
+// releaseAndRunOnce lets the held hand-off go on and checks that the job runs once; why says what a
+// second run would mean.
+func releaseAndRunOnce(t *testing.T, wp *WorkerPool, runs *atomic.Int64, release func(), why string) {
+	t.Helper()
+	release()
+	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() >= 1 })
+	wp.Drain()
+	time.Sleep(200 * time.Millisecond) // a second run would have started by now
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the job ran %d times, want once: %s", n, why)
+	}
+}
+
 func TestAJobEnqueuedToAnIdlePoolIsHandedToIt(t *testing.T) {
 	wp, pool, ns, runs := handOffPool(t)
 	var handed atomic.Int64
@@ -102,12 +115,7 @@ func TestASweepLeavesAHandOffOnItsWay(t *testing.T) {
 	f.mu.Lock()
 	f.sweeper.sweep()
 	f.mu.Unlock()
-	release()
-	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() >= 1 })
-	wp.Drain()
-	if n := runs.Load(); n != 1 {
-		t.Errorf("the handed job ran %d times, want once: the sweep put it back on its way", n)
-	}
+	releaseAndRunOnce(t, wp, runs, release, "the sweep put it back on its way")
 }
 
 // A sweep made while the pool's subscription is down (it cannot wait for the hand-offs on their way)
@@ -128,13 +136,7 @@ func TestAHandOffASweepPutBackIsLeft(t *testing.T) {
 	if n := llen(t, pool, bhvKey(ns, "jobs", "a", wp.reg.run.poolID, "inprogress")); n != 0 {
 		t.Fatalf("in-progress entries after the sweep: %d, want 0 (the handed job put back)", n)
 	}
-	release()
-	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() >= 1 })
-	wp.Drain()
-	time.Sleep(200 * time.Millisecond) // a second run would have started by now
-	if n := runs.Load(); n != 1 {
-		t.Errorf("the job ran %d times, want once: the pool ran a hand-off the sweep had put back", n)
-	}
+	releaseAndRunOnce(t, wp, runs, release, "the pool ran a hand-off the sweep had put back")
 }
 
 func TestDrainWaitsForAHandOffOnItsWay(t *testing.T) {
@@ -365,13 +367,7 @@ func TestAHandOffFromBeforeTheReapIsLeft(t *testing.T) {
 	if r.lease.epoch.Load() != epoch+1 {
 		t.Fatal("the pool's heartbeat did not find it reaped")
 	}
-	release()
-	eventually(t, 10*time.Second, "the job to run", func() bool { return runs.Load() >= 1 })
-	wp.Drain()
-	time.Sleep(200 * time.Millisecond) // a second run would have started by now
-	if n := runs.Load(); n != 1 {
-		t.Errorf("the job ran %d times, want once: the pool ran the hand-off made before it was reaped", n)
-	}
+	releaseAndRunOnce(t, wp, runs, release, "the pool ran the hand-off made before it was reaped")
 }
 
 // A heartbeat that finds the pool reaped writes the pool's next epoch; when its reply is lost, the
