@@ -70,6 +70,21 @@ func holdHandOffs(wp *WorkerPool) (release func()) {
 	return func() { close(gate) }
 }
 
+// handOneHeld starts handOffPool's pool and hands it a job of "a" whose message the subscription
+// holds up until release is called: the job is in the pool's in-progress list, not yet the pool's.
+func handOneHeld(t *testing.T) (wp *WorkerPool, pool *redis.Pool, ns string, runs *atomic.Int64, release func()) {
+	t.Helper()
+	wp, pool, ns, runs = handOffPool(t)
+	release = holdHandOffs(wp)
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := llen(t, pool, bhvKey(ns, "jobs", "a", wp.reg.run.poolID, "inprogress")); n != 1 {
+		t.Fatalf("in-progress entries after the hand-off: %d, want 1", n)
+	}
+	return wp, pool, ns, runs, release
+}
+
 // releaseAndRunOnce lets the held hand-off go on and checks that the job runs once; why says what a
 // second run would mean.
 func releaseAndRunOnce(t *testing.T, wp *WorkerPool, runs *atomic.Int64, release func(), why string) {
@@ -102,15 +117,7 @@ func TestAJobEnqueuedToAnIdlePoolIsHandedToIt(t *testing.T) {
 }
 
 func TestASweepLeavesAHandOffOnItsWay(t *testing.T) {
-	wp, pool, ns, runs := handOffPool(t)
-	release := holdHandOffs(wp)
-	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
-		t.Fatal(err)
-	}
-	// The job is in the pool's in-progress list, its message held up in the subscription.
-	if n := llen(t, pool, bhvKey(ns, "jobs", "a", wp.reg.run.poolID, "inprogress")); n != 1 {
-		t.Fatalf("in-progress entries after the hand-off: %d, want 1", n)
-	}
+	wp, _, _, runs, release := handOneHeld(t)
 	f := wp.reg.run.fetcher
 	f.mu.Lock()
 	f.sweeper.sweep()
@@ -122,11 +129,7 @@ func TestASweepLeavesAHandOffOnItsWay(t *testing.T) {
 // puts back a handed job whose message the pool has not read; when the message comes after all (on a
 // subscription Redis took before the pool heard of it), the pool leaves it: the job runs once.
 func TestAHandOffASweepPutBackIsLeft(t *testing.T) {
-	wp, pool, ns, runs := handOffPool(t)
-	release := holdHandOffs(wp)
-	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
-		t.Fatal(err)
-	}
+	wp, pool, ns, runs, release := handOneHeld(t)
 	f := wp.reg.run.fetcher
 	f.mu.Lock()
 	f.ready.subscribed.Store(false)
@@ -140,11 +143,7 @@ func TestAHandOffASweepPutBackIsLeft(t *testing.T) {
 }
 
 func TestDrainWaitsForAHandOffOnItsWay(t *testing.T) {
-	wp, pool, ns, runs := handOffPool(t)
-	release := holdHandOffs(wp)
-	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
-		t.Fatal(err)
-	}
+	wp, _, _, runs, release := handOneHeld(t)
 	drained := make(chan struct{})
 	go func() { wp.Drain(); close(drained) }()
 	select {
@@ -349,15 +348,8 @@ func TestLostHandOffMessagesDoNotStallFetches(t *testing.T) {
 // the pool when it reads the hand-off after its heartbeat found it reaped: the job runs once, from
 // its queue.
 func TestAHandOffFromBeforeTheReapIsLeft(t *testing.T) {
-	wp, pool, ns, runs := handOffPool(t)
+	wp, _, _, runs, release := handOneHeld(t)
 	r := wp.reg.run
-	release := holdHandOffs(wp)
-	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
-		t.Fatal(err)
-	}
-	if n := llen(t, pool, bhvKey(ns, "jobs", "a", r.poolID, "inprogress")); n != 1 {
-		t.Fatalf("in-progress entries after the hand-off: %d, want 1", n)
-	}
 	// What another pool does once this one's heartbeat is older than DeadPoolTimeout.
 	if n, err := wp.store.Reap(context.Background(), r.poolID, []string{"a"}, -1); err != nil || n != 1 {
 		t.Fatalf("reap: %d jobs, %v; want 1", n, err)

@@ -10,13 +10,13 @@ type sweeper struct {
 	p          *fetcherParams
 	flush      func(leave bool) bool // the fetcher's flush
 	subscribed func() bool           // whether the wake-up subscription listens
-	guard      func(func() int64)    // the fetcher's swept
+	swept      func(func() int64)    // the fetcher's swept: runs the sweep under its batch lock
 	lastSweep  time.Time
 	sweptErrs  uint64 // the store's error count at the last sweep
 }
 
-func newSweeper(p *fetcherParams, flush func(bool) bool, subscribed func() bool, guard func(func() int64)) *sweeper {
-	return &sweeper{p: p, flush: flush, subscribed: subscribed, guard: guard}
+func newSweeper(p *fetcherParams, flush func(bool) bool, subscribed func() bool, swept func(func() int64)) *sweeper {
+	return &sweeper{p: p, flush: flush, subscribed: subscribed, swept: swept}
 }
 
 // sweepEvery is how often the pool looks for in-progress entries it does not hold, when it fetched
@@ -54,7 +54,7 @@ func (s *sweeper) sweep() {
 	}
 	s.sweptErrs = s.p.store.Errs.Load()
 	set := s.p.served()
-	s.guard(func() int64 {
+	s.swept(func() int64 {
 		held := s.p.out.heldEntries()
 		n, handed, err := s.p.store.Sweep(s.p.ctx, s.p.poolID, set.names, held)
 		if err != nil {
@@ -64,7 +64,7 @@ func (s *sweeper) sweep() {
 			return -1
 		}
 		if n > 0 {
-			s.p.logger.Warn("work: put back in-progress jobs whose fetch reply was lost", "jobs_requeued", n)
+			s.p.logger.Warn("work: put back in-progress jobs the pool did not hold (a fetch's reply or a requeue's write was lost)", "jobs_requeued", n)
 		}
 		return handed
 	})

@@ -36,9 +36,10 @@
 --   MaxConcurrency of group i (also written back if its key was overwritten)
 --
 -- Returns {now, earliest late heartbeat (0: none), scan reply, reaped (1: this pool's hash was
--- gone, or holds a later epoch than ARGV[18]: a beat that found it gone lost its reply), then a triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or
--- its process field when it is a live-looking pool of this machine}; a pool with a lock_info entry
--- but no registration is reported as stale with that one job name.
+-- gone, or holds a later epoch than ARGV[18]: a beat that found it gone lost its reply), then a
+-- triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or its process
+-- field when it is a live-looking pool of this machine}; a pool with a lock_info entry but no
+-- registration is reported as stale with that one job name.
 
 local pool, startedAt, jobNames, concurrency, workerIDs, host, pid =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
