@@ -108,6 +108,11 @@ func (a *acker) submit(op rdb.FinishOp) {
 	// The outcome is pending (the outcome queue is not idle), so a Drain cannot mistake the freed room for
 	// a finished pool; the fetcher may fetch again while this write is under way.
 	a.room.release()
+	// A quiet write carries no stats: the acker's goroutine writes them within statsEvery.
+	if o.quiet != nil && o.quiet.write(batch) {
+		o.handOver(batch)
+		return
+	}
 	if err := a.write(&a.x, batch); err != nil {
 		// Redis is out of reach: the acker's goroutine keeps trying, the worker goes on.
 		o.putBack(batch)
@@ -187,6 +192,9 @@ func (a *acker) loop() {
 	o := a.out
 	timer := time.NewTimer(statsEvery)
 	defer timer.Stop()
+	if o.quiet != nil {
+		o.quiet.settle() // dials
+	}
 	wait := 10 * time.Millisecond
 	for {
 		select {
@@ -194,10 +202,16 @@ func (a *acker) loop() {
 		case <-timer.C:
 		}
 		timer.Reset(statsEvery)
+		o.mu.Lock()
+		closed := o.closed
+		o.mu.Unlock()
+		if o.quiet != nil && closed {
+			o.quiet.close() // what it sends back is pending now
+		}
 		for a.step(&wait) {
 		}
 		o.mu.Lock()
-		end := a.gaveUp || (o.closed && len(o.pending) == 0 && o.writers == 0 && !o.extra && len(o.counts) == 0)
+		end := a.gaveUp || (o.closed && len(o.pending) == 0 && o.writers == 0 && !o.extra && len(o.counts) == 0 && o.unconfirmed == 0)
 		o.mu.Unlock()
 		if end {
 			return

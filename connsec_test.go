@@ -15,13 +15,14 @@ package work
 //	    +sadd +srem +smembers +sismember
 //	    +hset +hget +hmget +hdel +hgetall +hincrby +hkeys +hvals +hlen +hscan
 //	    +zadd +zrem +zrange +zrevrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
-//	    +zpopmin +zscore
+//	    +zpopmin +zscore +client|reply +script|load
 //
 // (connsecCommands below; the commands inside the Lua scripts need the permission too, TIME among
 // them; unsubscribe, punsubscribe and echo are what redigo's pool sends when it takes back a
 // connection that was subscribed; ping only serves a pool's TestOnBorrow; wait only the enqueuer's
-// replica wait). Less tight: "~app:* &app:* +@all -@dangerous". A namespace written with a trailing
-// colon ("app:") needs the same patterns.
+// replica wait; client|reply and script|load a pool's quiet connection, without which it writes
+// every outcome with a reply). Less tight: "~app:* &app:* +@all -@dangerous". A namespace written
+// with a trailing colon ("app:") needs the same patterns.
 
 import (
 	"bytes"
@@ -55,7 +56,7 @@ var connsecCommands = []string{
 	"sadd", "srem", "smembers", "sismember", "spop", "mget",
 	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby", "hkeys", "hvals", "hlen", "hscan",
 	"zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
-	"zpopmin", "zscore",
+	"zpopmin", "zscore", "client|reply", "script|load",
 }
 
 // connsecServer starts a private redis-server with the given extra arguments and returns its

@@ -170,6 +170,7 @@ func (f *fetcher) stop() {
 	// the idle sets and takes those on their way, which then go back with the jobs still waiting.
 	f.p.out.leaving.Store(true)
 	f.p.out.regGate.Lock()
+	f.p.out.settleQuiet()
 	if f.flush(true) {
 		// None can come any more: its count goes (a pool that dies leaves it to its 24 h TTL).
 		if err := f.p.store.ForgetHandOffs(f.p.ctx, f.p.poolID); err != nil {
@@ -365,6 +366,9 @@ func (f *fetcher) loop() {
 		}
 		f.mu.Unlock()
 		if n == 0 {
+			if f.room.held.Load() == 0 && len(f.jobs) == 0 && f.ready.draining() {
+				f.p.out.settleQuiet() // a Drain does not wait for the confirm's timer
+			}
 			if f.room.held.Load() == 0 && len(f.jobs) == 0 && f.p.out.idle() && f.ready.checkDrained() {
 				continue
 			}

@@ -45,7 +45,7 @@ func (f *fetcher) handOff(h rdb.HandOff) {
 		f.p.logger.Debug("work: a job handed to the pool before it was reaped or swept is left to be put back", "job_name", name)
 		return
 	}
-	j := &Job{raw: h.Payload, rawArg: h.Payload, q: q, epoch: h.Epoch}
+	j := &Job{raw: h.Payload, rawArg: h.Payload, q: q, epoch: h.Epoch, handed: true}
 	f.p.out.hold(j)
 	// Its registration may predate a fetch that filled the pool's room: then it goes back.
 	if f.isStopped() || f.room.free() <= 0 {

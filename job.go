@@ -79,6 +79,7 @@ type Job struct {
 	rawArg interface{} // raw as the fetch reply held it, ready to pass back as a script argument
 	q      *queue      // the queue it was fetched from
 	epoch  uint64      // the pool's lease epoch when it was fetched (see lease)
+	handed bool        // it came by hand-off: its outcome may be written quietly (see quietWriter)
 	// A keyed job's in-progress entry (rawArg) is the key whose queue it was fetched from, a line
 	// feed, then raw: see fetchedKey.
 	argError error

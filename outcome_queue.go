@@ -32,6 +32,10 @@ type outcomeQueue struct {
 	writeAt time.Time // when the chain's write under way began
 	closed  bool      // no more outcomes are taken: the pool stops
 	counts  map[statKey]int64
+	// unconfirmed counts the outcomes written quietly and not yet confirmed (see quietWriter):
+	// until they are, not every outcome counts as written.
+	unconfirmed int
+	quiet       *quietWriter // nil: outcomes are written with replies
 
 	kick       chan struct{} // hands the chain's next write to the acker's goroutine
 	allWritten notice        // given when no outcome is pending or being written any more
@@ -218,26 +222,76 @@ func (o *outcomeQueue) handOver(batch []rdb.FinishOp) {
 func (o *outcomeQueue) idle() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.pending) == 0 && o.writers == 0 && !o.extra
+	return len(o.pending) == 0 && o.writers == 0 && !o.extra && o.unconfirmed == 0
+}
+
+// settleQuiet makes sure that the quiet writes sent so far have run, or are to be written again
+// (their jobs still held), before the caller reads or changes what they may change.
+func (o *outcomeQueue) settleQuiet() {
+	if o.quiet != nil {
+		o.quiet.settle()
+	}
+}
+
+// redo takes back outcomes written quietly that may not have run, to be written with replies.
+func (o *outcomeQueue) redo(ops []rdb.FinishOp) {
+	o.mu.Lock()
+	o.unconfirmed -= len(ops)
+	o.putBackLocked(ops)
+	kick := o.writers == 0
+	if kick {
+		o.beginLocked()
+		o.handed = true
+	}
+	o.mu.Unlock()
+	if kick {
+		o.kickWriter()
+	}
+}
+
+// confirmed takes in outcomes written quietly whose writes ran: as written does a reply that
+// recorded them all.
+func (o *outcomeQueue) confirmed(ops []rdb.FinishOp) {
+	o.record(ops, nil, "", time.Now())
+	o.mu.Lock()
+	o.unconfirmed -= len(ops)
+	idle := len(o.pending) == 0 && o.writers == 0 && !o.extra && o.unconfirmed == 0
+	o.mu.Unlock()
+	if idle {
+		o.allWritten.give()
+	}
 }
 
 // written takes in the reply to the outcomes x carried: their jobs are no longer held, what was
 // recorded is counted for the stats, and the requeuer learns when retries and snoozes are due.
 func (o *outcomeQueue) written(x *rdb.Exchange, now time.Time) {
+	o.record(x.Ops, x.Order, x.Done, now)
+}
+
+// record takes in the result of a write of ops: done has the character of each, in the order of
+// the indexes in order (nil: ops' own); a character missing means recorded.
+func (o *outcomeQueue) record(ops []rdb.FinishOp, order []int, done string, now time.Time) {
 	minute := now.Unix() / 60
 	logger := o.logger
 	o.heldMu.Lock()
-	for i := range x.Ops {
-		delete(o.held, x.Ops[i].Ref.(*Job))
+	for i := range ops {
+		delete(o.held, ops[i].Ref.(*Job))
 	}
 	o.heldMu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for i, k := range x.Order {
-		op := &x.Ops[k]
+	for i := range ops {
+		k := i
+		if order != nil {
+			if i >= len(order) {
+				break
+			}
+			k = order[i]
+		}
+		op := &ops[k]
 		c := byte('1')
-		if i < len(x.Done) {
-			c = x.Done[i]
+		if i < len(done) {
+			c = done[i]
 		}
 		switch c {
 		case '1':

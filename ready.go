@@ -281,6 +281,13 @@ func (q *readiness) drain(ctx context.Context) {
 	}
 }
 
+// draining reports whether a Drain waits.
+func (q *readiness) draining() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.drains) > 0
+}
+
 // checkDrained closes the pending Drain calls that a scan has answered since they began, once no
 // queue is ready; the caller has checked that every fetched job is finished and recorded. It
 // reports whether a new scan is wanted at once.

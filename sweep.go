@@ -49,6 +49,7 @@ func (s *sweeper) sweep() {
 	s.lastSweep = time.Now()
 	s.p.out.regGate.Lock()
 	defer s.p.out.regGate.Unlock()
+	s.p.out.settleQuiet()
 	if !s.flush(true) && s.subscribed() {
 		return // the marker did not come back: the next sweep tries again
 	}

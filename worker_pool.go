@@ -427,6 +427,7 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 	// room and carries outcomes along on its fetches, the acker writes the outcomes and frees the
 	// room, and neither calls the other.
 	room, out := newRoom(int(wp.concurrency)), newOutcomeQueue(logger, r.alarm)
+	out.quiet = newQuietWriter(store, logger, r.poolID, out)
 	r.acker = newAcker(ackerParams{store: store, logger: logger, poolID: r.poolID, room: room, out: out,
 		keepHeartbeat: &r.keepHeartbeat})
 	r.fetcher = newFetcher(fetcherParams{ctx: r.ctx, store: store, logger: logger, poolID: r.poolID,

@@ -68,7 +68,7 @@ var soakSeriesDefs = []soakSeries{
 	{key: famStats, label: "stats hashes", kind: kindRate, floorOf: func(soakConfig) float64 { return float64(len(soakNames)) }},
 	{key: "stats_fields", label: "  their fields", kind: kindRate, unjudged: "2 per name and minute until the UTC day ends, kept 8 days"},
 	// An idle set per job name that takes hand-offs, a count per pool that was handed jobs.
-	{key: famHandOff, label: "hand-off state <ns>:idle_pools:<name>, <ns>:handoffs:<poolID>", kind: kindRate,
+	{key: famHandOff, label: "hand-off state <ns>:idle_pools:<name>, <ns>:handoffs:<poolID>, <ns>:quiet:<poolID>", kind: kindRate,
 		floorOf: func(soakConfig) float64 { return float64(len(soakNames)) }},
 	{key: famOther, label: "other keys", kind: kindRate, floor: 2},
 	{key: "heap", label: "Go heap in use after a GC, MiB", kind: kindSig, floor: 1},

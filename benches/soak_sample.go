@@ -221,7 +221,7 @@ const (
 	famKeyedQueue      = "keyed_queues"        // <ns>:keyed:<name>:{<key>}
 	famKeyedRate       = "keyed_rate"          // <ns>:keyed:<name>:{<key>}:rate
 	famKeyedInProgress = "keyed_in_progress_l" // <ns>:keyed:<name>:<poolID>:inprogress
-	famHandOff         = "hand_off"            // <ns>:idle_pools:<name>, <ns>:handoffs:<poolID>
+	famHandOff         = "hand_off"            // <ns>:idle_pools:<name>, <ns>:handoffs:<poolID>, <ns>:quiet:<poolID>
 	famOther           = "other"               // anything else under the namespace
 	statsKeyPrefix     = "stats:"
 )
@@ -278,7 +278,7 @@ func classifyKey(prefix, key string) string {
 		return famHeartbeat
 	case strings.HasPrefix(k, "worker:"):
 		return famWorker
-	case strings.HasPrefix(k, "idle_pools:"), strings.HasPrefix(k, "handoffs:"):
+	case strings.HasPrefix(k, "idle_pools:"), strings.HasPrefix(k, "handoffs:"), strings.HasPrefix(k, "quiet:"):
 		return famHandOff
 	case strings.HasPrefix(k, "unique:"):
 		return famUnique

@@ -123,6 +123,7 @@ func TestClassifyKeyNamesTheFamiliesOfTheLayout(t *testing.T) {
 		"ns:worker:" + id:                      famWorker,
 		"ns:idle_pools:mail":                   famHandOff,
 		"ns:handoffs:" + id:                    famHandOff,
+		"ns:quiet:" + id:                       famHandOff,
 		"ns:unique:mail:{\"k\":1}\n":           famUnique,
 		"ns:unique:mail:":                      famUnique,
 		"ns:stats:mail:20000":                  famStats,

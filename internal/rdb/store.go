@@ -58,10 +58,11 @@ func (k Keyspace) IdlePools(name string) string   { return k.P + "idle_pools:" +
 func (k Keyspace) HandOffChannel(poolID string) string {
 	return k.P + "handoff:" + poolID
 }
-func (k Keyspace) HandOffs(poolID string) string   { return k.P + "handoffs:" + poolID }
-func (k Keyspace) CancelChannel() string           { return k.P + "cancel" }
-func (k Keyspace) DueChannel() string              { return k.P + "due" }
-func (k Keyspace) UniquePrefix(name string) string { return k.P + "unique:" + name + ":" }
+func (k Keyspace) HandOffs(poolID string) string    { return k.P + "handoffs:" + poolID }
+func (k Keyspace) QuietWrites(poolID string) string { return k.P + "quiet:" + poolID }
+func (k Keyspace) CancelChannel() string            { return k.P + "cancel" }
+func (k Keyspace) DueChannel() string               { return k.P + "due" }
+func (k Keyspace) UniquePrefix(name string) string  { return k.P + "unique:" + name + ":" }
 
 // Workflow state: Batch is a batch's hash (and, with a suffix, the list of jobs waiting for it),
 // Batches the index of batches, BatchesExpiry when their entries expire, and JobRecord a job's
@@ -284,6 +285,8 @@ type Exchange struct {
 	NoWait bool
 	// HandedIn is the hand-offs the pool has read; the reply's Handed those made to it so far.
 	HandedIn int64
+	// Count, set by SendQuiet, names the counter of the pool's quiet writes (see QuietConn).
+	Count interface{}
 
 	groups  []*QueueArgs
 	kindBuf []byte
@@ -301,7 +304,7 @@ type Exchange struct {
 
 func (x *Exchange) Reset() {
 	x.Fetch, x.Ops, x.Stats, x.groups = x.Fetch[:0], x.Ops[:0], x.Stats[:0], x.groups[:0]
-	x.Done, x.Status, x.Counts, x.Jobs = "", nil, nil, nil
+	x.Done, x.Status, x.Counts, x.Jobs, x.Count = "", nil, nil, nil, nil
 }
 
 // group returns q's group index (1-based), adding it (with no share) if it is not in yet. A queue
@@ -351,6 +354,29 @@ var boxedNoShare interface{} = -1
 
 // RunExchange runs x: it records x.ops and x.stats and fetches what x.fetch asks, filling x's reply.
 func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange) error {
+	args := s.exchangeArgs(poolID, x)
+	defer clear(args) // let the payloads go
+	return s.do(ctx, func(c redis.Conn) error {
+		r, err := redis.Values(exchangeScript.Do(c, args...))
+		if err != nil {
+			return err
+		}
+		// One flat array: done, a status and a count per group, the hand-offs made, then the jobs.
+		g := len(x.groups)
+		if len(r) < 2+2*g {
+			return fmt.Errorf("work: exchange: reply of %d elements for %d queues", len(r), g)
+		}
+		done, _ := r[0].([]byte)
+		x.Done = string(done)
+		x.Handed, _ = r[1+2*g].(int64)
+		x.Status, x.Counts, x.Jobs = r[1:1+g:1+g], r[1+g:1+2*g:1+2*g], r[2+2*g:]
+		return nil
+	})
+}
+
+// exchangeArgs returns exchangeScript's arguments for x, its keys' count first, in x's buffer; x.Order
+// is set. The caller clears them once sent.
+func (s *Store) exchangeArgs(poolID interface{}, x *Exchange) []interface{} {
 	for _, f := range x.Fetch {
 		x.group(f.Q)
 	}
@@ -429,24 +455,11 @@ func (s *Store) RunExchange(ctx context.Context, poolID interface{}, x *Exchange
 		}
 		i = j
 	}
+	if x.Count != nil {
+		args = append(args, "C", x.Count)
+	}
 	x.args = args[:0]
-	defer clear(args) // let the payloads go
-	return s.do(ctx, func(c redis.Conn) error {
-		r, err := redis.Values(exchangeScript.Do(c, args...))
-		if err != nil {
-			return err
-		}
-		// One flat array: done, a status and a count per group, the hand-offs made, then the jobs.
-		g := len(x.groups)
-		if len(r) < 2+2*g {
-			return fmt.Errorf("work: exchange: reply of %d elements for %d queues", len(r), g)
-		}
-		done, _ := r[0].([]byte)
-		x.Done = string(done)
-		x.Handed, _ = r[1+2*g].(int64)
-		x.Status, x.Counts, x.Jobs = r[1:1+g:1+g], r[1+g:1+2*g:1+2*g], r[2+2*g:]
-		return nil
-	})
+	return args
 }
 
 // Sweep puts back the in-progress entries this pool does not hold (see sweepScript); held maps the

@@ -108,10 +108,15 @@ func (s *Store) HandOffCount(ctx context.Context, poolID string) (int64, error) 
 	return n, err
 }
 
-// ForgetHandOffs deletes poolID's count of hand-offs, once no more can come (the pool stopped).
+// ForgetHandOffs deletes poolID's count of hand-offs and its count of quiet writes, once no more
+// can come (the pool stopped, its quiet writes confirmed).
 func (s *Store) ForgetHandOffs(ctx context.Context, poolID string) error {
 	return s.do(ctx, func(c redis.Conn) error {
-		_, err := c.Do("DEL", s.Ks.HandOffs(poolID))
+		// One key a command: a Cluster keeps them apart.
+		if _, err := c.Do("DEL", s.Ks.HandOffs(poolID)); err != nil {
+			return err
+		}
+		_, err := c.Do("DEL", s.Ks.QuietWrites(poolID))
 		return err
 	})
 }

@@ -54,6 +54,8 @@
 --                  tracked: none), the jobs waiting for it (tracked), its batch's counters and
 --                  callbacks, and the deletion of its unique lock ukey ("" none); see lib/workflow.lua
 --   T key ttl n field1 count1 .. fieldn countn   add counts to a per-minute stats hash
+--   C key          add one to the counter key (<ns>:quiet:<pool>): the call was sent without a
+--                  reply, and the pool reads the counter back to learn that its calls ran (quiet.go)
 --
 -- Returns {done, status[1..G], counts[1..G], handed, jobs...} (handed: the hand-offs made to the
 -- pool so far, <ns>:handoffs:<pool>), one flat array (Redis turns each table of a
@@ -164,6 +166,10 @@ while a <= #ARGV do
     end
     if n_ended > 0 then ended[g] = (ended[g] or 0) + n_ended end
     a = a + 3 + n
+  elseif op == 'C' then
+    -- C key: count the call, one written without a reply (QuietConn, quiet.go)
+    redis.pcall('incr', ARGV[a+1])
+    a = a + 2
   elseif op == 'T' then
     -- T key ttl n field1 count1 .. fieldn countn
     local key, ttl, n = ARGV[a+1], ARGV[a+2], tonumber(ARGV[a+3])

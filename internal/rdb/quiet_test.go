@@ -1,0 +1,83 @@
+package rdb
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/workqueue/work/internal/redistest"
+)
+
+// A quiet write runs without a reply, Confirm learns from the counter that it ran, and a write that
+// met a flushed script cache (it ran nothing) is reported as not run; the next ones run again.
+func TestQuietWritesAreConfirmedAndAWriteThatDidNotRunIsFound(t *testing.T) {
+	pool := newTestPool(t)
+	s := NewStore(redistest.Namespace(t, pool, "rdb-quiet"), PoolBackend(pool))
+	q := s.NewQueueArgs("a", "pool1", false, RateLimit{})
+	inProgress := s.Ks.InProgress("a", "pool1")
+	do := func(args ...interface{}) interface{} {
+		t.Helper()
+		c := pool.Get()
+		defer c.Close()
+		v, err := c.Do(args[0].(string), args[1:]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	held := func() int {
+		t.Helper()
+		n, _ := redis.Int(do("LLEN", inProgress), nil)
+		return n
+	}
+	qc, err := s.DialQuiet(context.Background(), "pool1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qc.Close()
+	ack := func(entry string) {
+		t.Helper()
+		x := &Exchange{}
+		x.Ops = append(x.Ops, FinishOp{Kind: OpAck, Q: q, Entry: entry})
+		if err := s.SendQuiet(qc, "pool1", x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	confirm := func(want bool) {
+		t.Helper()
+		ok, err := qc.Confirm()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != want {
+			t.Fatalf("Confirm: %v, want %v", ok, want)
+		}
+	}
+
+	do("LPUSH", inProgress, "j1", "j2")
+	ack("j1")
+	ack("j2")
+	confirm(true)
+	if n := held(); n != 0 {
+		t.Fatalf("%d entries left in progress after two quiet acks confirmed", n)
+	}
+	if ttl, _ := redis.Int64(do("PTTL", s.Ks.QuietWrites("pool1")), nil); ttl <= 0 {
+		t.Fatalf("the counter's TTL is %d ms", ttl)
+	}
+
+	do("SCRIPT", "FLUSH")
+	do("LPUSH", inProgress, "j3")
+	ack("j3") // NOSCRIPT, unseen
+	confirm(false)
+	if n := held(); n != 1 {
+		t.Fatalf("%d entries in progress, want j3's: its write did not run", n)
+	}
+	ack("j3") // the confirm loaded the script again
+	confirm(true)
+	if n := held(); n != 0 {
+		t.Fatalf("%d entries left in progress after the write made again", n)
+	}
+	// The connection still answers when asked: replies were turned off again after each confirm.
+	confirm(true)
+}
