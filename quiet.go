@@ -21,8 +21,8 @@ import (
 // or a stop comes), reads the writes' counter back: then its outcome counts as written. When the
 // counter says a write did not run (the script was flushed, Redis refused writes) or cannot be
 // read, every outcome since the last confirm goes back to the outcome queue and is written again
-// with replies: an outcome acts only on a job still in the in-progress list, so one that did run
-// changes nothing the second time. Requeues never go quietly (see outcomeQueue.putBack). A write
+// with replies (an outcome acts only on a job still in the in-progress list, so one that did run
+// changes nothing the second time), and the next quiet writes wait for a connection dialled anew. Requeues never go quietly (see outcomeQueue.putBack). A write
 // registers the pool for hand-offs: a sweep or a stop confirms before it takes the pool off the
 // idle sets, so that no such write runs after.
 type quietWriter struct {
@@ -159,8 +159,10 @@ func (w *quietWriter) confirmLocked() {
 		return
 	}
 	if !ok {
+		// The server refused them (a replica after a failover, a flushed script cache): they are
+		// written again with replies, and the next quiet writes go on a connection dialled anew.
 		w.logger.Warn("work: quiet writes of job outcomes did not all run; writing them again with replies", "jobs", len(w.sent))
-		w.redoLocked()
+		w.brokenLocked()
 		return
 	}
 	w.o.confirmed(w.sent)

@@ -30,15 +30,6 @@ type QuietConn struct {
 // neither Dial nor DialContext, or a Backend of another client): outcomes are written with replies.
 var ErrNoQuiet = errors.New("work: no connection of the pool's own for quiet writes")
 
-// exchangeSource is exchangeScript's text, which a quiet connection loads again without a reply.
-var exchangeSource = func() string {
-	_, src, err := scriptSource("exchange")
-	if err != nil {
-		panic(err)
-	}
-	return src
-}()
-
 // DialQuiet opens a quiet connection for the pool poolID: it loads exchangeScript on it, then turns
 // its replies off.
 func (s *Store) DialQuiet(ctx context.Context, poolID string) (*QuietConn, error) {
@@ -121,8 +112,8 @@ func (q *QuietConn) read() (int64, error) {
 const quietReplyWait = 10 * time.Second
 
 // Confirm reports whether every write sent on q since the last Confirm ran, in one round trip. When
-// they did not all run, the script is loaded again (a write that met NOSCRIPT ran nothing) and the
-// count starts over. An error says the connection is broken.
+// they did not all run, q is best closed: its server may refuse writes for good (a replica after a
+// failover) or lack the script. An error says the connection is broken.
 func (q *QuietConn) Confirm() (bool, error) {
 	if q.sent == 0 {
 		return true, nil
@@ -131,16 +122,9 @@ func (q *QuietConn) Confirm() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if n == q.base+q.sent {
-		q.base, q.sent = n, 0
-		return true, nil
-	}
+	ok := n == q.base+q.sent
 	q.base, q.sent = n, 0
-	// Sent, not waited for: replies are off again.
-	if err := q.c.Send("SCRIPT", "LOAD", exchangeSource); err != nil {
-		return false, err
-	}
-	return false, nil
+	return ok, nil
 }
 
 // Close closes q.
