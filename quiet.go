@@ -140,7 +140,7 @@ func (w *quietWriter) settle() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.armed = false
-	if w.conn == nil && !w.off && !time.Now().Before(w.dialAt) {
+	if w.conn == nil && !w.off && !w.o.leaving.Load() && !time.Now().Before(w.dialAt) {
 		w.dialLocked()
 	}
 	w.confirmLocked()
