@@ -39,10 +39,12 @@ func (f *fetcher) handOff(h rdb.HandOff) {
 	defer f.ready.handedIn.Add(1)
 	if !ok || q.keyed {
 		// Not a queue this pool serves (it was never registered for it): the sweep puts it back.
+		f.p.out.leftUnheld()
 		return
 	}
 	if h.Epoch != f.p.lease.epoch.Load() || h.Seq <= f.sweptHandOffs {
 		f.p.logger.Debug("work: a job handed to the pool before it was reaped or swept is left to be put back", "job_name", name)
+		f.p.out.leftUnheld()
 		return
 	}
 	j := &Job{raw: h.Payload, rawArg: h.Payload, q: q, epoch: h.Epoch, handed: true}
@@ -144,6 +146,7 @@ func (f *fetcher) forgetLostHandOffs(handed int64) {
 	if f.awaitCount > 0 && now.Sub(f.awaitSince) >= markerWait {
 		if f.raiseHandedIn(f.awaitCount) {
 			f.p.logger.Debug("work: hand-off messages lost; their jobs are put back by the sweep")
+			f.p.out.leftUnheld()
 		}
 		f.awaitCount = 0
 	}
@@ -172,7 +175,9 @@ func (f *fetcher) raiseHandedIn(n int64) bool {
 func (f *fetcher) releaseBehind(seq uint64) {
 	f.batchMu.Lock()
 	if f.behindSeq == seq {
-		f.raiseHandedIn(f.behindUntil) // the hand-offs they waited for are lost
+		if f.raiseHandedIn(f.behindUntil) { // the hand-offs they waited for are lost
+			f.p.out.leftUnheld()
+		}
 		f.pushBehindLocked(true)
 	}
 	f.batchMu.Unlock()

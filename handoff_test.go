@@ -398,3 +398,22 @@ func TestAHeartbeatWhoseReplyWasLostStillReportsTheReap(t *testing.T) {
 		t.Errorf("the heartbeat holds epoch %d, want 1", e)
 	}
 }
+
+// A hand-off the pool leaves (its number is one a sweep counted: the count went back, as when Redis
+// lost writes in a restart) makes the next sweep due, which puts the job back; the pool then runs
+// it from its queue. Before, an idle pool left it in its in-progress list until its slow sweep.
+func TestAHandOffThePoolLeavesIsSweptSoon(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	f := wp.reg.run.fetcher
+	f.batchMu.Lock()
+	f.sweptHandOffs = 1 << 40
+	f.batchMu.Unlock()
+	if _, err := handingEnqueuer(ns, pool).Enqueue("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the job run from its queue after the sweep", func() bool { return runs.Load() == 1 })
+	wp.Drain()
+	if n := llen(t, pool, bhvKey(ns, "jobs", "a", wp.reg.run.poolID, "inprogress")); n != 0 {
+		t.Fatalf("%d jobs left in progress", n)
+	}
+}

@@ -88,6 +88,15 @@ func (o *outcomeQueue) unhold(j *Job) {
 	o.heldMu.Unlock()
 }
 
+// leftUnheld records that an in-progress entry the pool does not hold was left where it is (a
+// hand-off the pool did not take, or whose message was lost): the next sweep is due, as after a
+// fetch, to put it back.
+func (o *outcomeQueue) leftUnheld() {
+	o.heldMu.Lock()
+	o.heldSince = true
+	o.heldMu.Unlock()
+}
+
 // anyHeld reports whether one of jobs is still held: its outcome not yet written (or dropped
 // after close, which keeps it held).
 func (o *outcomeQueue) anyHeld(jobs []*Job) bool {
