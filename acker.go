@@ -211,7 +211,7 @@ func (a *acker) loop() {
 		for a.step(&wait) {
 		}
 		o.mu.Lock()
-		end := a.gaveUp || (o.closed && len(o.pending) == 0 && o.writers == 0 && !o.extra && len(o.counts) == 0 && o.unconfirmed == 0)
+		end := a.gaveUp || (o.closed && o.idleLocked() && len(o.counts) == 0)
 		o.mu.Unlock()
 		if end {
 			return

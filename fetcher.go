@@ -366,11 +366,13 @@ func (f *fetcher) loop() {
 		}
 		f.mu.Unlock()
 		if n == 0 {
-			if f.room.held.Load() == 0 && len(f.jobs) == 0 && f.ready.draining() {
-				f.p.out.settleQuiet() // a Drain does not wait for the confirm's timer
-			}
-			if f.room.held.Load() == 0 && len(f.jobs) == 0 && f.p.out.idle() && f.ready.checkDrained() {
-				continue
+			if f.room.held.Load() == 0 && len(f.jobs) == 0 {
+				if f.ready.draining() {
+					f.p.out.settleQuiet() // a Drain does not wait for the confirm's timer
+				}
+				if f.p.out.idle() && f.ready.checkDrained() {
+					continue
+				}
 			}
 			f.wait(timer, roomBound, handBackIn)
 			continue

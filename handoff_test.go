@@ -20,6 +20,14 @@ func handOffPool(t *testing.T) (*WorkerPool, *redis.Pool, string, *atomic.Int64)
 	ns := newTestNamespace(t, pool)
 	var runs atomic.Int64
 	wp := NewWorkerPool(bhvCtx{}, 2, ns, pool)
+	startWaitingForA(t, wp, pool, ns, &runs)
+	return wp, pool, ns, &runs
+}
+
+// startWaitingForA registers a job "a" on wp that counts its runs, starts wp and returns once it
+// has registered for hand-offs of "a".
+func startWaitingForA(t *testing.T, wp *WorkerPool, pool *redis.Pool, ns string, runs *atomic.Int64) {
+	t.Helper()
 	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
 	bhvStart(t, wp)
 	wp.Drain()
@@ -27,7 +35,6 @@ func handOffPool(t *testing.T) (*WorkerPool, *redis.Pool, string, *atomic.Int64)
 	eventually(t, 10*time.Second, "the pool to wait for hand-offs of a", func() bool {
 		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), wp.reg.run.poolID)
 	})
-	return wp, pool, ns, &runs
 }
 
 func sismember(t *testing.T, pool *redis.Pool, key, member string) bool {

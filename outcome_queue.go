@@ -142,15 +142,22 @@ func (o *outcomeQueue) post(op rdb.FinishOp) {
 		return
 	}
 	o.addLocked(op)
-	kick := o.writers == 0
-	if kick {
-		o.beginLocked()
-		o.handed = true
-	}
+	kick := o.turnToAckerLocked()
 	o.mu.Unlock()
 	if kick {
 		o.kickWriter()
 	}
+}
+
+// turnToAckerLocked gives the next write to the acker's goroutine when no write is under way, and
+// reports whether it did: the caller then kicks it, once it has unlocked mu.
+func (o *outcomeQueue) turnToAckerLocked() bool {
+	if o.writers > 0 {
+		return false
+	}
+	o.beginLocked()
+	o.handed = true
+	return true
 }
 
 // noHandOffs reports that a write must not register the pool for hand-offs.
@@ -231,6 +238,11 @@ func (o *outcomeQueue) handOver(batch []rdb.FinishOp) {
 func (o *outcomeQueue) idle() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.idleLocked()
+}
+
+// idleLocked is idle for a caller that holds mu.
+func (o *outcomeQueue) idleLocked() bool {
 	return len(o.pending) == 0 && o.writers == 0 && !o.extra && o.unconfirmed == 0
 }
 
@@ -247,11 +259,7 @@ func (o *outcomeQueue) redo(ops []rdb.FinishOp) {
 	o.mu.Lock()
 	o.unconfirmed -= len(ops)
 	o.putBackLocked(ops)
-	kick := o.writers == 0
-	if kick {
-		o.beginLocked()
-		o.handed = true
-	}
+	kick := o.turnToAckerLocked()
 	o.mu.Unlock()
 	if kick {
 		o.kickWriter()
@@ -264,7 +272,7 @@ func (o *outcomeQueue) confirmed(ops []rdb.FinishOp) {
 	o.record(ops, nil, "", time.Now())
 	o.mu.Lock()
 	o.unconfirmed -= len(ops)
-	idle := len(o.pending) == 0 && o.writers == 0 && !o.extra && o.unconfirmed == 0
+	idle := o.idleLocked()
 	o.mu.Unlock()
 	if idle {
 		o.allWritten.give()

@@ -22,9 +22,10 @@ import (
 // counter says a write did not run (the script was flushed, Redis refused writes) or cannot be
 // read, every outcome since the last confirm goes back to the outcome queue and is written again
 // with replies (an outcome acts only on a job still in the in-progress list, so one that did run
-// changes nothing the second time), and the next quiet writes wait for a connection dialled anew. Requeues never go quietly (see outcomeQueue.putBack). A write
-// registers the pool for hand-offs: a sweep or a stop confirms before it takes the pool off the
-// idle sets, so that no such write runs after.
+// changes nothing the second time), and the next quiet writes wait for a connection dialled anew.
+// Requeues never go quietly (see outcomeQueue.putBack). A write registers the pool for hand-offs:
+// a sweep or a stop confirms before it takes the pool off the idle sets, so that no such write runs
+// after.
 type quietWriter struct {
 	store  *rdb.Store
 	logger *slog.Logger
@@ -112,12 +113,17 @@ func (w *quietWriter) armLocked() {
 // The caller holds mu.
 func (w *quietWriter) brokenLocked() {
 	w.conn.Close()
-	w.conn, w.dialAt = nil, time.Now().Add(redialAfter)
+	w.conn = nil
 	w.redoLocked()
 	if !w.off {
-		w.armed = true
-		w.timer.Reset(redialAfter)
+		w.redialLaterLocked()
 	}
+}
+
+// redialLaterLocked sets the timer for a dial redialAfter from now. The caller holds mu.
+func (w *quietWriter) redialLaterLocked() {
+	w.dialAt, w.armed = time.Now().Add(redialAfter), true
+	w.timer.Reset(redialAfter)
 }
 
 // redialAfter is how long a pool writes every outcome with replies after its quiet connection
@@ -181,9 +187,7 @@ func (w *quietWriter) dialLocked() {
 		return
 	}
 	if err != nil {
-		w.dialAt = time.Now().Add(redialAfter)
-		w.armed = true
-		w.timer.Reset(redialAfter)
+		w.redialLaterLocked()
 		return
 	}
 	w.conn = c

@@ -66,12 +66,7 @@ func TestAPoolWithoutAQuietConnectionWritesWithReplies(t *testing.T) {
 	ns := newTestNamespace(t, pool)
 	var runs atomic.Int64
 	wp := NewWorkerPoolWithBackend(bhvCtx{}, 2, ns, struct{ Backend }{PoolBackend(pool)}, WorkerPoolOptions{})
-	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
-	bhvStart(t, wp)
-	wp.Drain()
-	eventually(t, 10*time.Second, "the pool to wait for hand-offs of a", func() bool {
-		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), wp.reg.run.poolID)
-	})
+	startWaitingForA(t, wp, pool, ns, &runs)
 	for i := int64(1); i <= 3; i++ {
 		handOneAndDrain(t, wp, pool, ns, &runs, i)
 	}
@@ -153,12 +148,7 @@ func TestAQuietConnectionDroppedLosesNoOutcome(t *testing.T) {
 	ns := newTestNamespace(t, pool)
 	var runs atomic.Int64
 	wp := NewWorkerPool(bhvCtx{}, 2, ns, pool)
-	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
-	bhvStart(t, wp)
-	wp.Drain()
-	eventually(t, 10*time.Second, "the pool to wait for hand-offs of a", func() bool {
-		return sismember(t, pool, bhvKey(ns, "idle_pools", "a"), wp.reg.run.poolID)
-	})
+	startWaitingForA(t, wp, pool, ns, &runs)
 	handOneAndDrain(t, wp, pool, ns, &runs, 1)
 	before := quietCount(t, pool, ns, wp)
 	trap.drop()

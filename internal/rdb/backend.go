@@ -47,13 +47,22 @@ func (b *poolBackend) Conn(ctx context.Context) (redis.Conn, error) { return b.p
 // Dial opens a connection of the pool's own outside the pool, for a subscription: closing it from
 // another goroutine ends a blocked receive at once, so no goroutine has to wait on each message.
 func (b *poolBackend) Dial(ctx context.Context) (redis.Conn, error) {
-	if dialContext := PoolDialContext(b.pool); dialContext != nil {
-		return dialContext(ctx)
-	}
-	if b.pool.Dial != nil {
-		return b.pool.Dial()
+	if dial := b.ownDial(); dial != nil {
+		return dial(ctx)
 	}
 	return b.pool.GetContext(ctx)
+}
+
+// ownDial returns how the pool dials a connection outside itself: its DialContext, or its Dial; nil
+// when it has neither.
+func (b *poolBackend) ownDial() func(context.Context) (redis.Conn, error) {
+	if dialContext := PoolDialContext(b.pool); dialContext != nil {
+		return dialContext
+	}
+	if b.pool.Dial != nil {
+		return func(context.Context) (redis.Conn, error) { return b.pool.Dial() }
+	}
+	return nil
 }
 
 // PoolDialContext returns the pool's DialContext, or nil when it has none. The field came with

@@ -34,10 +34,10 @@ var ErrNoQuiet = errors.New("work: no connection of the pool's own for quiet wri
 // its replies off.
 func (s *Store) DialQuiet(ctx context.Context, poolID string) (*QuietConn, error) {
 	b, ok := s.Backend.(*poolBackend)
-	if !ok || (b.pool.Dial == nil && PoolDialContext(b.pool) == nil) {
+	if !ok || b.ownDial() == nil {
 		return nil, ErrNoQuiet
 	}
-	c, err := b.Dial(ctx)
+	c, err := b.ownDial()(ctx)
 	if err != nil {
 		return nil, err
 	}
