@@ -12,10 +12,10 @@ package work
 //	    +time +evalsha +eval +publish +subscribe +unsubscribe +punsubscribe +echo +ping +wait
 //	    +get +set +del +unlink +exists +expire +type +incrby +decr +decrby
 //	    +lpush +rpush +lpop +rpop +rpoplpush +lrem +llen +lindex +lrange +lpos +ttl
-//	    +sadd +srem +smembers +sismember
+//	    +sadd +srem +smembers +sismember +spop +mget
 //	    +hset +hget +hmget +hdel +hgetall +hincrby +hkeys +hvals +hlen +hscan
 //	    +zadd +zrem +zrange +zrevrange +zrangebyscore +zcard +zcount +zscan +zremrangebyrank
-//	    +zpopmin +zscore +client|reply +script|load
+//	    +zpopmin +zscore +zmscore +client|reply +script|load
 //
 // (connsecCommands below; the commands inside the Lua scripts need the permission too, TIME among
 // them; unsubscribe, punsubscribe and echo are what redigo's pool sends when it takes back a
@@ -56,7 +56,7 @@ var connsecCommands = []string{
 	"sadd", "srem", "smembers", "sismember", "spop", "mget",
 	"hset", "hget", "hmget", "hdel", "hgetall", "hincrby", "hkeys", "hvals", "hlen", "hscan",
 	"zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zcount", "zscan", "zremrangebyrank",
-	"zpopmin", "zscore", "client|reply", "script|load",
+	"zpopmin", "zscore", "zmscore", "client|reply", "script|load",
 }
 
 // connsecServer starts a private redis-server with the given extra arguments and returns its

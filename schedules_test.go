@@ -761,14 +761,15 @@ func TestScheduleTickRefusedByAKeyOfAnotherType(t *testing.T) {
 	}
 }
 
-// A commit carries a bucket's schedules in one run: those changed or paused since the claim are
-// left alone in the middle of it, two ticks for one key both queue behind it, and the bucket's
-// score in the index ends the claim's lease with the earliest of its schedules.
+// A commit carries a bucket's schedules in one run, under its claim's token: a schedule of the bucket
+// changed, paused or deleted since the claim makes the whole run stale, and the bucket due again at
+// its earliest schedule, so that the next claim fires them as they now are: the changed one with its
+// new args, the paused and deleted ones not at all. Two ticks for one key both queue behind it.
 func TestScheduleCommitOfOneBucket(t *testing.T) {
 	f := newSchedFixture(t)
 	var ids []string
 	bucket := rdb.ScheduleBucket("same-0")
-	for i := 0; len(ids) < 5; i++ {
+	for i := 0; len(ids) < 6; i++ {
 		if id := fmt.Sprintf("same-%d", i); rdb.ScheduleBucket(id) == bucket {
 			ids = append(ids, id)
 		}
@@ -780,34 +781,75 @@ func TestScheduleCommitOfOneBucket(t *testing.T) {
 		{ID: ids[2], Spec: "0 0 9 * * *", JobName: "sync", Key: "other"},
 		{ID: ids[3], Spec: "0 0 9 * * *", JobName: "plain"},
 		{ID: ids[4], Spec: "0 30 9 * * *", JobName: "plain"},
+		{ID: ids[5], Spec: "0 0 9 * * *", JobName: "gone"},
 	}
 	f.set(t0, list...)
 	at := utc(t, "2024-01-01 09:00:00").Unix()
-	_, _, claims, err := f.st.ClaimSchedules(context.Background(), at, scheduleLease, 100, 100)
-	if err != nil || len(claims) != 4 {
-		t.Fatalf("claim: %+v, %v", claims, err)
+	claim := func(want int) []rdb.ScheduleClaim {
+		t.Helper()
+		_, _, claims, err := f.st.ClaimSchedules(context.Background(), at, scheduleLease, 100, 100)
+		if err != nil || len(claims) != want {
+			t.Fatalf("claim: %+v, %v", claims, err)
+		}
+		for _, c := range claims {
+			if c.Bucket != strconv.Itoa(bucket) || c.Rec == nil || c.Token == "" {
+				t.Fatalf("claim %+v: want bucket %d, the record and the claim's token", c, bucket)
+			}
+		}
+		return claims
 	}
-	for _, c := range claims {
-		if c.Bucket != strconv.Itoa(bucket) || c.Rec == nil {
-			t.Fatalf("claim %+v: want bucket %d and the record", c, bucket)
+	commit := func(claims []rdb.ScheduleClaim) rdb.CommitResult {
+		t.Helper()
+		var commits []rdb.ScheduleCommit
+		for i := range claims {
+			if c, ok := planClaim(&claims[i], at, f.log); ok {
+				commits = append(commits, c)
+			}
+		}
+		res, err := f.st.CommitSchedules(context.Background(), at, commits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// Between the claim and the commit, each change alone: one schedule is given other args, one is
+	// paused, one deleted. Nothing is enqueued or written, and the bucket is due again at once.
+	changes := []func(){
+		func() {
+			changed := list[2]
+			changed.Args = Q{"v": 2}
+			f.set(t0.Add(30*time.Second), changed)
+		},
+		func() {
+			if err := f.c.PauseSchedule(list[3].ID); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func() {
+			if err := f.c.DeleteSchedule(list[5].ID); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for i, change := range changes {
+		claims := claim([]int{5, 5, 4}[i]) // the schedule paused before is not claimed again
+		change()
+		if res := commit(claims); res.Committed != 0 || res.Stale != int64(len(claims)) {
+			t.Fatalf("change %d: commit %+v, want all %d stale", i, res, len(claims))
+		}
+		if n := len(f.jobs("sync", "shared")) + len(f.jobs("plain", "")) + len(f.jobs("gone", "")); n != 0 {
+			t.Fatalf("change %d: %d jobs enqueued by a stale commit", i, n)
+		}
+		if got := rInt(t, f.pool, "ZSCORE", f.st.Ks.SchedulesDue(), strconv.Itoa(bucket)); got != at {
+			t.Errorf("change %d: the bucket's score %d, want %d", i, got, at)
 		}
 	}
-	// Between the claim and the commit: one schedule is given other args, one is paused.
-	changed := list[2]
-	changed.Args = Q{"v": 2}
-	f.set(t0.Add(30*time.Second), changed)
-	if err := f.c.PauseSchedule(list[3].ID); err != nil {
-		t.Fatal(err)
+	if rec, err := f.st.ScheduleRecord(context.Background(), list[5].ID); err != nil || rec != nil {
+		t.Errorf("the deleted schedule's record: %q, %v", rec, err)
 	}
-	var commits []rdb.ScheduleCommit
-	for i := range claims {
-		if c, ok := planClaim(&claims[i], at, f.log); ok {
-			commits = append(commits, c)
-		}
-	}
-	res, err := f.st.CommitSchedules(context.Background(), at, commits)
-	if err != nil || res.Committed != 2 || res.Stale != 2 {
-		t.Fatalf("commit: %+v, %v", res, err)
+	// The next claim fires them as they now are, in one run.
+	if res := commit(claim(3)); res.Committed != 3 || res.Stale != 0 {
+		t.Fatalf("commit: %+v", res)
 	}
 	if got := f.jobs("sync", "shared"); len(got) != 2 || got[0].ScheduleID == got[1].ScheduleID {
 		t.Errorf("the shared key's jobs: %+v", got)
@@ -815,21 +857,16 @@ func TestScheduleCommitOfOneBucket(t *testing.T) {
 	if n := rKeyBacklog(t, f.pool, f.ns, "sync", "shared"); n != 2 {
 		t.Errorf("the shared key counts %d jobs waiting, want 2", n)
 	}
-	if n := rInt(t, f.pool, "HGET", f.st.Ks.P+"keyed:sync:meta", "waiting"); n != 2 {
-		t.Errorf("the name counts %d jobs waiting, want 2", n)
-	}
-	if n := len(f.jobs("plain", "")); n != 0 {
-		t.Errorf("the paused schedule fired: %d jobs", n)
-	}
-	// The bucket is due again at its earliest schedule, not at the lease's end: the changed one,
-	// still due; once it fired, the 9:30 one.
-	if got := rInt(t, f.pool, "ZSCORE", f.st.Ks.SchedulesDue(), strconv.Itoa(bucket)); got != at {
-		t.Errorf("the bucket's score %d, want %d", got, at)
-	}
-	f.fire(time.Unix(at, 0))
 	if got := f.jobs("sync", "other"); len(got) != 1 || got[0].Args["v"] != float64(2) {
 		t.Errorf("the changed schedule's jobs: %+v", got)
 	}
+	if n := len(f.jobs("plain", "")) + len(f.jobs("gone", "")); n != 0 {
+		t.Errorf("the paused or deleted schedule fired: %d jobs", n)
+	}
+	if rec, err := f.st.ScheduleRecord(context.Background(), list[5].ID); err != nil || rec != nil {
+		t.Errorf("the deleted schedule's record: %q, %v", rec, err)
+	}
+	// The bucket's score ends the claim's lease with the earliest of its schedules: the 9:30 one.
 	if got := rInt(t, f.pool, "ZSCORE", f.st.Ks.SchedulesDue(), strconv.Itoa(bucket)); got != at+30*60 {
 		t.Errorf("the bucket's score %d, want %d", got, at+30*60)
 	}

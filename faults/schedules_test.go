@@ -18,8 +18,8 @@ import (
 // append-only file. Thousands of schedules tick together every 20 seconds; their jobs go to a job
 // name no pool serves, so that at the end the queue holds every job any pool enqueued. Every tick
 // from the first to the last must be there once: none lost (a pool killed holding a claim delays
-// its schedules by the lease, well within the 20 seconds), none twice (a commit applies only if the
-// schedule still stands at the tick it claimed, whoever committed first, before or after a restart).
+// its schedules by the lease, well within the 20 seconds), none twice (a commit applies only if its
+// claim's token still stands on the bucket, whoever committed first, before or after a restart).
 func TestScheduleTicksOnceUnderSIGKILL(t *testing.T) {
 	skipIfShort(t)
 	const (

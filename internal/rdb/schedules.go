@@ -125,11 +125,14 @@ func (s *Store) SetSchedules(ctx context.Context, sets []ScheduleSet) ([]int64, 
 const scheduleSetChunk = 1000
 
 // ScheduleClaim is one schedule claimed by claimSchedules: its bucket, ID and record (nil when the ID
-// has no record). A bucket whose key holds another type comes with an empty ID.
+// has no record), and the claim's token (the lease's score, which the commit checks instead of the
+// record; "" for a record read without a claim, whose commit compares the record). A bucket whose
+// key holds another type comes with an empty ID.
 type ScheduleClaim struct {
 	Bucket string
 	Id     string
 	Rec    []byte
+	Token  string
 }
 
 // ClaimSchedules runs scheduleClaimScript at now (0: the server's clock). It returns the time of
@@ -162,18 +165,19 @@ func parseClaim(r []interface{}) (int64, int64, []ScheduleClaim, error) {
 	bad := func() (int64, int64, []ScheduleClaim, error) {
 		return 0, 0, nil, fmt.Errorf("work: claim schedules: unexpected reply of %d elements", len(r))
 	}
-	if len(r) < 3 {
+	if len(r) < 4 {
 		return bad()
 	}
 	claimedAt, err1 := redis.Int64(r[0], nil)
 	next, err2 := redis.Int64(r[1], nil)
 	buckets, err3 := redis.Int(r[2], nil)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	token, err4 := redis.String(r[3], nil)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return 0, 0, nil, err
 	}
 	// The buckets with their IDs, then the IDs' records in the same order.
 	var claims []ScheduleClaim
-	i := 3
+	i := 4
 	for range buckets {
 		if i+2 > len(r) {
 			return bad()
@@ -189,11 +193,11 @@ func parseClaim(r []interface{}) (int64, int64, []ScheduleClaim, error) {
 			continue
 		}
 		if claims == nil {
-			claims = make([]ScheduleClaim, 0, (len(r)-3)/2)
+			claims = make([]ScheduleClaim, 0, (len(r)-4)/2)
 		}
 		for _, v := range r[i : i+n] {
 			id, _ := redis.String(v, nil)
-			claims = append(claims, ScheduleClaim{Bucket: b, Id: id})
+			claims = append(claims, ScheduleClaim{Bucket: b, Id: id, Token: token})
 		}
 		i += n
 	}
@@ -297,20 +301,25 @@ func noScript(v interface{}, err error) bool {
 	return ok && strings.HasPrefix(string(re), "NOSCRIPT")
 }
 
-// commitArgs are scheduleCommitScript's keys and arguments. Commits of one bucket go in one run
-// (the claim returns them so): the bucket is sent once a run.
+// commitArgs are scheduleCommitScript's keys and arguments. Commits of one bucket and claim go in
+// one run (the claim returns them so): the bucket and the claim's token are sent once a run, and a
+// claimed record only without a token.
 func (s *Store) commitArgs(now int64, commits []ScheduleCommit) []interface{} {
-	args := make([]interface{}, 0, 7+7*len(commits)+len(commits)/2)
+	args := make([]interface{}, 0, 7+7*len(commits)+len(commits))
 	args = append(args, s.Ks.Schedules(), s.Ks.SchedulesDue(), s.Ks.KnownJobs(), s.Ks.scheduleBucketPrefix(), s.Ks.P,
 		s.Ks.WakeChannel(), now)
 	for i := 0; i < len(commits); {
-		b := commits[i].Claim.Bucket
+		b, token := commits[i].Claim.Bucket, commits[i].Claim.Token
 		end := i + 1
-		for end < len(commits) && commits[end].Claim.Bucket == b {
+		for end < len(commits) && commits[end].Claim.Bucket == b && commits[end].Claim.Token == token {
 			end++
 		}
-		args = append(args, b, end-i)
+		args = append(args, b, end-i, token)
 		for _, c := range commits[i:end] {
+			var claimed []byte
+			if token == "" {
+				claimed = c.Claim.Rec
+			}
 			due := ""
 			if c.Due >= 0 {
 				due = strconv.FormatInt(c.Due, 10)
@@ -322,7 +331,7 @@ func (s *Store) commitArgs(now int64, commits []ScheduleCommit) []interface{} {
 				payload = make([]byte, 0, len(c.Key)+1+len(c.Payload))
 				payload = append(append(append(payload, c.Key...), '\n'), c.Payload...)
 			}
-			args = append(args, c.Claim.Id, c.Claim.Rec, c.Rec, due, c.Name, c.Key, payload)
+			args = append(args, c.Claim.Id, claimed, c.Rec, due, c.Name, c.Key, payload)
 		}
 		i = end
 	}
@@ -347,7 +356,8 @@ func (s *Store) ScheduleControl(ctx context.Context, id, op string) (bool, error
 	var n int64
 	err := s.do(ctx, func(c redis.Conn) error {
 		var err error
-		n, err = redis.Int64(scheduleControlScript.Do(c, s.Ks.Schedules(), s.Ks.ScheduleBucket(ScheduleBucket(id)), id, op))
+		n, err = redis.Int64(scheduleControlScript.Do(c, s.Ks.Schedules(), s.Ks.SchedulesDue(),
+			s.Ks.ScheduleBucket(ScheduleBucket(id)), id, op, ScheduleBucket(id)))
 		return err
 	})
 	var re redis.Error

@@ -4,8 +4,14 @@
 -- that other pools claim other buckets meanwhile; the commit gives the bucket its real score back. A
 -- pool that dies holding a lease delays those schedules by the lease: another pool claims them once
 -- it ends. A bucket whose score was a stale lower bound (its schedules were deleted, paused or moved
--- later) gets its real score, or leaves schedules:due when empty. The lease only spares work: a
--- schedule's commit succeeds once per tick whoever claimed it.
+-- later) gets its real score, or leaves schedules:due when empty.
+--
+-- The lease's score is also the claim's token: the lease's last second, and the claim's microsecond
+-- (TIME's, never 0) as six decimals, so that a claim at the lease's end takes the bucket. Every other write of a bucket's schedules writes
+-- the bucket's score in schedules:due with no decimals (a commit, a claim, schedule_set.lua,
+-- schedule_control.lua), so a commit that finds its token still there knows that nothing of the
+-- bucket changed since its claim, and compares no record: each tick is committed once whoever
+-- claimed it.
 --
 -- The reply holds what the caller plans with and nothing else: a bucket once for all its schedules,
 -- no due scores (the record holds the tick), each record once.
@@ -18,17 +24,21 @@
 --   seconds ("": the server's clock); ARGV[3] lease seconds; ARGV[4] at most this many schedules;
 --   ARGV[5] at most this many buckets looked at
 --
--- Returns {now, earliest score left in schedules:due (-1: none), the number of buckets claimed,
--- then per bucket: bucket, n, then its n IDs; then the records of all those IDs in the same order
--- (false when the ID has no record)}; a bucket whose key holds another type is returned as
--- bucket, -1 (no IDs), and left for a minute.
+-- Returns {now, earliest score left in schedules:due (-1: none), the number of buckets claimed, the
+-- token (the leased buckets' score, as text), then per bucket: bucket, n, then its n IDs; then the
+-- records of all those IDs in the same order (false when the ID has no record)}; a bucket whose key
+-- holds another type is returned as bucket, -1 (no IDs), and left for a minute.
 
 local H, top, bucketPrefix = KEYS[1], KEYS[2], ARGV[1]
-local now = tonumber(ARGV[2]) or tonumber(redis.call('time')[1])
+local clock = redis.call('time')
+local now = tonumber(ARGV[2]) or tonumber(clock[1])
 local lease, most, budget = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 -- Numbers go to Redis as text made once: Lua formats a number for each call it is passed to.
-local nowText, leaseAt = tostring(now), tostring(now + lease)
-local out, no = {now, -1, 0}, 3
+local usec = tonumber(clock[2]) % 1000000
+if usec == 0 then usec = 1 end
+-- The token: the lease's last second, and the claim's microsecond; the lease ends at now + lease.
+local nowText, leaseAt = tostring(now), string.format('%d.%06d', now + lease - 1, usec)
+local out, no = {now, -1, 0, leaseAt}, 4
 local nbuckets, got, looked = 0, 0, 0
 -- The IDs claimed, in the order of the reply: their records are read in a few calls at the end.
 local ids, ni = {}, 0

@@ -1,11 +1,16 @@
--- Commits what the caller made of claimed schedules (schedule_claim.lua), each only if its record is
--- still the one claimed: the compare-and-set that makes each tick enqueued once, whatever the number
--- of pools, leases run out or replies lost. For a schedule whose record stands, it enqueues the
--- tick's job (as enqueue_due.lua moves a due job: a keyed job to the back of its key's queue or to
--- the lane, never refused for the key's cap), writes its new record and moves it in the due index,
--- all or nothing. A schedule whose job cannot be queued (its queue key holds another type) is left
--- as it was and due again in a minute. Then each bucket written gets its real score in schedules:due (ending the claim's
--- lease), or leaves it when empty.
+-- Commits what the caller made of claimed schedules (schedule_claim.lua), each only if nothing of it
+-- changed since the claim: the compare-and-set that makes each tick enqueued once, whatever the
+-- number of pools, leases run out or replies lost. A run of a firing claim carries the claim's token
+-- and is committed whole if its bucket's score in schedules:due is still that token (nothing of the
+-- bucket was written since: see schedule_claim.lua), else not at all; a run without a token (a
+-- Client's change of one schedule, which claims nothing) carries each schedule's record as it read
+-- it, and a schedule is committed if its record is still that one. For a schedule committed, it
+-- enqueues the tick's job (as enqueue_due.lua moves a due job: a keyed job to the back of its key's
+-- queue or to the lane, never refused for the key's cap), writes its new record and moves it in the
+-- due index, all or nothing. A schedule whose job cannot be queued (its queue key holds another
+-- type) is left as it was and due again in a minute. Then each bucket of the commit gets its real
+-- score in schedules:due (ending the claim's lease, or another claim's whose token it breaks), or
+-- leaves it when empty.
 --
 -- A commit carries hundreds of ticks: its loop over them creates no table per tick and calls
 -- Redis only for a keyed job's own queue (not for one that goes to the lane); everything else is
@@ -18,28 +23,59 @@
 -- KEYS[1] schedules hash; KEYS[2] schedules:due; KEYS[3] known_jobs
 -- ARGV[1] the buckets' key prefix (<ns>:schedules:due:); ARGV[2] the namespace's prefix (<ns>:);
 --   ARGV[3] wake-up channel; ARGV[4] the time of the claim, epoch seconds
--- ARGV[5..] runs of schedules of one bucket: the bucket, the number of schedules n, then 7 fields a
---   schedule: ID, the record claimed ("": none), its new record ("": left as it is), its new due
---   score ("": out of the due index), then the job to enqueue: job name ("": none), key ("": none),
+-- ARGV[5..] runs of schedules of one bucket: the bucket, the number of schedules n, the claim's
+--   token ("": none, the records are compared), then 7 fields a schedule: ID, the record read
+--   (compared without a token; "": none), its new record ("": left as it is), its new due score
+--   ("": out of the due index), then the job to enqueue: job name ("": none), key ("": none),
 --   payload (for a keyed job, its in-progress entry "<key>\n<payload>", which is also its lane member)
 --
--- Returns {committed, stale (their record changed since the claim), refused (their queue key holds
--- another type), the earliest score left in schedules:due (-1: none)}.
+-- Returns {committed, stale (their bucket or record changed since the claim), refused (their queue
+-- key holds another type), the earliest score left in schedules:due (-1: none)}.
 
 local H, top, known = KEYS[1], KEYS[2], KEYS[3]
 local bucketPrefix, prefix, channel, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local argc = #ARGV
-local ids, n = {}, 0
--- The keys of each job name's keyed jobs, once each (seenOf[name]: key -> its index), and whether a
--- key gets more than one job, for the lane's plan (lanePlan).
-local keysOf, manyOf, seenOf = {}, {}, {}
-local a = 5
+-- The runs' tokens checked first: runs[r] is false for a run whose bucket changed since its claim.
+-- ids and at: the IDs of the runs without a token, and the index of each among all schedules.
+-- held[token][bucket]: the buckets whose score is still the token, read once a token (a commit
+-- normally carries one claim's): members read by score, whose text Redis does not format.
+local runs, held, nruns = {}, {}, 0
+local ids, at, nids = {}, {}, 0
+local a, n = 5, 0
 while a <= argc do
+  local c, token = tonumber(ARGV[a + 1]), ARGV[a + 2]
+  nruns = nruns + 1
+  if token ~= '' then
+    local h = held[token]
+    if not h then
+      h = {}
+      for _, b in ipairs(redis.call('zrangebyscore', top, token, token)) do h[b] = true end
+      held[token] = h
+    end
+    runs[nruns] = h[ARGV[a]] == true
+  else
+    runs[nruns] = true
+    for j = 0, c - 1 do
+      nids = nids + 1
+      ids[nids], at[nids] = ARGV[a + 3 + 7 * j], n + j + 1
+    end
+  end
+  n, a = n + c, a + 3 + 7 * c
+end
+local curs = {}
+for i = 1, nids, 1000 do
+  local r = redis.call('hmget', H, unpack(ids, i, math.min(nids, i + 999)))
+  for j = 1, #r do curs[at[i + j - 1]] = r[j] or '' end
+end
+-- The keys of each job name's keyed jobs, once each (seenOf[name]: key -> its index), and whether a
+-- key gets more than one job, for the lane's plan (lanePlan). Runs refused are left out.
+local keysOf, manyOf, seenOf = {}, {}, {}
+a = 5
+for r = 1, nruns do
   local c = tonumber(ARGV[a + 1])
-  a = a + 2
-  for j = 0, c - 1 do
+  a = a + 3
+  for j = 0, (runs[r] and c or 0) - 1 do
     local f = a + 7 * j
-    ids[n + j + 1] = ARGV[f]
     local name, K = ARGV[f + 4], ARGV[f + 5]
     if name ~= '' and K ~= '' then
       local seen = seenOf[name]
@@ -57,14 +93,9 @@ while a <= argc do
       end
     end
   end
-  n, a = n + c, a + 7 * c
+  a = a + 7 * c
 end
 local committed, stale, refused = 0, 0, 0
-local curs = {}
-for i = 1, n, 1000 do
-  local r = redis.call('hmget', H, unpack(ids, i, math.min(n, i + 999)))
-  for j = 1, #r do curs[i + j - 1] = r[j] end
-end
 -- What to write: the records; per job name its plain jobs, or its keyed state and the keys pushed;
 -- per bucket run the schedules to add (score, ID) and to remove; the buckets' real scores.
 local hset, nh = {}, 0
@@ -74,7 +105,8 @@ local topAdd, nta, topRem, ntr = {}, 0, {}, 0
 -- bucket's among them (add, rem); it returns the bucket's new counts.
 local function commitOne(i, a, add, na, rem, nr)
   local id = ARGV[a]
-  if (curs[i] or '') ~= ARGV[a + 1] then
+  local cur = curs[i]
+  if cur and cur ~= ARGV[a + 1] then
     stale = stale + 1
     return na, nr
   end
@@ -160,14 +192,18 @@ local function commitOne(i, a, add, na, rem, nr)
 end
 local i = 0
 a = 5
-while a <= argc do
+for r = 1, nruns do
   local b, c = ARGV[a], tonumber(ARGV[a + 1])
-  a = a + 2
+  a = a + 3
   local add, na, rem, nr = {}, 0, {}, 0
-  for _ = 1, c do
-    i = i + 1
-    na, nr = commitOne(i, a, add, na, rem, nr)
-    a = a + 7
+  if runs[r] then
+    for _ = 1, c do
+      i = i + 1
+      na, nr = commitOne(i, a, add, na, rem, nr)
+      a = a + 7
+    end
+  else
+    stale, i, a = stale + c, i + c, a + 7 * c
   end
   -- The bucket's writes, and its real score for schedules:due.
   local key = bucketPrefix .. b

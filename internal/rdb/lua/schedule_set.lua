@@ -6,7 +6,8 @@
 -- next tick after it and ask again. Each written schedule not paused enters its bucket of the due
 -- index, and the bucket's score in schedules:due is lowered to it if it is earlier; when that makes
 -- a schedule due sooner than any before, its due time is published on the due channel, so pools wake
--- for it.
+-- for it. A claim holding a bucket written loses its token (scheduleUnclaim): its commit writes
+-- nothing of the bucket, whose schedules are claimed again as they now are.
 --
 -- keys: 2
 -- uses: keychecks, schedules
@@ -20,9 +21,12 @@
 -- tick (not written: its next tick must come after it).
 
 local H, top, bucketPrefix, channel = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
--- Lowering a bucket's score takes ZADD with LT (Redis 6.2, miniredis v2.21.0): a server without it
--- refuses this call, which changes nothing (XX, and no member is ever ""), before anything is written.
-wrongType(pcallReply('zadd', top, 'XX', 'LT', 0, ''), 'what schedules need (ZADD with LT: Redis 6.2, miniredis v2.21.0)')
+-- Lowering a bucket's score takes ZADD with LT, and breaking a claim's token ZMSCORE (Redis 6.2,
+-- miniredis v2.30.3): a server without them refuses these calls, which change nothing (XX, and no
+-- member is ever ""), before anything is written.
+local NEEDS = 'what schedules need (ZADD with LT, ZMSCORE: Redis 6.2, miniredis v2.30.3)'
+wrongType(pcallReply('zadd', top, 'XX', 'LT', 0, ''), NEEDS)
+wrongType(pcallReply('zmscore', top, ''), NEEDS)
 local n = (#ARGV - 2) / 4
 local ids = {}
 for i = 1, n do ids[i] = ARGV[3 + 4 * (i - 1)] end
@@ -33,7 +37,7 @@ for i = 1, n, 1000 do
 end
 local first = redis.call('zrange', top, 0, 0, 'WITHSCORES')
 local earliest = tonumber(first[2])
-local out, hset, lower = {}, {}, {}
+local out, hset, lower, written = {}, {}, {}, {}
 local soonest
 for i = 1, n do
   local a = 3 + 4 * (i - 1)
@@ -55,6 +59,7 @@ for i = 1, n do
   if status == 'c' or status == 'r' then
     hset[#hset + 1] = id
     hset[#hset + 1] = rec
+    written[#written + 1] = b
     if not paused and due ~= '' then
       redis.call('zadd', bucketPrefix .. b, due, id)
       lower[#lower + 1] = due
@@ -67,6 +72,7 @@ for i = 1, n do
   end
 end
 for i = 1, #hset, 1000 do redis.call('hset', H, unpack(hset, i, math.min(#hset, i + 999))) end
+scheduleUnclaim(top, written)
 -- NX adds the buckets not in the index, LT lowers those that are: LT alone would do both, but
 -- miniredis before v2.30.4 never adds a member with it.
 for i = 1, #lower, 1000 do
