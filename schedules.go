@@ -7,11 +7,12 @@ package work
 //
 // How a tick is enqueued once: a schedule's record holds its next tick, and a due index holds when
 // that tick is due. A pool claims due schedules (leasing their bucket of the index, so pools share
-// the work), computes in Go which tick to enqueue and the next one (cron.go), then commits: a script
-// that enqueues the job and writes the new record only if the record is still the one claimed. A
-// second commit of the same tick, from a pool whose lease ran out or whose reply was lost, finds the
-// record changed and does nothing; a claim that is never committed (its pool died) leaves the record
-// as it was, for another pool to claim once the lease ends.
+// the work, with a lease score that is the claim's token), computes in Go which tick to enqueue and
+// the next one (cron.go), then commits: a script that enqueues the jobs and writes the new records
+// only if the bucket still holds the token, which every other write of the bucket's schedules
+// removes. A second commit of the same tick, from a pool whose lease ran out or whose reply was
+// lost, finds the token gone and does nothing; a claim that is never committed (its pool died)
+// leaves the records as they were, for another pool to claim once the lease ends.
 //
 // What it costs Redis: with nothing due, nothing (the pools learn when the earliest schedule is due
 // from the looks they make anyway); a tick costs a few commands in the claim and in the commit,

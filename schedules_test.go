@@ -872,6 +872,59 @@ func TestScheduleCommitOfOneBucket(t *testing.T) {
 	}
 }
 
+// A claim that finds an index entry without a record plans its removal from the index; a schedule of
+// that ID created before the commit takes the claim's token away, so the commit does not remove the
+// new schedule's entry, and the schedule fires. Schedules new to the index take no token: a claim of
+// their bucket commits.
+func TestScheduleCreatedOverAClaimedGhostFires(t *testing.T) {
+	f := newSchedFixture(t)
+	t0 := utc(t, "2024-01-01 08:59:00")
+	at := utc(t, "2024-01-01 09:00:00").Unix()
+	b := rdb.ScheduleBucket("ghost")
+	var other string
+	for i := 0; other == ""; i++ {
+		if id := fmt.Sprintf("other-%d", i); rdb.ScheduleBucket(id) == b {
+			other = id
+		}
+	}
+	rdo(t, f.pool, "ZADD", f.st.Ks.ScheduleBucket(b), at, "ghost")
+	rdo(t, f.pool, "ZADD", f.st.Ks.SchedulesDue(), at, b)
+	commitClaims := func() rdb.CommitResult {
+		t.Helper()
+		_, _, claims, err := f.st.ClaimSchedules(context.Background(), at, scheduleLease, 100, 100)
+		if err != nil || len(claims) != 1 || claims[0].Id != "ghost" || claims[0].Rec != nil {
+			t.Fatalf("claim: %+v, %v", claims, err)
+		}
+		// Meanwhile: a schedule new to the index in the same bucket, then the ghost's own.
+		f.set(t0, Schedule{ID: other, Spec: "0 0 10 * * *", JobName: "j"})
+		score, _ := rdo(t, f.pool, "ZSCORE", f.st.Ks.SchedulesDue(), strconv.Itoa(b)).([]byte)
+		if got, err1 := strconv.ParseFloat(string(score), 64); err1 != nil || strconv.FormatFloat(got, 'f', 6, 64) != claims[0].Token {
+			t.Fatalf("the bucket's score %q after a new schedule, want the claim's token %q", score, claims[0].Token)
+		}
+		c, ok := planClaim(&claims[0], at, f.log)
+		if !ok || c.Due != -1 {
+			t.Fatalf("plan: %+v, %v", c, ok)
+		}
+		// Due after the claim's lease, so that the bucket's score is not lowered below the token.
+		f.set(t0, Schedule{ID: "ghost", Spec: "0 30 9 * * *", JobName: "j"})
+		res, err := f.st.CommitSchedules(context.Background(), at, []rdb.ScheduleCommit{c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := commitClaims(); res.Committed != 0 || res.Stale != 1 {
+		t.Fatalf("commit: %+v, want the ghost's stale", res)
+	}
+	if n := rInt(t, f.pool, "ZSCORE", f.st.Ks.ScheduleBucket(b), "ghost"); n != at+30*60 {
+		t.Errorf("the new schedule's due score %d, want %d", n, at+30*60)
+	}
+	f.fire(time.Unix(at+30*60, 0))
+	if got := f.jobs("j", ""); len(got) != 1 || got[0].ScheduleID != "ghost" {
+		t.Errorf("jobs: %+v, want the ghost schedule's tick", got)
+	}
+}
+
 // A firing loop's commit carries its next claim in one round trip, and Redis runs them in that order:
 // the claim sees the commit's writes. Here the commit puts its schedule back in the index, due at
 // once, so the claim that goes with it takes it again, with the schedule due in another bucket.

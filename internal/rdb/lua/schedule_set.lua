@@ -6,8 +6,10 @@
 -- next tick after it and ask again. Each written schedule not paused enters its bucket of the due
 -- index, and the bucket's score in schedules:due is lowered to it if it is earlier; when that makes
 -- a schedule due sooner than any before, its due time is published on the due channel, so pools wake
--- for it. A claim holding a bucket written loses its token (scheduleUnclaim): its commit writes
--- nothing of the bucket, whose schedules are claimed again as they now are.
+-- for it. A claim holding the bucket of a schedule replaced, or of one created that was in the index
+-- already (a claim found it without a record), loses its token (scheduleUnclaim): its commit writes
+-- nothing of the bucket, whose schedules are claimed again as they now are. A schedule new to the
+-- index was in no claim, so creating schedules in bulk reads no token.
 --
 -- keys: 2
 -- uses: keychecks, schedules
@@ -59,15 +61,16 @@ for i = 1, n do
   if status == 'c' or status == 'r' then
     hset[#hset + 1] = id
     hset[#hset + 1] = rec
-    written[#written + 1] = b
     if not paused and due ~= '' then
-      redis.call('zadd', bucketPrefix .. b, due, id)
+      -- A schedule already in the index may be held by a claim: one replaced, or one the claim
+      -- found without a record.
+      if redis.call('zadd', bucketPrefix .. b, due, id) == 0 or status == 'r' then written[#written + 1] = b end
       lower[#lower + 1] = due
       lower[#lower + 1] = b
       local d = tonumber(due)
       if not soonest or d < soonest then soonest = d end
     else
-      redis.call('zrem', bucketPrefix .. b, id)
+      if redis.call('zrem', bucketPrefix .. b, id) == 1 or status == 'r' then written[#written + 1] = b end
     end
   end
 end
