@@ -7,11 +7,11 @@
 -- later) gets its real score, or leaves schedules:due when empty.
 --
 -- The lease's score is also the claim's token: the lease's last second, and the claim's microsecond
--- (TIME's, never 0) as six decimals, so that a claim at the lease's end takes the bucket. Every other write of a bucket's schedules writes
--- the bucket's score in schedules:due with no decimals (a commit, a claim, schedule_set.lua,
--- schedule_control.lua), so a commit that finds its token still there knows that nothing of the
--- bucket changed since its claim, and compares no record: each tick is committed once whoever
--- claimed it.
+-- (TIME's, never 0) as six decimals, so that a claim at the lease's end takes the bucket. Every other
+-- write of a schedule a claim may hold writes its bucket's score in schedules:due without decimals
+-- (another claim, a commit, schedule_set.lua, schedule_control.lua), so a commit that finds its
+-- token still there knows that nothing it claimed changed since, and compares no record: each tick
+-- is committed once whoever claimed it.
 --
 -- The reply holds what the caller plans with and nothing else: a bucket once for all its schedules,
 -- no due scores (the record holds the tick), each record once.

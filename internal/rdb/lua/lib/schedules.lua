@@ -6,9 +6,9 @@
 -- next is the epoch second of the schedule's next tick (0: none), last that of the last tick it
 -- enqueued (0: none), flags 1 when it is paused, 0 otherwise. Ticks are computed in Go, never here.
 --
--- A bucket's score in schedules:due with decimals is a claim's token (schedule_claim.lua): every
--- write of a bucket's schedules other than that claim's commit drops them (scheduleUnclaim), so that
--- the claim's commit finds its token gone and commits nothing of the bucket.
+-- A bucket's score in schedules:due with decimals is a claim's token (schedule_claim.lua): a write
+-- of a schedule the claim may hold drops them (scheduleUnclaim; commits and other claims write the
+-- score anew), so that the claim's commit finds its token gone and commits nothing of the bucket.
 --
 -- uses: none
 -- defines: scheduleHead, scheduleRecord, scheduleUnclaim
