@@ -555,7 +555,9 @@ func (f *fetcher) exchange(n int) error {
 	f.pushedLocked(from)
 	if behind {
 		f.behindUntil = max(f.behindUntil, x.Handed)
-		if !f.behindTimer {
+		// A fetch that took no job puts none behind: it arms no bound, which would be spent on
+		// nothing and leave the next jobs behind without one.
+		if !f.behindTimer && len(f.behind) > 0 {
 			// One bound from the first job that waits, not renewed by later fetches.
 			f.behindTimer = true
 			f.behindSeq++

@@ -351,6 +351,44 @@ func TestLostHandOffMessagesDoNotStallFetches(t *testing.T) {
 	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() == 3 })
 }
 
+// TestAFetchOfNothingBehindLostHandOffsLeavesNoStall: a fetch that finds no job while hand-offs are
+// unread puts nothing behind them and leaves no bound armed, so the jobs of a later fetch behind
+// hand-offs that never come (lost again, as after a restarted Redis that lost its last writes) get
+// one of their own and go to the workers. Before, the first fetch armed the bound, which fired on
+// nothing and stayed armed: the later jobs waited for the lost hand-offs, and a pool whose room they
+// filled never fetched again (the faults scenario b', where Redis restarts from an append-only file
+// that lost its last second, failed so in 6 of 9 runs with -race).
+func TestAFetchOfNothingBehindLostHandOffsLeavesNoStall(t *testing.T) {
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	var runs atomic.Int64
+	wp := NewWorkerPool(bhvCtx{}, 1, ns, pool)
+	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
+	bhvStart(t, wp)
+	wp.Drain()
+	f := wp.reg.run.fetcher
+	eventually(t, 10*time.Second, "the pool to subscribe", f.ready.subscribed.Load)
+	handed := bhvKey(ns, "handoffs", wp.reg.run.poolID)
+	rdo(t, pool, "INCRBY", handed, 5)
+	f.ready.notify("a", false) // a fetch of an empty queue, behind five hand-offs never read
+	time.Sleep(markerWait + 500*time.Millisecond)
+	f.batchMu.Lock()
+	armed, behind := f.behindTimer, len(f.behind)
+	f.batchMu.Unlock()
+	if armed && behind == 0 {
+		t.Errorf("a bound is armed with no job behind it: the next jobs behind would get none")
+	}
+	rdo(t, pool, "INCRBY", handed, 5)
+	// More jobs than the pool has room for: those fetched fill it, so it fetches no more until they
+	// go to the workers.
+	for n := 1; n <= 50; n++ {
+		if _, err := NewEnqueuer(ns, pool).Enqueue("a", Q{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() == 50 })
+}
+
 // A job handed to a pool before another pool reaped it (its reaper put the job back) is not run by
 // the pool when it reads the hand-off after its heartbeat found it reaped: the job runs once, from
 // its queue.
