@@ -179,7 +179,6 @@ func (f *fetcher) releaseBehind(seq uint64) {
 			f.p.out.leftUnheld()
 		}
 		f.pushBehindLocked(true)
-		f.behindTimer = false // spent, even with nothing behind: the next jobs behind arm another
 	}
 	f.batchMu.Unlock()
 }

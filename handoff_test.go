@@ -332,23 +332,32 @@ func TestAPoolUnderABacklogDoesNotRegister(t *testing.T) {
 // (lost with a subscription or a restarted Redis) stop holding room within markerWait: the pool's
 // fetches take jobs again.
 func TestLostHandOffMessagesDoNotStallFetches(t *testing.T) {
+	wp, pool, ns, runs := lostHandOffPool(t)
+	rdo(t, pool, "INCRBY", bhvKey(ns, "handoffs", wp.reg.run.poolID), 5) // never read
+	enqueueAAndRun(t, pool, ns, runs, 3)
+}
+
+// lostHandOffPool starts a pool of one worker waiting for hand-offs of "a" (startWaitingForA), for
+// the tests of hand-offs counted in Redis whose messages never come.
+func lostHandOffPool(t *testing.T) (*WorkerPool, *redis.Pool, string, *atomic.Int64) {
+	t.Helper()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	var runs atomic.Int64
 	wp := NewWorkerPool(bhvCtx{}, 1, ns, pool)
-	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
-	bhvStart(t, wp)
-	wp.Drain()
-	f := wp.reg.run.fetcher
-	eventually(t, 10*time.Second, "the pool to subscribe", f.ready.subscribed.Load)
-	// Five hand-offs the pool will never read.
-	rdo(t, pool, "INCRBY", bhvKey(ns, "handoffs", wp.reg.run.poolID), 5)
-	for n := 1; n <= 3; n++ {
-		if _, err := NewEnqueuer(ns, pool).Enqueue("a", Q{"n": n}); err != nil {
+	startWaitingForA(t, wp, pool, ns, &runs)
+	return wp, pool, ns, &runs
+}
+
+// enqueueAAndRun enqueues n jobs of "a" and waits for runs to count them all.
+func enqueueAAndRun(t *testing.T, pool *redis.Pool, ns string, runs *atomic.Int64, n int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		if _, err := NewEnqueuer(ns, pool).Enqueue("a", Q{"n": i}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() == 3 })
+	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() == int64(n) })
 }
 
 // TestAFetchOfNothingBehindLostHandOffsLeavesNoStall: a fetch that finds no job while hand-offs are
@@ -359,15 +368,8 @@ func TestLostHandOffMessagesDoNotStallFetches(t *testing.T) {
 // filled never fetched again (the faults scenario b', where Redis restarts from an append-only file
 // that lost its last second, failed so in 6 of 9 runs with -race).
 func TestAFetchOfNothingBehindLostHandOffsLeavesNoStall(t *testing.T) {
-	pool := newTestPool(t)
-	ns := newTestNamespace(t, pool)
-	var runs atomic.Int64
-	wp := NewWorkerPool(bhvCtx{}, 1, ns, pool)
-	wp.Job("a", func(*Job) error { runs.Add(1); return nil })
-	bhvStart(t, wp)
-	wp.Drain()
+	wp, pool, ns, runs := lostHandOffPool(t)
 	f := wp.reg.run.fetcher
-	eventually(t, 10*time.Second, "the pool to subscribe", f.ready.subscribed.Load)
 	handed := bhvKey(ns, "handoffs", wp.reg.run.poolID)
 	rdo(t, pool, "INCRBY", handed, 5)
 	f.ready.notify("a", false) // a fetch of an empty queue, behind five hand-offs never read
@@ -381,12 +383,7 @@ func TestAFetchOfNothingBehindLostHandOffsLeavesNoStall(t *testing.T) {
 	rdo(t, pool, "INCRBY", handed, 5)
 	// More jobs than the pool has room for: those fetched fill it, so it fetches no more until they
 	// go to the workers.
-	for n := 1; n <= 50; n++ {
-		if _, err := NewEnqueuer(ns, pool).Enqueue("a", Q{"n": n}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() == 50 })
+	enqueueAAndRun(t, pool, ns, runs, 50)
 }
 
 // A job handed to a pool before another pool reaped it (its reaper put the job back) is not run by
