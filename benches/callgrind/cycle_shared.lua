@@ -7,9 +7,13 @@
 -- key's limit would wait in a list of its key until a slot frees; these setups never put one there,
 -- so that path is not counted. With ARGV[1] 3, a limit of one job a key kept without a count: only a
 -- key's next job is in the set (setup_shared.lua "head"), and each release moves the key's following
--- job from its list into the set.
+-- job from its list into the set. With ARGV[1] 4, the same with the bookkeeping the library keeps
+-- beside it (setup_shared.lua "headbook"): a key's lane field marks its slot taken ('r' while its
+-- job runs, the score of its next job in the set, dropped when it has none), and the waiting index
+-- holds the jobs in its list (LLEN after each move, the entry dropped at 0).
 --
--- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job), 2 (calls per take) or 3 (next job only),
+-- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job), 2 (calls per take), 3 (next job only) or 4
+-- (next job only, with its bookkeeping),
 -- ARGV[2] jobs per take, ARGV[3] takes. Returns the jobs taken.
 local p = 'cg:keyed:a:'
 local mode, n, rounds = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -58,6 +62,11 @@ for _ = 1, rounds do
     end
   end
   if mode == 2 then counts(keys, no, 1) end
+  if mode == 4 then
+    local set = {}
+    for i = 1, no do set[2 * i - 1], set[2 * i] = keys[i], 'r' end
+    redis.call('hset', p .. 'lane', unpack(set, 1, 2 * no))
+  end
   redis.call('hset', p .. 'meta', 'vt', popped[#popped])
   redis.call('lpush', p .. 'pool:inprogress', unpack(out, 1, no))
   for i = 1, no do
@@ -67,6 +76,41 @@ for _ = 1, rounds do
     end
   end
   if mode == 2 then counts(keys, no, -1) end
+  if mode == 4 then
+    -- The key's next job joins the set in its slot (the lane field reads 'r' for each key here: the
+    -- ack reads it to know the key's slot is its own).
+    local marks = redis.call('hmget', p .. 'lane', unpack(keys, 1, no))
+    local add, na, set, ns, del, nd, upd, nu, gone, ng = {}, 0, {}, 0, {}, 0, {}, 0, {}, 0
+    for i = 1, no do
+      if marks[i] == 'r' then
+        local q = p .. '{' .. keys[i] .. '}'
+        local nxt = redis.call('rpop', q)
+        if nxt then
+          local s = tostring(tonumber(popped[2 * i]) + 1)
+          add[na + 1], add[na + 2] = s, nxt
+          na = na + 2
+          set[ns + 1], set[ns + 2] = keys[i], s
+          ns = ns + 2
+          local left = redis.call('llen', q)
+          if left > 0 then
+            upd[nu + 1], upd[nu + 2] = left, keys[i]
+            nu = nu + 2
+          else
+            ng = ng + 1
+            gone[ng] = keys[i]
+          end
+        else
+          nd = nd + 1
+          del[nd] = keys[i]
+        end
+      end
+    end
+    if na > 0 then redis.call('zadd', p .. 'shared', unpack(add, 1, na)) end
+    if ns > 0 then redis.call('hset', p .. 'lane', unpack(set, 1, ns)) end
+    if nd > 0 then redis.call('hdel', p .. 'lane', unpack(del, 1, nd)) end
+    if nu > 0 then redis.call('zadd', p .. 'waiting', 'XX', unpack(upd, 1, nu)) end
+    if ng > 0 then redis.call('zrem', p .. 'waiting', unpack(gone, 1, ng)) end
+  end
   if mode == 3 then
     -- A limit of one: the key's next job joins the set as this one ends, a turn later.
     local add, na = {}, 0
