@@ -39,6 +39,9 @@
 -- whose job it popped. A take of a name that needs none of that (no overrides, counts, rate or key
 -- with a queue) reads a round of lane jobs alone with ZRANGE and removes it by rank: Redis then
 -- formats no score for it but the last one's, which moves vt.
+-- The same way, a take whose every key may run one job at most (KeyConcurrency 1, no overrides or
+-- rate) reads a round of queue keys alone: no key it serves gets a turn after it, so no score but
+-- the last one's is needed, and each key is read, popped and counted in a loop of its own.
 --
 -- A key with no job waiting or running has none of these but its overrides. The invariant that
 -- keeps keys moving: a key with jobs waiting that is not paused, at its concurrency limit or past
@@ -608,6 +611,10 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   -- loop of their own, which makes no table per key: laneKeys, the keys of the jobs it served, and
   -- quick, per round the index in out of its first job, its jobs and its last score.
   local plain, laneKeys, quick = nil, {}, {}
+  -- one: whether every key of the name may run one job at a time and no more (the name's
+  -- KeyConcurrency 1, no overrides, no rate): rounds of queue keys alone then go through a loop of
+  -- their own, until a round finds a lane job, a score beyond reach or a count below 0.
+  local one
   -- giveBack returns a round's popped keys to ready at their scores, when the take must stop.
   local function giveBack(popped)
     local add = {}
@@ -628,6 +635,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       counting = keyedCounting(k, m[3], d)
       plain = not hasConf and not counting and not (d.rateJobs > 0 and d.ratePeriod > 0) and
         redis.call('exists', k.waiting) == 0
+      one = counting and not hasConf and d.limit == 1 and not (d.rateJobs > 0 and d.ratePeriod > 0)
     end
     local isQuick, popped = false, nil
     if plain then
@@ -661,6 +669,63 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         isQuick, plain = false, false
         for h = #out, at + 1, -1 do out[h] = nil end
         for h = #laneKeys, nl + 1, -1 do laneKeys[h] = nil end
+      end
+    end
+    if not isQuick and one then
+      -- A round of keys that may each run one job: those not running give one job each, and none
+      -- gets a turn after it (at its limit, or drained), so their scores are not read but the
+      -- last one's, which moves vt, and they are removed by rank. It fills the tables of the
+      -- general round (the counts, backlogs and drained keys the take writes at its end). A lane
+      -- job, a score beyond reach or a count below 0 (written by hand: the general round lets such
+      -- a key run more) sends this round and the take's next ones the general way.
+      local keys = pcallReply('zrange', k.ready, 0, n - got - 1)
+      if wrongType(keys, KEYED_NEEDS) then return nil end
+      if #keys == 0 then break end
+      local last
+      for _, K in ipairs(keys) do
+        if string.find(K, '\n', 1, true) then
+          last = false
+          break
+        end
+      end
+      if last == nil then last = tonumber(redis.call('zscore', k.ready, keys[#keys])) end
+      local running = last and last <= vt + 1e12 and redis.pcall('hmget', k.running, unpack(keys))
+      if running and running.err then return nil end
+      if running then
+        for i = 1, #keys do
+          if (tonumber(running[i] or '') or 0) < 0 then
+            running = nil
+            break
+          end
+        end
+      end
+      if running then
+        redis.call('zremrangebyrank', k.ready, 0, #keys - 1)
+        isQuick = true
+        if last > vt then vt = last end
+        if wide == nil then wide = #keys >= WIDE_AT end
+        for i, K in ipairs(keys) do
+          local had = running[i]
+          if (tonumber(had or '') or 0) + (taken[K] or 0) == 0 then
+            local q = keyedQueue(k, K)
+            local v = redis.pcall('rpop', q)
+            if type(v) == 'string' then
+              out[#out + 1] = K .. '\n' .. v
+              local left = redis.call('llen', q)
+              backlog[K] = left
+              if left == 0 then drained[#drained + 1] = K end
+              got = got + 1
+              taken[K] = 1
+              served[K] = had or '0'
+            else
+              -- An empty queue, or one of another type (skipped, as the general round does).
+              backlog[K] = 0
+              drained[#drained + 1] = K
+            end
+          end
+        end
+      else
+        one = false
       end
     end
     if not isQuick then
