@@ -180,3 +180,27 @@ func keyedStateDump(t *testing.T, pool *redis.Pool, p string) string {
 	}
 	return b.String()
 }
+
+// keyedCount reads a running count as tonumber does, 0 for none or for text that is not a number,
+// also when it reads the same text again (from its cache).
+func TestKeyedCountReadsCountsAsNumbers(t *testing.T) {
+	pool := newTestPool(t)
+	_, lib, err := readLua("lua/lib/keychecks.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, keyed, err := readLua("lua/lib/keyed.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `return {keyedCount(nil), keyedCount('3'), keyedCount('x'), keyedCount('3'), keyedCount('x'),
+  keyedCount('-1'), keyedCount('12'), keyedCount('')}`
+	got, err := redis.Ints(redistest.Do(t, pool, "EVAL", lib+"\n"+keyed+"\n"+body, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{0, 3, 0, 3, 0, -1, 12, 0}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("keyedCount gave %v, want %v", got, want)
+	}
+}

@@ -53,7 +53,7 @@
 -- their scripts fail with an error that says so (KEYED_NEEDS).
 --
 -- uses: keychecks
--- defines: keyedNum, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedCap, laneRead, keyedBacklog, lanePlan, laneSpill, laneScore, laneAdd, laneWrite, keyedCheckMany, keyedPushMany, keyedPush, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, laneSettle, keyedTake
+-- defines: keyedNum, keyedCount, keyedKeys, keyedQueue, keyedSplit, keyedTypesOK, keyedReadyMany, keyedReady, keyedCap, laneRead, keyedBacklog, lanePlan, laneSpill, laneScore, laneAdd, laneWrite, keyedCheckMany, keyedPushMany, keyedPush, keyedReturn, keyedRelease, keyedRecount, keyedCounting, keyedReleaseMany, laneSettle, keyedTake
 
 -- KEYED_NEEDS is what keyed jobs need of the server, as an error names it.
 local KEYED_NEEDS = 'what keyed jobs need (ZMSCORE and RPOP with a count: Redis 6.2, miniredis v2.30.3)'
@@ -101,6 +101,22 @@ local function keyedNum(n)
     NUMS[n] = t
   end
   return t
+end
+
+-- COUNTS holds the numbers keyedCount read in this script's run, by their text.
+local COUNTS = {}
+-- keyedCount returns the number a running count's text holds (0 for none, or for text that is not
+-- a number), parsing each text once a run: Lua parses a string with the C library's strtod, and a
+-- take or a release reads the same few counts for key after key (a loop that parsed one a key cost
+-- Redis about 2,800 instructions a key).
+local function keyedCount(s)
+  if not s then return 0 end
+  local c = COUNTS[s]
+  if not c then
+    c = tonumber(s) or 0
+    COUNTS[s] = c
+  end
+  return c
 end
 
 -- keyedKeys returns the keys of a job name's keyed state, from its prefix <ns>:keyed:<name>:.
@@ -516,7 +532,7 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
   if had.err then return end
   local set, gone = {}, {}
   for i, K in ipairs(keys) do
-    local left = (tonumber(had[i] or '') or 0) - byKey[K]
+    local left = keyedCount(had[i]) - byKey[K]
     if left > 0 then
       set[#set + 1] = K
       set[#set + 1] = keyedNum(left)
@@ -535,7 +551,7 @@ local function keyedReleaseMany(k, byKey, d, name, channel)
   for i, K in ipairs(keys) do
     local limit = d.limit
     if conf and conf[K] then limit = conf[K].limit end
-    if limit == 0 or (tonumber(had[i] or '') or 0) >= limit then rearm[#rearm + 1] = K end
+    if limit == 0 or keyedCount(had[i]) >= limit then rearm[#rearm + 1] = K end
   end
   if #rearm == 0 then return end
   local scores = pcallReply('zmscore', k.waiting, unpack(rearm))
@@ -693,7 +709,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       if running and running.err then return nil end
       if running then
         for i = 1, #keys do
-          if (tonumber(running[i] or '') or 0) < 0 then
+          if keyedCount(running[i]) < 0 then
             running = nil
             break
           end
@@ -706,7 +722,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         if wide == nil then wide = #keys >= WIDE_AT end
         for i, K in ipairs(keys) do
           local had = running[i]
-          if (tonumber(had or '') or 0) + (taken[K] or 0) == 0 then
+          if keyedCount(had) + (taken[K] or 0) == 0 then
             local q = keyedQueue(k, K)
             local v = redis.pcall('rpop', q)
             if type(v) == 'string' then
@@ -860,7 +876,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
           local o = conf and conf[K]
           local limit, weight, rj, rp = d.limit, 1, d.rateJobs, d.ratePeriod
           if o then limit, weight, rj, rp = o.limit, o.weight, o.rateJobs, o.ratePeriod end
-          local run = (tonumber(runningOf[K] or '') or 0) + (taken[K] or 0)
+          local run = keyedCount(runningOf[K]) + (taken[K] or 0)
           local m = math.min(quantum * weight, n - got)
           if o and o.paused then
             m = 0 -- left out of ready: resuming the key gives it a turn
@@ -1005,7 +1021,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   if counting then
     for K, t in pairs(taken) do
       counts[#counts + 1] = K
-      counts[#counts + 1] = keyedNum((tonumber(served[K]) or 0) + t)
+      counts[#counts + 1] = keyedNum(keyedCount(served[K]) + t)
     end
     redis.pcall('hset', k.running, unpack(counts))
   end
