@@ -11,6 +11,21 @@ import (
 	"github.com/workqueue/work/internal/redistest"
 )
 
+// keyedHelpers returns the text of lua/lib/keychecks.lua and lua/lib/keyed.lua, in that order, for
+// a test script to call the keyed helpers after it.
+func keyedHelpers(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, helper := range []string{"keychecks", "keyed"} {
+		_, text, err := readLua("lua/lib/" + helper + ".lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(text + "\n")
+	}
+	return b.String()
+}
+
 // keyedDriver runs keyedTake or keyedReleaseMany (lua/lib/keyed.lua) on the keyed state of job name
 // "a" under ARGV[1] (the namespace's prefix), with the defaults of a name whose pools set
 // KeyConcurrency 1: ARGV[2] "take", ARGV[3] jobs wanted, returning the entries taken; or ARGV[2]
@@ -45,15 +60,8 @@ return {}
 // type, and a running count that is not a number.
 func TestKeyedTakeOfOneJobAKeyMatchesTheGeneralRound(t *testing.T) {
 	pool := newTestPool(t)
-	_, lib, err := readLua("lua/lib/keychecks.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, keyed, err := readLua("lua/lib/keyed.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := redis.NewScript(0, lib+"\n"+keyed+"\n"+keyedDriver)
+	keyed := keyedHelpers(t)
+	script := redis.NewScript(0, keyed+keyedDriver)
 	one := redistest.Namespace(t, pool, "onetake") + ":"
 	general := redistest.Namespace(t, pool, "onetake") + ":"
 	for _, p := range []string{one, general} {
@@ -185,17 +193,10 @@ func keyedStateDump(t *testing.T, pool *redis.Pool, p string) string {
 // also when it reads the same text again (from its cache).
 func TestKeyedCountReadsCountsAsNumbers(t *testing.T) {
 	pool := newTestPool(t)
-	_, lib, err := readLua("lua/lib/keychecks.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, keyed, err := readLua("lua/lib/keyed.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyed := keyedHelpers(t)
 	body := `return {keyedCount(nil), keyedCount('3'), keyedCount('x'), keyedCount('3'), keyedCount('x'),
   keyedCount('-1'), keyedCount('12'), keyedCount('')}`
-	got, err := redis.Ints(redistest.Do(t, pool, "EVAL", lib+"\n"+keyed+"\n"+body, 0), nil)
+	got, err := redis.Ints(redistest.Do(t, pool, "EVAL", keyed+body, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

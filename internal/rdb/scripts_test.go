@@ -362,20 +362,13 @@ func TestLaneScoreRisesWithSeqAboveVt(t *testing.T) {
 	pool := newTestPool(t)
 	conn := pool.Get()
 	defer conn.Close()
-	var lib strings.Builder
-	for _, f := range []string{"keychecks", "keyed"} {
-		_, text, err := readLua("lua/lib/" + f + ".lua")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lib.WriteString(text + "\n")
-	}
+	lib := keyedHelpers(t)
 	body := `
 local out = {}
 for i = 1, #ARGV, 2 do out[#out + 1] = laneScore(tonumber(ARGV[i]), tonumber(ARGV[i + 1])) end
 return out`
 	for _, vt := range []float64{0, 0.1234567891, 1.0 / 3, 41.999999, 1e6 + 0.5, 999999999.25, 5e9, 1e12} {
-		args := []interface{}{lib.String() + body, 0}
+		args := []interface{}{lib + body, 0}
 		for _, seq := range []int{1, 2, 3, 99, 100, 101, 9999, 10000, 999998, 999999} {
 			args = append(args, strconv.FormatFloat(vt, 'g', 17, 64), seq)
 		}
