@@ -92,7 +92,8 @@ func TestJobLongerThanTheDeadPoolTimeoutIsNeverReapedNorRunTwice(t *testing.T) {
 			}
 			break
 		}
-		if n := rInt(t, pool, "LLEN", bhvKey(ns, "jobs", "crunch")); n != 0 {
+		// The dead pool's job passes through the queue once reaped: only the long job counts.
+		if holds(bhvKey(ns, "jobs", "crunch")) != 0 {
 			t.Fatalf("the long job is back in its queue")
 		}
 		checks++
