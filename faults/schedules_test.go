@@ -50,6 +50,7 @@ func TestScheduleTicksOnceUnderSIGKILL(t *testing.T) {
 			Args: work.Q{"i": i}, Missed: work.MissedRunLatest}
 	}
 	client := work.NewClient(ns, pool)
+	setAt := time.Now().Unix()
 	for range 2 {
 		if err := client.SetSchedules(list); err != nil {
 			t.Fatal(err)
@@ -153,7 +154,10 @@ func TestScheduleTicksOnceUnderSIGKILL(t *testing.T) {
 			}
 		}
 		for tk, n := range got[s.ID] {
-			if (tk < tick || tk > last) && tk != last+every {
+			// A tick due between the set and the read of the first tick (the set ran into a tick's
+			// second) fires too, once; one after the last may have begun before the deletes.
+			early := tk >= setAt && tk < tick && n == 1
+			if (tk < tick || tk > last) && tk != last+every && !early {
 				t.Errorf("%s: a job for tick %d, outside the bursts (%d times)", s.ID, tk, n)
 			}
 		}
