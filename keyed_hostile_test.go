@@ -1,6 +1,7 @@
 package work
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -116,9 +117,19 @@ func TestKeyedStateOfTheWrongTypeStopsOnlyItsOwner(t *testing.T) {
 
 // A pool's keyed in-progress list overwritten with another type stops its keyed takes; the jobs it
 // popped go back to their keys' queues and the keys back to their turns, so they run once the list
-// is repaired, even keys whose only job it was.
+// is repaired, even keys whose only job it was. KeyConcurrency 1 takes its rounds another way
+// (keyedTake's one-rounds), so it is run both ways.
 func TestKeyedInProgressOfTheWrongTypePutsKeysBack(t *testing.T) {
 	t.Parallel()
+	for _, limit := range []uint{0, 1} {
+		t.Run(fmt.Sprintf("KeyConcurrency=%d", limit), func(t *testing.T) {
+			t.Parallel()
+			testKeyedInProgressOfTheWrongType(t, limit)
+		})
+	}
+}
+
+func testKeyedInProgressOfTheWrongType(t *testing.T, limit uint) {
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
 	e := NewEnqueuer(ns, pool)
@@ -128,7 +139,7 @@ func TestKeyedInProgressOfTheWrongTypePutsKeysBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wp := NewWorkerPool(bhvCtx{}, 4, ns, pool).Job("mail", h).Job("sms", h)
+	wp := NewWorkerPool(bhvCtx{}, 4, ns, pool).JobWithOptions("mail", JobOptions{KeyConcurrency: limit}, h).Job("sms", h)
 	inprogress := ns + ":keyed:mail:" + wp.workerPoolID + ":inprogress"
 	rdo(t, pool, "SET", inprogress, "x")
 	bhvStart(t, wp)

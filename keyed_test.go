@@ -361,6 +361,10 @@ func TestKeyedTakeOfManyKeysLeavesNoListpack(t *testing.T) {
 			t.Errorf("with %d keys running, %s is a %s, want a %s", keys, part, enc, want)
 		}
 	}
+	// The take that made running a hashtable left a count of each key running and nothing else.
+	if n := rInt(t, pool, "HLEN", ns+":keyed:sync:running"); n != keys {
+		t.Errorf("running holds %d fields with %d keys running: %v", n, keys, rStrings(t, pool, "HKEYS", ns+":keyed:sync:running"))
+	}
 	free()
 	waitKeyedStateGone(t, pool, ns, "sync")
 }

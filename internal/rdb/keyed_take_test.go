@@ -57,7 +57,7 @@ return {}
 // of the name the general way); they take and release in the same steps, and after each step
 // their keyed states must be the same. The state holds keys of several jobs and of one, keys at
 // their limit, a key with an old score, one whose queue is gone, one whose queue holds another
-// type, and a running count that is not a number.
+// type, a running count that is not a number and one below 0.
 func TestKeyedTakeOfOneJobAKeyMatchesTheGeneralRound(t *testing.T) {
 	pool := newTestPool(t)
 	keyed := keyedHelpers(t)
@@ -112,6 +112,41 @@ func TestKeyedTakeOfOneJobAKeyMatchesTheGeneralRound(t *testing.T) {
 	}
 }
 
+// A take that cannot write its in-progress list (another type there) puts every job it popped
+// back and every key it served back in ready, with its count as before: the round of one job a
+// key must leave Redis as the general round does, and every key must be in ready.
+func TestKeyedTakeIntoAnInProgressOfAnotherTypePutsKeysBack(t *testing.T) {
+	pool := newTestPool(t)
+	script := redis.NewScript(0, keyedHelpers(t)+keyedDriver)
+	one := redistest.Namespace(t, pool, "onefail") + ":"
+	general := redistest.Namespace(t, pool, "onefail") + ":"
+	for _, p := range []string{one, general} {
+		k := p + "keyed:a:"
+		for i, key := range []string{"a", "b", "c"} {
+			redistest.Do(t, pool, "LPUSH", k+"{"+key+"}", key+"1")
+			redistest.Do(t, pool, "ZADD", k+"ready", i+1, key)
+			redistest.Do(t, pool, "ZADD", k+"waiting", 1, key)
+		}
+		redistest.Do(t, pool, "HSET", k+"meta", "vt", "1", "waiting", "3", "counts", "1", "limits", "1")
+		redistest.Do(t, pool, "SET", k+"pool:inprogress", "another type")
+	}
+	redistest.Do(t, pool, "HSET", general+"keyed:a:conf", "w:no-such-key", "2")
+	for _, p := range []string{one, general} {
+		conn := pool.Get()
+		_, err := script.Do(conn, p, "take", 5)
+		conn.Close()
+		if err == nil || !strings.Contains(err.Error(), "the take failed") {
+			t.Fatalf("%s: the take into an in-progress list of another type gave %v, want it to fail", p, err)
+		}
+		if ready := redistest.Strings(t, pool, "ZRANGE", p+"keyed:a:ready", 0, -1); strings.Join(ready, " ") != "a b c" {
+			t.Fatalf("%s: ready holds %q after the failed take, want a b c", p, ready)
+		}
+	}
+	if sa, sb := keyedStateDump(t, pool, one), keyedStateDump(t, pool, general); sa != sb {
+		t.Fatalf("the keyed state after the failed round of one job a key:\n%s\nafter the general round:\n%s", sa, sb)
+	}
+}
+
 // fillOneJobAKeyState writes the keyed state of TestKeyedTakeOfOneJobAKeyMatchesTheGeneralRound
 // under prefix p (<ns>:keyed:a:).
 func fillOneJobAKeyState(t *testing.T, pool *redis.Pool, p string) {
@@ -143,6 +178,11 @@ func fillOneJobAKeyState(t *testing.T, pool *redis.Pool, p string) {
 		conn.Send("ZADD", p+"ready", 6+i, key)
 		conn.Send("HSET", p+"running", key, "1") // at its limit: left out until a release
 	}
+	// A count below 0 sends the round that reads it, and the take's next ones, the general way:
+	// the keys the take's earlier rounds served then go into the general round's tables.
+	push("negative", 3)
+	conn.Send("ZADD", p+"ready", 8, "negative")
+	conn.Send("HSET", p+"running", "negative", "-1")
 	push("notanumber", 2)
 	conn.Send("ZADD", p+"ready", 6.5, "notanumber")
 	conn.Send("HSET", p+"running", "notanumber", "x")

@@ -629,8 +629,18 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
   local plain, laneKeys, quick = nil, {}, {}
   -- one: whether every key of the name may run one job at a time and no more (the name's
   -- KeyConcurrency 1, no overrides, no rate): rounds of queue keys alone then go through a loop of
-  -- their own, until a round finds a lane job, a score beyond reach or a count below 0.
+  -- their own, until a round finds a lane job, a score beyond reach or a count below 0. Its keys
+  -- served are listed in oneKeys with their backlogs in oneLeft, not in the general round's tables:
+  -- a take of one-rounds alone writes its end from these lists (flushOne fills the tables when a
+  -- general round or a failed push needs them).
   local one
+  local oneKeys, oneLeft = {}, {}
+  local function flushOne()
+    for i, K in ipairs(oneKeys) do
+      taken[K], served[K], backlog[K] = 1, '0', oneLeft[i]
+    end
+    oneKeys, oneLeft = {}, {}
+  end
   -- giveBack returns a round's popped keys to ready at their scores, when the take must stop.
   local function giveBack(popped)
     local add = {}
@@ -721,18 +731,18 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         if last > vt then vt = last end
         if wide == nil then wide = #keys >= WIDE_AT end
         for i, K in ipairs(keys) do
-          local had = running[i]
-          if keyedCount(had) + (taken[K] or 0) == 0 then
+          -- A key is served once a take: a one-round runs before any other round, and no key
+          -- it serves goes back in ready during the take.
+          if keyedCount(running[i]) == 0 then
             local q = keyedQueue(k, K)
             local v = redis.pcall('rpop', q)
             if type(v) == 'string' then
               out[#out + 1] = K .. '\n' .. v
               local left = redis.call('llen', q)
-              backlog[K] = left
               if left == 0 then drained[#drained + 1] = K end
               got = got + 1
-              taken[K] = 1
-              served[K] = had or '0'
+              local j = #oneKeys + 1
+              oneKeys[j], oneLeft[j] = K, left
             else
               -- An empty queue, or one of another type (skipped, as the general round does).
               backlog[K] = 0
@@ -742,6 +752,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         end
       else
         one = false
+        flushOne()
       end
     end
     if not isQuick then
@@ -978,6 +989,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       for q = 1, #quick, 3 do
         for h = quick[q], quick[q] + quick[q + 1] - 1 do laneAt[h] = quick[q + 2] end
       end
+      flushOne()
       for j = #out, first, -1 do
         if laneAt[j] then
           redis.call('zadd', k.ready, laneAt[j], out[j])
@@ -997,37 +1009,60 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
       return nil
     end
   end
-  laneSettle(k, laneServed, laneDiv, laneKeys, false)
-  if counting then
-    -- Counts turned on during the take (a key's own limit): its lane jobs count too.
-    for LK, c in pairs(laneServed) do
-      taken[LK] = (taken[LK] or 0) + c
-      backlog[LK] = backlog[LK] or 0
-    end
-  end
   -- The counts of the keys served and their backlogs, the jobs waiting over all keys, the turn.
-  local counts, upd, unread = {}, {}, {}
-  for K, t in pairs(taken) do
-    if counting and not served[K] then unread[#unread + 1] = K end
-    if backlog[K] > 0 then
-      upd[#upd + 1] = keyedNum(backlog[K])
-      upd[#upd + 1] = K
+  local counts, upd, gone = {}, {}, {}
+  if one then
+    -- One-rounds alone: each key served ran no job before (count 1 now), each key drained has
+    -- none left.
+    for i, K in ipairs(oneKeys) do
+      counts[2 * i - 1], counts[2 * i] = K, '1'
+      if oneLeft[i] > 0 then
+        upd[#upd + 1] = keyedNum(oneLeft[i])
+        upd[#upd + 1] = K
+      end
     end
-  end
-  if #unread > 0 then
-    local v = redis.pcall('hmget', k.running, unpack(unread))
-    for i, K in ipairs(unread) do served[K] = (not v.err and v[i]) or '0' end
+    gone = drained
+  else
+    laneSettle(k, laneServed, laneDiv, laneKeys, false)
+    if counting then
+      -- Counts turned on during the take (a key's own limit): its lane jobs count too.
+      for LK, c in pairs(laneServed) do
+        taken[LK] = (taken[LK] or 0) + c
+        backlog[LK] = backlog[LK] or 0
+      end
+    end
+    local unread = {}
+    for K, t in pairs(taken) do
+      if counting and not served[K] then unread[#unread + 1] = K end
+      if backlog[K] > 0 then
+        upd[#upd + 1] = keyedNum(backlog[K])
+        upd[#upd + 1] = K
+      end
+    end
+    if #unread > 0 then
+      local v = redis.pcall('hmget', k.running, unpack(unread))
+      for i, K in ipairs(unread) do served[K] = (not v.err and v[i]) or '0' end
+    end
+    if counting then
+      for K, t in pairs(taken) do
+        counts[#counts + 1] = K
+        counts[#counts + 1] = keyedNum(keyedCount(served[K]) + t)
+      end
+    end
+    for _, K in ipairs(drained) do
+      if backlog[K] <= 0 then gone[#gone + 1] = K end
+    end
   end
   if counting then
-    for K, t in pairs(taken) do
-      counts[#counts + 1] = K
-      counts[#counts + 1] = keyedNum(keyedCount(served[K]) + t)
+    if wide and redis.call('exists', k.running) == 0 then
+      -- A running hash made here would be a listpack until keyedWiden, each count written a scan
+      -- of those before it: WIDE_MEMBER among them makes Redis make it a hashtable first.
+      counts[#counts + 1], counts[#counts + 2] = WIDE_MEMBER, '0'
+      redis.pcall('hset', k.running, unpack(counts))
+      redis.pcall('hdel', k.running, WIDE_MEMBER)
+    else
+      redis.pcall('hset', k.running, unpack(counts))
     end
-    redis.pcall('hset', k.running, unpack(counts))
-  end
-  local gone = {}
-  for _, K in ipairs(drained) do
-    if backlog[K] <= 0 then gone[#gone + 1] = K end
   end
   if #gone > 0 then redis.pcall('zrem', k.waiting, unpack(gone)) end
   if #upd > 0 then redis.pcall('zadd', k.waiting, 'XX', unpack(upd)) end
