@@ -7,9 +7,9 @@
 # counts hardly depend on the machine's load (the count also holds the command's parsing and a share
 # of Redis's timer tasks), so the four compare where a timed run on a shared machine cannot. It runs
 # the Lua directly, not the whole exchange script, so it leaves out what all four share (the call
-# itself, statistics, locks). The keyed take's listpack conversion (keyedWiden) runs at every take
-# of 32 keys or more in the KeyConcurrency cases, since each acknowledges a take's jobs before the
-# next and so empties the running hash, where a pool's stays (without a limit there is none).
+# itself, statistics, locks). In the KeyConcurrency cases every take of 32 keys or more makes the
+# running hash anew (as a hashtable at once, since f844297), since each acknowledges a take's jobs
+# before the next and so empties it, where a busy pool's stays (without a limit there is none).
 #
 #   benches/callgrind/run.sh [jobs per take] [takes]    # defaults 50 and 36: up to 1,800 jobs a case
 #
