@@ -61,14 +61,18 @@ if periodicJobs ~= '' then
   fields[#fields + 1] = 'periodic_jobs'
   fields[#fields + 1] = periodicJobs
 end
--- Every field new: the hash was gone (its pool was reaped, when it had written it before). A later
--- epoch than the pool's: a beat that found it gone wrote it, and its reply was lost.
-local held = tonumber(redis.call('hget', KEYS[2], 'epoch') or '')
+-- Neither an epoch nor a heartbeat_at: the hash was gone, since every beat writes both (its pool
+-- was reaped, when it had written it before). A later epoch than the pool's: a beat that found it
+-- gone wrote it, and its reply was lost. (One HMGET and one HSET: an idle pool's beats are most of
+-- its commands.)
+local was = redis.call('hmget', KEYS[2], 'epoch', 'heartbeat_at')
+local held = tonumber(was[1] or '')
 local reaped = 0
-if redis.call('hset', KEYS[2], unpack(fields)) == #fields / 2 and wasRegistered then reaped = 1 end
-if held and held > epoch then reaped = 1 end
+if (not was[1] and not was[2] and wasRegistered) or (held and held > epoch) then reaped = 1 end
 -- The epoch the pool counts once it reads this reply: hand-offs carry it (hand_off.lua).
-redis.call('hset', KEYS[2], 'epoch', tostring(epoch + reaped))
+fields[#fields + 1] = 'epoch'
+fields[#fields + 1] = tostring(epoch + reaped)
+redis.call('hset', KEYS[2], unpack(fields))
 -- A worker_pools of the wrong type lists no pool (none can be reaped, none is registered) and does
 -- not stop the heartbeat: the pool goes on running jobs.
 local pools, registered, listed = redis.pcall('smembers', KEYS[1]), {}, true
