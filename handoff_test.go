@@ -424,6 +424,11 @@ func TestAHeartbeatWhoseReplyWasLostStillReportsTheReap(t *testing.T) {
 	if beat() {
 		t.Fatal("the first heartbeat reported a reap")
 	}
+	for i := 0; i < 3; i++ {
+		if beat() {
+			t.Fatalf("heartbeat %d of a pool never reaped reported a reap", i+2)
+		}
+	}
 	rdo(t, pool, "DEL", st.Ks.Heartbeat("p1"))
 	if !beat() {
 		t.Fatal("the heartbeat after the hash was deleted did not report the reap")
