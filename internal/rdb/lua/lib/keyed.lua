@@ -700,10 +700,10 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
     if not isQuick and one then
       -- A round of keys that may each run one job: those not running give one job each, and none
       -- gets a turn after it (at its limit, or drained), so their scores are not read but the
-      -- last one's, which moves vt, and they are removed by rank. It fills the tables of the
-      -- general round (the counts, backlogs and drained keys the take writes at its end). A lane
-      -- job, a score beyond reach or a count below 0 (written by hand: the general round lets such
-      -- a key run more) sends this round and the take's next ones the general way.
+      -- last one's, which moves vt, and they are removed by rank. Its keys served go to oneKeys
+      -- and oneLeft, its drained keys to drained, as the take's end needs them. A lane job, a
+      -- score beyond reach or a count below 0 (written by hand: the general round lets such a key
+      -- run more) sends this round and the take's next ones the general way.
       local keys = pcallReply('zrange', k.ready, 0, n - got - 1)
       if wrongType(keys, KEYED_NEEDS) then return nil end
       if #keys == 0 then break end
