@@ -339,13 +339,14 @@ func TestSameEdgesOfWorkerPools(t *testing.T) {
 		h := rStringMap(t, pool, "HGETALL", ns+":worker_pools:"+id)
 		delete(h, "heartbeat_at")
 		delete(h, "started_at")
-		// The fields this library adds: its dead-pool timeout, its lease epoch and, where /proc
-		// tells, its process.
+		// The fields this library adds: its dead-pool timeout, its lease epoch (with epoch_seen)
+		// and, where /proc tells, its process.
 		if h["dead_after"] != "" && h["epoch"] == "0" {
 			added++
 		}
 		delete(h, "dead_after")
 		delete(h, "epoch")
+		delete(h, "epoch_seen")
 		delete(h, "process")
 		hbs = append(hbs, h)
 	}

@@ -32,11 +32,12 @@
 --   unknown); ARGV[16] "1" when this pool's heartbeat was written before (its hash missing then
 --   means a reaper took its jobs back); ARGV[17] the process prefix of this machine and PID
 --   namespace ("" when unknown); ARGV[18] the pool's epoch (how many times it found itself reaped,
---   written as the field epoch, plus one when this beat finds it reaped); ARGV[18+i] the
---   MaxConcurrency of group i (also written back if its key was overwritten)
+--   written as the field epoch by the first beat, and plus one by a beat that finds it reaped);
+--   ARGV[18+i] the MaxConcurrency of group i (also written back if its key was overwritten)
 --
--- Returns {now, earliest late heartbeat (0: none), scan reply, reaped (1: this pool's hash was
--- gone, or holds a later epoch than ARGV[18]: a beat that found it gone lost its reply), then a
+-- Returns {now, earliest late heartbeat (0: none), scan reply, reaped (1: this pool's hash, or its
+-- epoch, was gone, or it holds a later epoch than ARGV[18]: a beat that found it gone lost its
+-- reply), then a
 -- triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or its process
 -- field when it is a live-looking pool of this machine}; a pool with a lock_info entry but no
 -- registration is reported as stale with that one job name.
@@ -61,18 +62,21 @@ if periodicJobs ~= '' then
   fields[#fields + 1] = 'periodic_jobs'
   fields[#fields + 1] = periodicJobs
 end
--- Neither an epoch nor a heartbeat_at: the hash was gone, since every beat writes both (its pool
--- was reaped, when it had written it before). A later epoch than the pool's: a beat that found it
--- gone wrote it, and its reply was lost. (One HMGET and one HSET: an idle pool's beats are most of
--- its commands.)
-local was = redis.call('hmget', KEYS[2], 'epoch', 'heartbeat_at')
-local held = tonumber(was[1] or '')
+-- One HSET a beat, of every field but the epoch, with 'epoch_seen', which a beat that counts the
+-- epoch up removes. Its reply counts the fields it added: none, and nothing that the pool must learn
+-- can have changed. Some: the epoch is read. None there: the hash was gone (its pool was reaped, when
+-- it had written it before). A later one than the pool's: a beat that found the pool reaped wrote it,
+-- and its reply was lost. (An idle pool's beats are most of its commands.)
+fields[#fields + 1] = 'epoch_seen'
+fields[#fields + 1] = '1'
 local reaped = 0
-if (not was[1] and not was[2] and wasRegistered) or (held and held > epoch) then reaped = 1 end
--- The epoch the pool counts once it reads this reply: hand-offs carry it (hand_off.lua).
-fields[#fields + 1] = 'epoch'
-fields[#fields + 1] = tostring(epoch + reaped)
-redis.call('hset', KEYS[2], unpack(fields))
+if redis.call('hset', KEYS[2], unpack(fields)) > 0 then
+  local held = tonumber(redis.call('hget', KEYS[2], 'epoch') or '')
+  if (not held and wasRegistered) or (held and held > epoch) then reaped = 1 end
+  -- The epoch the pool counts once it reads this reply: hand-offs carry it (hand_off.lua).
+  if reaped == 1 or not held then redis.call('hset', KEYS[2], 'epoch', tostring(epoch + reaped)) end
+  if reaped == 1 then redis.call('hdel', KEYS[2], 'epoch_seen') end
+end
 -- A worker_pools of the wrong type lists no pool (none can be reaped, none is registered) and does
 -- not stop the heartbeat: the pool goes on running jobs.
 local pools, registered, listed = redis.pcall('smembers', KEYS[1]), {}, true
