@@ -81,6 +81,7 @@ func main() {
 		idleDur       = flag.Duration("idle", 30*time.Second, "how long the idle workload watches an idle pool")
 		idleRounds    = flag.Int("idle-rounds", 3, "rounds of the idle workload")
 		idleNames     = flag.Int("idle-names", 5, "registered job names in the idle workload")
+		idlePools     = flag.String("idle-pools", "1", "pools/servers the idle workload's 100 workers are split among, one case per count (comma-separated)")
 		enqN          = flag.Int("enqueue-n", 50000, "jobs per enqueue run")
 		settle        = flag.Duration("settle", 2*time.Second, "wait after starting a pool before measuring (latency, idle; fairness's small keys alone)")
 		markdown      = flag.Bool("markdown", false, "also write the results as markdown to stdout")
@@ -189,6 +190,11 @@ func main() {
 	rates, err := parseRates(*latRates)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "benches: bad -latency-rates %q\n", *latRates)
+		os.Exit(2)
+	}
+	idlePoolCounts, err := parseRates(*idlePools)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benches: bad -idle-pools %q\n", *idlePools)
 		os.Exit(2)
 	}
 	if (selected["keyed"] || selected["millionkeys"] || selected["fairness"] || selected["groups"]) && !contains(libNames, "work") {
@@ -320,17 +326,26 @@ func main() {
 		}
 	}
 	if selected["idle"] {
-		cases = append(cases, &benchCase{
-			id:      "idle",
-			title:   "idle (100 workers)",
-			desc:    fmt.Sprintf("a pool/server of 100 workers and %d job names with nothing to do, watched for %v after a %v settle", *idleNames, *idleDur, *settle),
-			rounds:  *idleRounds,
-			metrics: idleMetrics(),
-			summary: []string{"idle.cmds_s"},
-			run: func(l library) (map[string]float64, error) {
-				return b.idleRun(l, *idleDur, manyNames(*idleNames))
-			},
-		})
+		for _, n := range idlePoolCounts {
+			n := n
+			c := &benchCase{
+				id:      "idle",
+				title:   "idle (100 workers)",
+				desc:    fmt.Sprintf("a pool/server of 100 workers and %d job names with nothing to do, watched for %v after a %v settle", *idleNames, *idleDur, *settle),
+				rounds:  *idleRounds,
+				metrics: idleMetrics(),
+				summary: []string{"idle.cmds_s"},
+				run: func(l library) (map[string]float64, error) {
+					return b.idleRun(l, *idleDur, manyNames(*idleNames), n)
+				},
+			}
+			if n > 1 {
+				c.id, c.title = fmt.Sprintf("idle/p%d", n), fmt.Sprintf("idle (100 workers, %d pools)", n)
+				c.desc = fmt.Sprintf("%d pools/servers of 100/%d workers each (at least 1) in one process, serving %d job names with nothing to do, watched for %v after a %v settle",
+					n, n, *idleNames, *idleDur, *settle)
+			}
+			cases = append(cases, c)
+		}
 	}
 	if selected["enqueue"] {
 		for _, g := range []int{1, 10, 50} {

@@ -320,12 +320,21 @@ func (b *bench) latencyRun(l library, rate int, dur time.Duration, conc, g int, 
 	return m, nil
 }
 
-// idleRun starts a pool/server of 100 workers serving names with nothing to do and measures, after it settled, the
-// load it puts on Redis for dur.
-func (b *bench) idleRun(l library, dur time.Duration, names []string) (map[string]float64, error) {
-	c := l.newConsumer(consumerConfig{concurrency: 100, names: names, h: func(string, int64) error { return nil }})
-	if err := c.start(); err != nil {
-		return nil, fmt.Errorf("start: %w", err)
+// idleRun starts pools/servers of 100 workers in all (split among pools, at least one each) serving
+// names with nothing to do and measures, after they settled, the load they put on Redis for dur.
+func (b *bench) idleRun(l library, dur time.Duration, names []string, pools int) (map[string]float64, error) {
+	var cs []consumer
+	defer func() {
+		for _, c := range cs {
+			c.stop()
+		}
+	}()
+	for range pools {
+		c := l.newConsumer(consumerConfig{concurrency: max(1, 100/pools), names: names, h: func(string, int64) error { return nil }})
+		if err := c.start(); err != nil {
+			return nil, fmt.Errorf("start: %w", err)
+		}
+		cs = append(cs, c)
 	}
 	time.Sleep(b.settle)
 	s0 := b.snap()
@@ -333,7 +342,6 @@ func (b *bench) idleRun(l library, dur time.Duration, names []string) (map[strin
 	time.Sleep(dur)
 	s1 := b.snap()
 	el := time.Since(t0).Seconds()
-	c.stop()
 	u := since(s0, s1)
 	m := map[string]float64{
 		"idle.cmds_s":      float64(u.cmds) / el,
