@@ -80,6 +80,54 @@ func testIdlePoolCost(t *testing.T, schedules int) {
 	}
 }
 
+// Idle pools of one namespace each read two peers' heartbeats a beat (rdb.WatchedPeers), however many
+// they are: a beat of each of n pools reading the n-1 others made the pools' idle cost grow with the
+// square of their number.
+func TestIdlePoolsReadTwoPeersAHeartbeat(t *testing.T) {
+	pool, _ := privateRedis(t)
+	ns := newTestNamespace(t, pool)
+	for range 6 {
+		bhvStart(t, NewWorkerPoolWithOptions(bhvCtx{}, 2, ns, pool, WorkerPoolOptions{HeartbeatInterval: time.Second}).
+			Job("a", func(*Job) error { return nil }))
+	}
+	calls := func() (beats, peers int64) {
+		t.Helper()
+		info, err := redis.String(rdo(t, pool, "INFO", "commandstats"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok {
+				continue
+			}
+			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			switch name {
+			case "cmdstat_hset":
+				beats = n
+			case "cmdstat_hmget":
+				peers = n
+			}
+		}
+		return beats, peers
+	}
+	// Past the start-up, whose beats read every pool while the registered pools change.
+	eventually(t, 30*time.Second, "the pools to settle", func() bool {
+		rdo(t, pool, "CONFIG", "RESETSTAT")
+		time.Sleep(2500 * time.Millisecond)
+		beats, peers := calls()
+		return beats >= 6 && peers <= 2*beats
+	})
+	rdo(t, pool, "CONFIG", "RESETSTAT")
+	eventually(t, 60*time.Second, "thirty heartbeats", func() bool {
+		beats, _ := calls()
+		return beats >= 30
+	})
+	if beats, peers := calls(); peers > 2*beats {
+		t.Errorf("%d reads of peers' heartbeats over %d heartbeats, want at most 2 a heartbeat", peers, beats)
+	}
+}
+
 // A job pushed onto a queue by another program (no wake-up) is found by the heartbeat's look, even
 // when the pool's own looks are a minute apart.
 func TestHeartbeatFindsAJobPushedWithoutWakeUp(t *testing.T) {

@@ -16,7 +16,11 @@ import (
 // clocks of other machines do not matter), renews the pool's lease, squares the pool's concurrency
 // counters with the jobs it actually holds, hands the pools whose heartbeat stopped, and those of
 // this machine whose process is gone, to the reaper, and looks for waiting jobs on the fetcher's
-// behalf (so an idle pool sends one command per heartbeat).
+// behalf (so an idle pool sends one command per heartbeat). A beat reads the heartbeats of the two
+// live-looking pools after its own in the order of pool IDs, and of the dead and late ones before
+// those (every pool's when the registered pools changed): each dead pool is seen by the two live
+// ones before it, and a beat's cost does not grow with the number of pools. The pools of this
+// machine it has seen it keeps, to check their processes at each beat.
 type heartbeater struct {
 	heartbeaterParams
 	hb    rdb.PoolHeartbeat
@@ -27,6 +31,7 @@ type heartbeater struct {
 	mu      sync.Mutex              // one beat at a time: the loop's, or start's first
 	written map[string]registration // what registerNames last wrote of each job name
 	hbSet   *jobSet                 // the set hb was built from
+	locals  map[string]string       // live-looking pools of this machine and PID namespace: ID -> process
 }
 
 // fullReconcileEvery is how many heartbeats apart every lock counter is recomputed from lock_info,
@@ -195,7 +200,7 @@ func (h *heartbeater) beat() time.Duration {
 	}
 	h.looked(res.Scan)
 	h.reap.observe(ctx, res.Now, res.Stale)
-	h.reap.gone(ctx, res.Peers)
+	h.reap.gone(ctx, h.localPeers(res))
 	if res.LateAt == 0 {
 		return 0
 	}
@@ -204,6 +209,33 @@ func (h *heartbeater) beat() time.Duration {
 		return 0
 	}
 	return d
+}
+
+// localPeers returns the live-looking pools of this machine whose processes to check: those the
+// heartbeat reported, and those an earlier one did while the registered pools stayed the same (a
+// heartbeat looks at a few pools then; see heartbeat.lua). Those are given without job names, which
+// may have changed since: a reap of one looks at every known job name.
+func (h *heartbeater) localPeers(res rdb.HeartbeatResult) []rdb.StalePool {
+	if res.Members != h.hb.Members || h.locals == nil {
+		// This heartbeat looked at every pool: the pools of this machine are those it reported.
+		h.locals = make(map[string]string, len(res.Peers))
+	}
+	h.hb.Members = res.Members
+	peers := res.Peers
+	seen := make(map[string]bool, len(res.Peers))
+	for _, sp := range res.Peers {
+		h.locals[sp.Id] = sp.Process
+		seen[sp.Id] = true
+	}
+	for _, sp := range res.Stale {
+		delete(h.locals, sp.Id)
+	}
+	for id, process := range h.locals {
+		if !seen[id] {
+			peers = append(peers, rdb.StalePool{Id: id, Process: process})
+		}
+	}
+	return peers
 }
 
 // unregister removes the stopped pool's heartbeat the way a reaper would: anything still in its

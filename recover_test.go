@@ -93,6 +93,60 @@ func TestPoolsReapAPoolWhoseProcessIsGone(t *testing.T) {
 	}
 }
 
+// A pool of this machine that a heartbeat no longer looks at (while the pools stay the same, each
+// looks at the two live-looking ones after it in the order of IDs) is still reaped at once when its
+// process ends: the pool learnt of it when it looked at every pool, and checks its process at each
+// heartbeat.
+func TestAPoolOfThisMachineNotLookedAtIsReapedWhenItsProcessEnds(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	ns := newTestNamespace(t, pool)
+	self := ownIdentity()
+	if self.machine == "" {
+		t.Skip("no process identity here (no /proc of this PID namespace)")
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip("cannot start a child process:", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	_, _, start, err := readStat(procRoot + "/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	var target string
+	wp := NewWorkerPoolWithOptions(bhvCtx{}, 2, ns, pool,
+		WorkerPoolOptions{HeartbeatInterval: time.Second, DeadPoolTimeout: time.Hour}).
+		Job("a", func(j *Job) error {
+			if j.ArgString("from") == target {
+				ran.Add(1)
+			}
+			return nil
+		})
+	target = wp.workerPoolID + "~3"
+	// "~" sorts after the characters of pool IDs: the two pools of no known process come right after
+	// the pool, the one of the child process after them.
+	ks := rdb.NewKeyspace(ns)
+	for _, id := range []string{wp.workerPoolID + "~1", wp.workerPoolID + "~2"} {
+		fakePool(t, pool, ns, id, "")
+		// A heartbeat an hour ahead: never late, so the pool looks no further.
+		rdo(t, pool, "HSET", ks.Heartbeat(id), "heartbeat_at", time.Now().Unix()+3600)
+	}
+	fakePool(t, pool, ns, target, self.machine+strconv.Itoa(cmd.Process.Pid)+"/"+start)
+	bhvStart(t, wp)
+	first := rInt(t, pool, "HGET", ks.Heartbeat(wp.workerPoolID), "heartbeat_at")
+	eventually(t, 30*time.Second, "two more heartbeats", func() bool {
+		return rInt(t, pool, "HGET", ks.Heartbeat(wp.workerPoolID), "heartbeat_at") >= first+2
+	})
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("the job of the pool whose process runs ran %d times", n)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	eventually(t, 20*time.Second, "the job of the pool whose process ended to run", func() bool { return ran.Load() == 1 })
+}
+
 // No pool is reaped on a proof it cannot make: a pool whose process still runs, one of another
 // machine (or boot) and one of another PID namespace keep their jobs while their heartbeats are
 // fresh.

@@ -32,6 +32,7 @@ var luaFiles embed.FS
 var luaConstants = map[string]string{
 	"batchCounterUnit": strconv.Itoa(BatchCounterUnit),
 	"legacyDeadAfter":  strconv.Itoa(LegacyDeadAfterSeconds),
+	"watchedPeers":     strconv.Itoa(WatchedPeers),
 }
 
 // The scripts, in the order of a job's life. Each file's header documents its KEYS, ARGV and reply.

@@ -556,11 +556,18 @@ type PoolHeartbeat struct {
 	// when this beat finds the pool reaped), and each hand-off carries the value it found there, so
 	// that the pool can tell a job handed to it before it was reaped (and put back by the reaper).
 	Epoch uint64
+	// Members is the digest of the registered pools' IDs the pool's last heartbeat returned ("":
+	// none): while the pools stay the same, a heartbeat looks at a few of them only.
+	Members string
 }
 
 // LegacyDeadAfterSeconds is the least dead-after limit applied to a pool whose heartbeat declares
 // none (a gocraft/work pool, or one of an earlier version of this library, heartbeating every 5s).
 const LegacyDeadAfterSeconds = 10
+
+// WatchedPeers is how many live-looking pools a heartbeat looks at, among those that follow its own
+// in the order of pool IDs, besides the dead and late ones before them (heartbeat.lua).
+const WatchedPeers = 2
 
 // StalePool is a pool whose heartbeat is older than the dead-after limit, or a live-looking pool of
 // this machine (Process set) whose process the caller may find gone.
@@ -570,20 +577,23 @@ type StalePool struct {
 	Process  string   // for a pool of this machine: its process field; "" for a stale pool
 }
 
-// heartbeatResult is what a heartbeat learnt about the namespace's pools and waiting jobs.
-type heartbeatResult struct {
+// HeartbeatResult is what a heartbeat learnt about the namespace's pools and waiting jobs.
+type HeartbeatResult struct {
 	Now    int64       // the server's clock, epoch seconds
 	LateAt int64       // the earliest heartbeat of a late (not yet dead) pool; 0: none
 	Reaped bool        // the pool's heartbeat was gone: a reaper took its jobs back
 	Stale  []StalePool // pools past the dead-after limit
-	Peers  []StalePool // live-looking pools of this machine and PID namespace
+	Peers  []StalePool // live-looking pools of this machine and PID namespace among those looked at
 	Scan   ScanResult
+	// Members is the digest of the registered pools' IDs. When it is not hb.Members, the heartbeat
+	// looked at every pool (Peers lists every live-looking one of this machine).
+	Members string
 }
 
 // Heartbeat writes this pool's heartbeat, squares the concurrency counters of the job names at the
 // given indexes of hb.jobNames (every lock recomputed with fullReconcile), reports on the other
 // pools and looks for waiting jobs.
-func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (heartbeatResult, error) {
+func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (HeartbeatResult, error) {
 	scanEnd := 2 + scanSets + scanKeysPerName*len(hb.JobNames)
 	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+18+len(reconcile))
 	args = append(args, scanEnd+5*len(reconcile), s.Ks.WorkerPools(), s.Ks.Heartbeat(hb.PoolID))
@@ -595,17 +605,17 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 	}
 	args = append(args, hb.PoolID, hb.StartedAt, strings.Join(hb.JobNames, ","), hb.Concurrency,
 		strings.Join(hb.WorkerIDs, ","), hb.Host, hb.Pid, deadAfterSeconds, s.Ks.Heartbeat(""), lateAfterSeconds, fullReconcile,
-		s.Ks.JobsPrefix(), scanEnd, hb.PeriodicJobs, hb.Process, hb.Registered, hb.Machine, hb.Epoch)
+		s.Ks.JobsPrefix(), scanEnd, hb.PeriodicJobs, hb.Process, hb.Registered, hb.Machine, hb.Epoch, hb.Members)
 	for _, i := range reconcile {
 		args = append(args, hb.MaxConcurrency[i])
 	}
-	var res heartbeatResult
+	var res HeartbeatResult
 	err := s.do(ctx, func(c redis.Conn) error {
 		r, err := redis.Values(heartbeatScript.Do(c, args...))
 		if err != nil {
 			return err
 		}
-		if len(r) < 4 || (len(r)-4)%3 != 0 {
+		if len(r) < 5 || (len(r)-5)%3 != 0 {
 			return fmt.Errorf("work: heartbeat: unexpected reply of %d elements", len(r))
 		}
 		if res.Now, err = redis.Int64(r[0], nil); err != nil {
@@ -619,7 +629,8 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 		}
 		reaped, _ := redis.Int64(r[3], nil)
 		res.Reaped = reaped == 1
-		for i := 4; i+2 < len(r); i += 3 {
+		res.Members, _ = redis.String(r[4], nil)
+		for i := 5; i+2 < len(r); i += 3 {
 			id, _ := redis.String(r[i], nil)
 			names, _ := redis.String(r[i+1], nil)
 			process, _ := redis.String(r[i+2], nil)

@@ -1,10 +1,11 @@
 -- Records that this pool is alive (in Redis server time), squares the pool's concurrency counters
--- with what it actually holds for the job names given, reports the other pools whose heartbeat is
--- older than their dead-after limit or missing, and the earliest heartbeat among the others that are
--- late (older than the late-after limit), so the caller can look again when that one would be dead,
--- and looks for waiting jobs (scan, lib/scan.lua), so an idle pool needs no other command. It reads
--- other pools' heartbeat hashes by name (ARGV[9] is their key prefix); with a hash-tagged namespace
--- they share the slot of KEYS[1].
+-- with what it actually holds for the job names given, reports, among the other pools it looks at
+-- (every one, or the few after it: see below), those whose heartbeat is older than their dead-after
+-- limit or missing, and the earliest heartbeat among those that are late (older than the late-after
+-- limit), so the caller can look again when that one would be dead, and looks for waiting jobs
+-- (scan, lib/scan.lua), so an idle pool needs no other command. It reads other pools' heartbeat
+-- hashes by name (ARGV[9] is their key prefix); with a hash-tagged namespace they share the slot of
+-- KEYS[1].
 --
 -- A pool's dead-after limit is the larger of ARGV[8] and the dead_after its hash declares (the time
 -- within which it stops starting jobs while its heartbeats fail); a hash that declares none (a pool of
@@ -33,11 +34,12 @@
 --   means a reaper took its jobs back); ARGV[17] the process prefix of this machine and PID
 --   namespace ("" when unknown); ARGV[18] the pool's epoch (how many times it found itself reaped,
 --   written as the field epoch by the first beat, and plus one by a beat that finds it reaped);
---   ARGV[18+i] the MaxConcurrency of group i (also written back if its key was overwritten)
+--   ARGV[19] the digest of the registered pools' IDs that a beat of this pool returned before ("":
+--   none); ARGV[19+i] the MaxConcurrency of group i (also written back if its key was overwritten)
 --
 -- Returns {now, earliest late heartbeat (0: none), scan reply, reaped (1: this pool's hash, or its
 -- epoch, was gone, or it holds a later epoch than ARGV[18]: a beat that found it gone lost its
--- reply), then a
+-- reply), the digest of the registered pools' IDs (for ARGV[19] of the next beat), then a
 -- triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or its process
 -- field when it is a live-looking pool of this machine}; a pool with a lock_info entry but no
 -- registration is reported as stale with that one job name.
@@ -85,12 +87,13 @@ for _, id in ipairs(pools) do registered[id] = true end
 if listed and not registered[pool] then
   redis.call('sadd', KEYS[1], pool)
   registered[pool] = true
+  pools[#pools + 1] = pool
 end
--- The groups to square: five keys each after the scan's keys, their MaxConcurrency after ARGV[18].
+-- The groups to square: five keys each after the scan's keys, their MaxConcurrency after ARGV[19].
 for i = 1, (#KEYS - scanEnd) / 5 do
   local k = scanEnd + 5 * (i - 1)
   local inprogress, keyedInprogress, lock, lockInfo, maxKey = KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4], KEYS[k+5]
-  local max = tonumber(ARGV[18 + i])
+  local max = tonumber(ARGV[19 + i])
   -- Derived counters of the wrong type are repaired: other pools re-add their lock_info entries
   -- with their own heartbeats.
   local repaired = false
@@ -132,34 +135,65 @@ for i = 1, (#KEYS - scanEnd) / 5 do
     end
   end
 end
-local out = {now, 0, scan(3, scanEnd, now), reaped}
+local out = {now, 0, scan(3, scanEnd, now), reaped, ''}
 for j = 1, #unregistered, 2 do
   out[#out + 1] = unregistered[j]
   out[#out + 1] = unregistered[j + 1]
   out[#out + 1] = ''
 end
-for _, id in ipairs(pools) do
-  if id ~= pool then
-    local hb = redis.pcall('hmget', heartbeatPrefix .. id, 'heartbeat_at', 'job_names', 'dead_after', 'process')
-    if hb.err then hb = {false, false, false, false} end
-    local at = tonumber(hb[1] or '')
-    local limit = math.max(deadAfter, tonumber(hb[3] or '') or legacyDeadAfter)
-    if not at or now - at > limit then
-      out[#out + 1] = id
-      out[#out + 1] = hb[2] or ''
-      out[#out + 1] = ''
-    else
-      if now - at > lateAfter + limit - deadAfter and (out[2] == 0 or at + limit - deadAfter < out[2]) then
-        -- Reported as the heartbeat a pool of this one's limit would have, to be dead at the same time.
-        out[2] = at + limit - deadAfter
-      end
-      local p = hb[4]
-      if machine ~= '' and type(p) == 'string' and string.sub(p, 1, #machine) == machine then
-        out[#out + 1] = id
-        out[#out + 1] = hb[2] or ''
-        out[#out + 1] = p
-      end
+-- Each pool looks at the pools that follow it in the order of their IDs (after the last, the first),
+-- up to ${watchedPeers} that look alive (neither dead nor late) and every one before those: so a pool
+-- that dies is looked at by the ${watchedPeers} nearest live pools before it at each of their beats,
+-- and a beat costs as much with a thousand pools as with three. A beat looks at every pool when the
+-- pools are not those the caller knew (ARGV[19], the digest of their IDs this returned before): the
+-- caller learns of each live-looking pool of this machine, whose process it checks at each beat.
+local order = {}
+for i, id in ipairs(pools) do order[i] = id end
+table.sort(order)
+local members = redis.sha1hex(table.concat(order, '\n'))
+local from
+for i, id in ipairs(order) do
+  if id == pool then from = i end
+end
+-- Reads a pool's heartbeat, reports it (dead, or of this machine) and says whether it looks alive.
+local function look(id)
+  local hb = redis.pcall('hmget', heartbeatPrefix .. id, 'heartbeat_at', 'job_names', 'dead_after', 'process')
+  if hb.err then hb = {false, false, false, false} end
+  local at = tonumber(hb[1] or '')
+  local limit = math.max(deadAfter, tonumber(hb[3] or '') or legacyDeadAfter)
+  if not at or now - at > limit then
+    out[#out + 1] = id
+    out[#out + 1] = hb[2] or ''
+    out[#out + 1] = ''
+    return false
+  end
+  local p = hb[4]
+  if machine ~= '' and type(p) == 'string' and string.sub(p, 1, #machine) == machine then
+    out[#out + 1] = id
+    out[#out + 1] = hb[2] or ''
+    out[#out + 1] = p
+  end
+  if now - at > lateAfter + limit - deadAfter then
+    if out[2] == 0 or at + limit - deadAfter < out[2] then
+      -- Reported as the heartbeat a pool of this one's limit would have, to be dead at the same time.
+      out[2] = at + limit - deadAfter
+    end
+    return false
+  end
+  return true
+end
+if members ~= ARGV[19] or not from then
+  for _, id in ipairs(order) do
+    if id ~= pool then look(id) end
+  end
+else
+  local alive = 0
+  for step = 1, #order - 1 do
+    if look(order[(from + step - 1) % #order + 1]) then
+      alive = alive + 1
+      if alive == ${watchedPeers} then break end
     end
   end
 end
+out[5] = members
 return out
