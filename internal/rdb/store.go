@@ -595,7 +595,7 @@ type HeartbeatResult struct {
 // pools and looks for waiting jobs.
 func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (HeartbeatResult, error) {
 	scanEnd := 2 + scanSets + scanKeysPerName*len(hb.JobNames)
-	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+18+len(reconcile))
+	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+19+len(reconcile))
 	args = append(args, scanEnd+5*len(reconcile), s.Ks.WorkerPools(), s.Ks.Heartbeat(hb.PoolID))
 	args = s.scanArgs(args, hb.JobNames)
 	for _, i := range reconcile {
