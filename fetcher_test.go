@@ -12,28 +12,36 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// commandCalls sums INFO commandstats calls (script-internal commands included), leaving out the
-// test's own INFO and CONFIG calls, and reports the SMEMBERS calls apart: an idle pool runs one a
-// heartbeat (of worker_pools) and no other.
-func commandCalls(t *testing.T, pool *redis.Pool) (total, beats int64) {
+// commandStats returns INFO commandstats calls by command (cmdstat_ left out; script-internal
+// commands included), without the test's own INFO and CONFIG calls.
+func commandStats(t *testing.T, pool *redis.Pool) map[string]int64 {
 	t.Helper()
 	info, err := redis.String(rdo(t, pool, "INFO", "commandstats"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	calls := map[string]int64{}
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok || strings.HasPrefix(name, "cmdstat_info") || strings.HasPrefix(name, "cmdstat_config") {
+		name, found := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !found || strings.HasPrefix(name, "info") || strings.HasPrefix(name, "config") {
 			continue
 		}
-		calls, _, _ := strings.Cut(rest, ",")
-		n, _ := strconv.ParseInt(calls, 10, 64)
-		total += n
-		if name == "cmdstat_hset" {
-			beats = n
-		}
+		n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+		calls[name] = n
 	}
-	return total, beats
+	return calls
+}
+
+// commandCalls sums commandStats and reports the HSET calls apart: an idle pool runs one a
+// heartbeat (of its own heartbeat hash) and no other.
+func commandCalls(t *testing.T, pool *redis.Pool) (total, beats int64) {
+	t.Helper()
+	calls := commandStats(t, pool)
+	for _, n := range calls {
+		total += n
+	}
+	return total, calls["hset"]
 }
 
 // An idle pool sends one script per heartbeat and the script runs five commands (TIME, HSET of its
@@ -92,24 +100,8 @@ func TestIdlePoolsReadTwoPeersAHeartbeat(t *testing.T) {
 	}
 	calls := func() (beats, peers int64) {
 		t.Helper()
-		info, err := redis.String(rdo(t, pool, "INFO", "commandstats"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-			if !ok {
-				continue
-			}
-			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
-			switch name {
-			case "cmdstat_hset":
-				beats = n
-			case "cmdstat_hmget":
-				peers = n
-			}
-		}
-		return beats, peers
+		c := commandStats(t, pool)
+		return c["hset"], c["hmget"]
 	}
 	// Past the start-up, whose beats read every pool while the registered pools change.
 	eventually(t, 30*time.Second, "the pools to settle", func() bool {

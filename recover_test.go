@@ -15,9 +15,9 @@ import (
 	"github.com/workqueue/work/internal/rdb"
 )
 
-// deadProcess returns the identity a pool of a process of this machine would have written, after
-// that process has ended.
-func deadProcess(t *testing.T) string {
+// childProcess starts a process of this machine and returns the identity a pool of it would write,
+// with the process (the test kills it at its end).
+func childProcess(t *testing.T) (string, *exec.Cmd) {
 	t.Helper()
 	self := ownIdentity()
 	if self.machine == "" {
@@ -27,13 +27,22 @@ func deadProcess(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Skip("cannot start a child process:", err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	_, _, start, err := readStat(procRoot + "/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
-	cmd.Process.Kill()
-	cmd.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return self.machine + strconv.Itoa(cmd.Process.Pid) + "/" + start
+	return self.machine + strconv.Itoa(cmd.Process.Pid) + "/" + start, cmd
+}
+
+// deadProcess returns the identity a pool of a process of this machine would have written, after
+// that process has ended.
+func deadProcess(t *testing.T) string {
+	t.Helper()
+	id, cmd := childProcess(t)
+	cmd.Process.Kill()
+	cmd.Wait()
+	return id
 }
 
 // fakePool registers a pool that heartbeat just now, declares a dead-pool timeout of an hour, has
@@ -101,19 +110,7 @@ func TestAPoolOfThisMachineNotLookedAtIsReapedWhenItsProcessEnds(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
-	self := ownIdentity()
-	if self.machine == "" {
-		t.Skip("no process identity here (no /proc of this PID namespace)")
-	}
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Skip("cannot start a child process:", err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	_, _, start, err := readStat(procRoot + "/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
+	process, cmd := childProcess(t)
 	var ran atomic.Int64
 	var target string
 	wp := NewWorkerPoolWithOptions(bhvCtx{}, 2, ns, pool,
@@ -133,7 +130,7 @@ func TestAPoolOfThisMachineNotLookedAtIsReapedWhenItsProcessEnds(t *testing.T) {
 		// A heartbeat an hour ahead: never late, so the pool looks no further.
 		rdo(t, pool, "HSET", ks.Heartbeat(id), "heartbeat_at", time.Now().Unix()+3600)
 	}
-	fakePool(t, pool, ns, target, self.machine+strconv.Itoa(cmd.Process.Pid)+"/"+start)
+	fakePool(t, pool, ns, target, process)
 	bhvStart(t, wp)
 	first := rInt(t, pool, "HGET", ks.Heartbeat(wp.workerPoolID), "heartbeat_at")
 	eventually(t, 30*time.Second, "two more heartbeats", func() bool {

@@ -17,17 +17,7 @@ import (
 func TestHeartbeatLooksAtThePoolsAfterItUntilTwoLookAlive(t *testing.T) {
 	pool := newTestPool(t)
 	s := NewStore(redistest.Namespace(t, pool, "rdb-ring"), PoolBackend(pool))
-	do := func(args ...interface{}) interface{} {
-		t.Helper()
-		c := pool.Get()
-		defer c.Close()
-		v, err := c.Do(args[0].(string), args[1:]...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	clock, err := redis.Int64s(do("TIME"), nil)
+	clock, err := redis.Int64s(rdo(t, pool, "TIME"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +26,8 @@ func TestHeartbeatLooksAtThePoolsAfterItUntilTwoLookAlive(t *testing.T) {
 	age := map[string]int64{"a": 100, "b": 0, "d": 0, "e": 100, "f": 100, "h": 0, "i": 0}
 	write := func() {
 		for id, a := range age {
-			do("HSET", s.Ks.Heartbeat(id), "heartbeat_at", now-a, "job_names", "x", "dead_after", 10)
-			do("SADD", s.Ks.WorkerPools(), id)
+			rdo(t, pool, "HSET", s.Ks.Heartbeat(id), "heartbeat_at", now-a, "job_names", "x", "dead_after", 10)
+			rdo(t, pool, "SADD", s.Ks.WorkerPools(), id)
 		}
 	}
 	write()
@@ -88,7 +78,7 @@ func TestHeartbeatLooksAtThePoolsAfterItUntilTwoLookAlive(t *testing.T) {
 	// ... and on past i, now dead, and a, to b.
 	check("c's look past a late pool and dead ones", beat("c", full.Members), "a", "e", "f", "i")
 	// Another pool registered: the digest changes, and the heartbeat looks at every pool.
-	do("SADD", s.Ks.WorkerPools(), "g")
+	rdo(t, pool, "SADD", s.Ks.WorkerPools(), "g")
 	res = beat("c", full.Members)
 	if res.Members == full.Members {
 		t.Error("the digest did not change with the pools")

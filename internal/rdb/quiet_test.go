@@ -17,19 +17,9 @@ func TestQuietWritesAreConfirmedAndAWriteThatDidNotRunIsFound(t *testing.T) {
 	s := NewStore(redistest.Namespace(t, pool, "rdb-quiet"), PoolBackend(pool))
 	q := s.NewQueueArgs("a", "pool1", false, RateLimit{})
 	inProgress := s.Ks.InProgress("a", "pool1")
-	do := func(args ...interface{}) interface{} {
-		t.Helper()
-		c := pool.Get()
-		defer c.Close()
-		v, err := c.Do(args[0].(string), args[1:]...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	held := func() int {
 		t.Helper()
-		n, _ := redis.Int(do("LLEN", inProgress), nil)
+		n, _ := redis.Int(rdo(t, pool, "LLEN", inProgress), nil)
 		return n
 	}
 	qc, err := s.DialQuiet(context.Background(), "pool1")
@@ -56,19 +46,19 @@ func TestQuietWritesAreConfirmedAndAWriteThatDidNotRunIsFound(t *testing.T) {
 		}
 	}
 
-	do("LPUSH", inProgress, "j1", "j2")
+	rdo(t, pool, "LPUSH", inProgress, "j1", "j2")
 	ack("j1")
 	ack("j2")
 	confirm(true)
 	if n := held(); n != 0 {
 		t.Fatalf("%d entries left in progress after two quiet acks confirmed", n)
 	}
-	if ttl, _ := redis.Int64(do("PTTL", s.Ks.QuietWrites("pool1")), nil); ttl <= 0 {
+	if ttl, _ := redis.Int64(rdo(t, pool, "PTTL", s.Ks.QuietWrites("pool1")), nil); ttl <= 0 {
 		t.Fatalf("the counter's TTL is %d ms", ttl)
 	}
 
-	do("SCRIPT", "FLUSH")
-	do("LPUSH", inProgress, "j3")
+	rdo(t, pool, "SCRIPT", "FLUSH")
+	rdo(t, pool, "LPUSH", inProgress, "j3")
 	ack("j3") // NOSCRIPT, unseen
 	confirm(false)
 	if n := held(); n != 1 {
