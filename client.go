@@ -47,9 +47,13 @@ type WorkerPoolHeartbeat struct {
 	WorkerIDs    []string `json:"worker_ids"`
 
 	// DeadAfter is how many seconds without a heartbeat the pool declared its peers may take it for
-	// dead (its DeadPoolTimeout); 0 for a pool that declares none (a gocraft/work pool, or one of an
-	// earlier version), which its peers wait LegacyDeadAfter for.
+	// dead (its DeadPoolTimeout, longer while it is Idle); 0 for a pool that declares none (a
+	// gocraft/work pool, or one of an earlier version), which its peers wait LegacyDeadAfter for.
 	DeadAfter int64 `json:"dead_after,omitempty"`
+
+	// Idle says the pool held no job at its last heartbeat, nor did the pools it watches: it beats
+	// less often (see WorkerPoolOptions.HeartbeatInterval).
+	Idle bool `json:"idle,omitempty"`
 }
 
 // LegacyDeadAfter is how long a pool that declares no dead-after limit (a gocraft/work pool, or one
@@ -133,6 +137,7 @@ func parseHeartbeat(id string, h map[string]string) *WorkerPoolHeartbeat {
 	if n := parseInt64(h["dead_after"]); n > 0 {
 		hb.DeadAfter = n
 	}
+	hb.Idle = h["idle"] == "1"
 	return hb
 }
 

@@ -553,6 +553,9 @@ func (f *fetcher) exchange(n int) error {
 		}
 	}
 	f.pushedLocked(from)
+	if k > 0 {
+		p.lease.holding()
+	}
 	if behind {
 		f.behindUntil = max(f.behindUntil, x.Handed)
 		// A fetch that took no job puts none behind: it arms no bound, which would be spent on

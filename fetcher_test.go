@@ -77,9 +77,9 @@ func testIdlePoolCost(t *testing.T, schedules int) {
 		return beats >= 1 && total <= 5*beats
 	})
 	rdo(t, pool, "CONFIG", "RESETSTAT")
-	eventually(t, 60*time.Second, "ten heartbeats", func() bool {
+	eventually(t, 60*time.Second, "six heartbeats", func() bool {
 		_, beats := commandCalls(t, pool)
-		return beats >= 10
+		return beats >= 6
 	})
 	total, beats := commandCalls(t, pool)
 	// A look of the fetcher may fall in the window, nothing more.

@@ -49,6 +49,7 @@ func (f *fetcher) handOff(h rdb.HandOff) {
 	}
 	j := &Job{raw: h.Payload, rawArg: h.Payload, q: q, epoch: h.Epoch, handed: true}
 	f.p.out.hold(j)
+	f.p.lease.holding()
 	// Its registration may predate a fetch that filled the pool's room: then it goes back.
 	if f.isStopped() || f.room.free() <= 0 {
 		f.p.out.post(rdb.FinishOp{Kind: rdb.OpRequeue, Q: q.args, Entry: j.rawArg, Ref: j})

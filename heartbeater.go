@@ -21,12 +21,24 @@ import (
 // those (every pool's when the registered pools changed): each dead pool is seen by the two live
 // ones before it, and a beat's cost does not grow with the number of pools. The pools of this
 // machine it has seen it keeps, to check their processes at each beat.
+//
+// A pool that holds no job, and whose watched peers say they hold none either, is idle: it beats
+// every idleEvery instead of every HeartbeatInterval and declares a dead-after limit longer by the
+// difference (its peers take it for dead no sooner than its beats allow). Its recovery has nothing
+// to wait for; taking a job asks for a beat at once (lease.holding), which declares the pool busy
+// again. A pool that watches a busy peer stays busy, so that the peer's jobs come back as soon as
+// if every pool beat every HeartbeatInterval.
 type heartbeater struct {
 	heartbeaterParams
 	hb    rdb.PoolHeartbeat
 	reap  *reaper
 	beats int
 	now   chan struct{} // a registration on the started pool asks for a beat at once
+
+	idleEvery time.Duration // the beat of an idle pool; no longer than interval: never idle
+	watch     bool          // the last beat found a watched pool busy, late or dead, or it failed
+	holds     uint64        // lease.holds at the last beat
+	wasIdle   bool          // the last beat declared the pool idle
 
 	mu      sync.Mutex              // one beat at a time: the loop's, or start's first
 	written map[string]registration // what registerNames last wrote of each job name
@@ -65,10 +77,21 @@ type heartbeaterParams struct {
 	keep            *atomic.Bool
 	lease           *lease
 	reaped          func()
+	// holding reports whether the pool holds jobs, or its in-progress lists may hold entries a sweep
+	// has yet to put back (a job was held since the last sweep).
+	holding func() bool
+}
+
+// idleHeartbeatInterval is how often an idle pool beats: 2.5 HeartbeatIntervals, at most 5s (the
+// beat of gocraft/work, and the last of the default SleepBackoffs, which its looks for waiting jobs
+// keep), and never less often than HeartbeatInterval.
+func idleHeartbeatInterval(interval time.Duration) time.Duration {
+	return max(interval, min(5*time.Second, interval*5/2))
 }
 
 func newHeartbeater(p heartbeaterParams) *heartbeater {
-	h := &heartbeater{heartbeaterParams: p, now: make(chan struct{}, 1), written: map[string]registration{}}
+	h := &heartbeater{heartbeaterParams: p, now: make(chan struct{}, 1), written: map[string]registration{},
+		idleEvery: idleHeartbeatInterval(p.interval), watch: true}
 	h.reap = newReaper(reaperParams{store: p.store, logger: p.logger, interval: p.interval,
 		deadPoolTimeout: p.deadPoolTimeout, served: p.served})
 	h.hb = p.heartbeat
@@ -118,19 +141,16 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(h.interval)
+		t := time.NewTimer(h.interval)
 		defer t.Stop()
-		extra := time.NewTimer(time.Hour)
-		extra.Stop()
-		defer extra.Stop()
 		var last time.Time
 		for {
 			select {
 			case <-h.ctx.Done():
 				return
 			case <-t.C:
-			case <-extra.C:
 			case <-h.now:
+			case <-h.lease.busy:
 			case <-h.lease.ask:
 				// The workers wait for a fresh lease; while heartbeats fail, asking again brings no
 				// more than a few a second.
@@ -139,17 +159,23 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 				}
 			}
 			last = time.Now()
-			if d := h.beat(); d > 0 {
-				extra.Reset(d)
+			next := h.beat()
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
 			}
+			t.Reset(time.Until(last.Add(next)))
 		}
 	}()
 }
 
-// beat sends one heartbeat and reaps what it reports dead. When another pool is late, it returns
-// how long until that pool would be dead, so the next look comes then rather than at the next tick:
-// that keeps recovery near DeadPoolTimeout instead of DeadPoolTimeout plus an interval. A heartbeat
-// that names job names the pool does not serve yet makes the pool serve them.
+// beat sends one heartbeat, reaps what it reports dead and returns how long after its start the next
+// one is due: HeartbeatInterval, idleEvery when the pool and the pools it watched are idle, or, when
+// another pool is late, the time until that pool would be dead, so that the next look comes then
+// rather than at the next tick (recovery near DeadPoolTimeout instead of DeadPoolTimeout plus an
+// interval). A heartbeat that names job names the pool does not serve yet makes the pool serve them.
 func (h *heartbeater) beat() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -177,15 +203,24 @@ func (h *heartbeater) beat() time.Duration {
 			reconcile = append(reconcile, i)
 		}
 	}
+	idle := h.idleNow()
+	h.hb.IdleDeadAfter = 0
+	if idle {
+		h.hb.IdleDeadAfter = deadAfter + int64((h.idleEvery-h.interval+time.Second-1)/time.Second)
+	}
 	sent := time.Now()
 	h.hb.Epoch = h.lease.epoch.Load()
 	res, err := h.store.Heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
+	afterIdle := h.wasIdle
+	h.wasIdle = false
 	if err != nil {
 		if h.ctx.Err() == nil {
 			h.logger.Error("work: heartbeat", "err", err)
 		}
 		h.reap.unhealthy()
-		return 0
+		h.watch = true
+		h.lease.idle.Store(false)
+		return h.interval
 	}
 	h.hb.Registered = true
 	if res.Reaped {
@@ -199,16 +234,38 @@ func (h *heartbeater) beat() time.Duration {
 		h.announced(full.names)
 	}
 	h.looked(res.Scan)
-	h.reap.observe(ctx, res.Now, res.Stale)
+	h.reap.observe(ctx, res.Now, res.Stale, afterIdle)
 	h.reap.gone(ctx, h.localPeers(res))
-	if res.LateAt == 0 {
-		return 0
+	h.watch = res.Watch || len(res.Stale) > 0 || res.LateAt != 0
+	if idle && !h.watch {
+		h.wasIdle = true
+		return h.idleEvery
 	}
-	d := time.Duration(res.LateAt+deadAfter+1-res.Now) * time.Second
-	if d <= 0 || d >= h.interval {
-		return 0
+	if res.LateAt != 0 {
+		if d := time.Duration(res.LateAt+deadAfter+1-res.Now) * time.Second; d > 0 && d < h.interval {
+			return d
+		}
 	}
-	return d
+	return h.interval
+}
+
+// idleNow reports whether this beat declares the pool idle: it holds no job, took none since the
+// last beat, and the last beat found every pool it watched idle. It marks the lease idle before it
+// reads what the pool took, so that a job taken meanwhile asks for the next beat (lease.holding).
+func (h *heartbeater) idleNow() bool {
+	if h.idleEvery <= h.interval || h.watch {
+		h.lease.idle.Store(false)
+		h.holds = h.lease.holds.Load()
+		return false
+	}
+	h.lease.idle.Store(true)
+	holds := h.lease.holds.Load()
+	idle := holds == h.holds && !h.holding()
+	h.holds = holds
+	if !idle {
+		h.lease.idle.Store(false)
+	}
+	return idle
 }
 
 // localPeers returns the live-looking pools of this machine whose processes to check: those the

@@ -22,16 +22,23 @@ type lease struct {
 	sent    atomic.Pointer[time.Time] // when the last heartbeat Redis accepted was sent; nil: none yet
 	epoch   atomic.Uint64             // how many times the pool found itself reaped
 
+	// idle says the last heartbeat declared the pool idle (see heartbeater.idleEvery): its peers wait
+	// longer before they take its jobs back. holds counts the fetches and hand-offs that gave the
+	// pool jobs, so that the heartbeater can tell whether it held one since its last beat.
+	idle  atomic.Bool
+	holds atomic.Uint64
+
 	mu      sync.Mutex
 	renewed chan struct{} // closed at the next renewal
 	ask     chan struct{} // the heartbeater beats at once on a receive
+	busy    chan struct{} // the same, when the pool took a job after a heartbeat declared it idle
 }
 
 // newLease returns a lease for a pool of the given DeadPoolTimeout. The margin it keeps covers the
 // drift between this machine's clock and the Redis server's.
 func newLease(deadPoolTimeout time.Duration) *lease {
 	return &lease{horizon: deadPoolTimeout - max(deadPoolTimeout/20, 100*time.Millisecond),
-		renewed: make(chan struct{}), ask: make(chan struct{}, 1)}
+		renewed: make(chan struct{}), ask: make(chan struct{}, 1), busy: make(chan struct{}, 1)}
 }
 
 // fresh reports whether the pool may start jobs at now. Both the monotonic and the wall clock must
@@ -58,6 +65,20 @@ func (l *lease) lost() { l.epoch.Add(1) }
 
 // current reports whether job was fetched in the current epoch.
 func (l *lease) current(j *Job) bool { return j.epoch == l.epoch.Load() }
+
+// holding records that the pool took jobs. After a heartbeat that declared the pool idle it asks for
+// one at once, which declares it busy: a crash then leaves the jobs for DeadPoolTimeout, not for the
+// longer limit of an idle pool. The heartbeater sets idle before it reads holds, so a job taken
+// during its beat is either counted by that beat or asks for the next one.
+func (l *lease) holding() {
+	l.holds.Add(1)
+	if l.idle.Load() && l.idle.CompareAndSwap(true, false) {
+		select {
+		case l.busy <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // askBeat asks the heartbeater for a heartbeat at once.
 func (l *lease) askBeat() {

@@ -110,6 +110,13 @@ func (o *outcomeQueue) anyHeld(jobs []*Job) bool {
 	return false
 }
 
+// heldCount returns the number of jobs held.
+func (o *outcomeQueue) heldCount() int {
+	o.heldMu.Lock()
+	defer o.heldMu.Unlock()
+	return len(o.held)
+}
+
 // heldSinceSweep reports whether a job was held, or let go unwritten, since the last call of
 // heldEntries.
 func (o *outcomeQueue) heldSinceSweep() bool {

@@ -177,7 +177,8 @@ func (q *readiness) backoff(i int) time.Duration {
 // scanWait is how long after a look the next one is due, given the looks in a row that found nothing.
 // It is SleepBackoffs[idle], but at least the last SleepBackoff capped at a second (wake-ups make
 // quicker looks pointless), and at most a second while wake-ups are not arriving. When the heartbeat
-// will look before then, the scan waits a HeartbeatInterval longer, in case it does not.
+// will look before then, even an idle pool's (heartbeater.idleEvery), the scan waits a
+// HeartbeatInterval longer, in case it does not.
 func (q *readiness) scanWait(idle int) time.Duration {
 	floor := q.backoff(len(q.p.sleepBackoffs) - 1)
 	if floor <= 0 || floor > time.Second {
@@ -187,7 +188,7 @@ func (q *readiness) scanWait(idle int) time.Duration {
 	if !q.subscribed.Load() {
 		d = min(d, time.Second)
 	}
-	if hb := q.p.heartbeatInterval; d >= hb {
+	if hb := q.p.heartbeatInterval; d >= idleHeartbeatInterval(hb) {
 		d += hb
 	}
 	return d

@@ -42,13 +42,15 @@ func newReaper(p reaperParams) *reaper { return &reaper{reaperParams: p} }
 // unhealthy records a failed heartbeat.
 func (p *reaper) unhealthy() { p.lastBeat = 0 }
 
-// observe takes the result of a heartbeat: the server's clock and the stale pools.
-func (p *reaper) observe(ctx context.Context, now int64, stale []rdb.StalePool) {
+// observe takes the result of a heartbeat: the server's clock and the stale pools. afterIdle says
+// the beat came after the longer wait of an idle pool, which would hide a stall as long: it counts
+// as a first beat.
+func (p *reaper) observe(ctx context.Context, now int64, stale []rdb.StalePool, afterIdle bool) {
 	interval := int64(p.interval / time.Second)
 	if interval < 1 {
 		interval = 1
 	}
-	if p.lastBeat == 0 || now-p.lastBeat > interval+interval/2+1 {
+	if p.lastBeat == 0 || afterIdle || now-p.lastBeat > interval+interval/2+1 {
 		p.healthySince = now // first beat, or we (or Redis) stalled: wait a full interval
 	}
 	p.lastBeat = now

@@ -103,7 +103,8 @@ type WorkerPoolOptions struct {
 	// bound how long a job pushed onto a queue by another program waits. Waits shorter than the last
 	// one, or than a second, do not apply (wake-ups make them pointless); while looks find work the
 	// pool looks once a second. Each heartbeat is a look too, so with the default an idle pool sends
-	// one command every HeartbeatInterval. Default: gocraft/work's 0, 10, 100, 1000, 5000.
+	// one command every 5s, its heartbeat (see HeartbeatInterval). Default: gocraft/work's 0, 10, 100,
+	// 1000, 5000.
 	SleepBackoffs []int64
 
 	// Logger receives the pool's log records. Default: slog.Default().
@@ -111,7 +112,15 @@ type WorkerPoolOptions struct {
 
 	// HeartbeatInterval is how often the pool tells Redis it is alive. Default: 2s (5s before
 	// DeadPoolTimeout's default became 6s). Each heartbeat is one command, which also looks for
-	// waiting jobs and reads the other pools' heartbeats.
+	// waiting jobs and reads the heartbeats of two other pools.
+	//
+	// An idle pool, one that holds no job while the pools whose heartbeats it reads hold none either,
+	// beats 2.5 times less often, at most every 5s (every 5s at the default), and tells its peers to
+	// wait that much longer before they take it for dead: it has no job to give back. Taking a job
+	// makes it send a heartbeat at once and beat every HeartbeatInterval again, and so does a pool
+	// that reads a busy peer's heartbeat: a crashed pool's jobs come back as soon as if every pool
+	// beat every HeartbeatInterval (3s later if it crashes between taking a job while idle and the
+	// heartbeat that taking it sends).
 	HeartbeatInterval time.Duration
 
 	// OnOutcome, when set, is called after every run of a job with what became of it: done, retry,
@@ -449,7 +458,8 @@ func newPoolRun(wp *WorkerPool) *poolRun {
 		heartbeat: rdb.PoolHeartbeat{PoolID: r.poolID, StartedAt: r.startedAt, Concurrency: wp.concurrency,
 			WorkerIDs: r.workerIDs()},
 		registry: r.full.Load, register: r.registerNames, served: r.jobs, announced: r.announced,
-		looked: r.fetcher.ready.looked, keep: &r.keepHeartbeat, lease: r.lease, reaped: r.reaped})
+		looked: r.fetcher.ready.looked, keep: &r.keepHeartbeat, lease: r.lease, reaped: r.reaped,
+		holding: func() bool { return out.heldCount() > 0 || out.heldSinceSweep() }})
 	r.requeuer = newRequeuer(requeuerParams{ctx: r.ctx, store: store, logger: logger, alarm: r.alarm,
 		schedulesDue: r.schedulesDue})
 	r.periodic = newPeriodicEnqueuer(periodicEnqueuerParams{ctx: r.ctx, store: store, logger: logger, alarm: r.alarm,

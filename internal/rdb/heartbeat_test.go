@@ -85,3 +85,54 @@ func TestHeartbeatLooksAtThePoolsAfterItUntilTwoLookAlive(t *testing.T) {
 	}
 	check("a look after a pool registered", res, "a", "e", "f", "g", "i")
 }
+
+// An idle pool's heartbeat declares it idle, with its longer dead-after limit; a busy one's declares
+// it busy, with its DeadPoolTimeout. A heartbeat says whether a live-looking pool it looked at is not
+// idle (one that declares nothing, of gocraft/work, counts as busy); a dead one is reported instead.
+func TestHeartbeatDeclaresIdleAndSaysWhetherAWatchedPoolIsBusy(t *testing.T) {
+	pool := newTestPool(t)
+	s := NewStore(redistest.Namespace(t, pool, "rdb-idle"), PoolBackend(pool))
+	beat := func(self string, idleDeadAfter int64) HeartbeatResult {
+		t.Helper()
+		hb := &PoolHeartbeat{PoolID: self, StartedAt: 1, Concurrency: 1, Host: "h", Pid: 1, IdleDeadAfter: idleDeadAfter}
+		res, err := s.Heartbeat(context.Background(), hb, nil, 6, 3, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	declared := func(id string) []string {
+		t.Helper()
+		v, err := redis.Strings(rdo(t, pool, "HMGET", s.Ks.Heartbeat(id), "idle", "dead_after"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	beat("a", 9)
+	if got := declared("a"); !slices.Equal(got, []string{"1", "9"}) {
+		t.Errorf("an idle beat wrote idle, dead_after %v, want [1 9]", got)
+	}
+	// b looks at a, idle.
+	if res := beat("b", 0); res.Watch {
+		t.Error("a heartbeat that looked at an idle pool only says one is busy")
+	}
+	if got := declared("b"); !slices.Equal(got, []string{"0", "6"}) {
+		t.Errorf("a busy beat wrote idle, dead_after %v, want [0 6]", got)
+	}
+	// a looks at b, busy.
+	if res := beat("a", 9); !res.Watch {
+		t.Error("a heartbeat that looked at a busy pool does not say so")
+	}
+	// b's hash without its idle field: a pool of gocraft/work or of an earlier version.
+	rdo(t, pool, "HDEL", s.Ks.Heartbeat("b"), "idle")
+	if res := beat("a", 9); !res.Watch {
+		t.Error("a pool that declares nothing does not count as busy")
+	}
+	// b dead: reported stale, not watched.
+	rdo(t, pool, "HSET", s.Ks.Heartbeat("b"), "heartbeat_at", 1, "idle", "0")
+	res := beat("a", 9)
+	if res.Watch || len(res.Stale) != 1 || res.Stale[0].Id != "b" {
+		t.Errorf("with b dead: watch %v, stale %v; want false, [b]", res.Watch, res.Stale)
+	}
+}

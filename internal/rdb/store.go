@@ -559,6 +559,9 @@ type PoolHeartbeat struct {
 	// Members is the digest of the registered pools' IDs the pool's last heartbeat returned ("":
 	// none): while the pools stay the same, a heartbeat looks at a few of them only.
 	Members string
+	// IdleDeadAfter, when positive, says the pool holds no job: the heartbeat declares it idle, with
+	// this dead-after limit in seconds (longer than its DeadPoolTimeout, as it beats less often).
+	IdleDeadAfter int64
 }
 
 // LegacyDeadAfterSeconds is the least dead-after limit applied to a pool whose heartbeat declares
@@ -588,6 +591,9 @@ type HeartbeatResult struct {
 	// Members is the digest of the registered pools' IDs. When it is not hb.Members, the heartbeat
 	// looked at every pool (Peers lists every live-looking one of this machine).
 	Members string
+	// Watch says that a live-looking pool looked at is not idle: it may hold jobs, whose recovery
+	// waits for a beat of this pool if it dies.
+	Watch bool
 }
 
 // Heartbeat writes this pool's heartbeat, squares the concurrency counters of the job names at the
@@ -595,7 +601,7 @@ type HeartbeatResult struct {
 // pools and looks for waiting jobs.
 func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []int, deadAfterSeconds, lateAfterSeconds int64, fullReconcile bool) (HeartbeatResult, error) {
 	scanEnd := 2 + scanSets + scanKeysPerName*len(hb.JobNames)
-	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+19+len(reconcile))
+	args := make([]interface{}, 0, 1+scanEnd+5*len(reconcile)+20+len(reconcile))
 	args = append(args, scanEnd+5*len(reconcile), s.Ks.WorkerPools(), s.Ks.Heartbeat(hb.PoolID))
 	args = s.scanArgs(args, hb.JobNames)
 	for _, i := range reconcile {
@@ -606,6 +612,11 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 	args = append(args, hb.PoolID, hb.StartedAt, strings.Join(hb.JobNames, ","), hb.Concurrency,
 		strings.Join(hb.WorkerIDs, ","), hb.Host, hb.Pid, deadAfterSeconds, s.Ks.Heartbeat(""), lateAfterSeconds, fullReconcile,
 		s.Ks.JobsPrefix(), scanEnd, hb.PeriodicJobs, hb.Process, hb.Registered, hb.Machine, hb.Epoch, hb.Members)
+	if hb.IdleDeadAfter > 0 {
+		args = append(args, hb.IdleDeadAfter)
+	} else {
+		args = append(args, "")
+	}
 	for _, i := range reconcile {
 		args = append(args, hb.MaxConcurrency[i])
 	}
@@ -615,7 +626,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 		if err != nil {
 			return err
 		}
-		if len(r) < 5 || (len(r)-5)%3 != 0 {
+		if len(r) < 6 || (len(r)-6)%3 != 0 {
 			return fmt.Errorf("work: heartbeat: unexpected reply of %d elements", len(r))
 		}
 		if res.Now, err = redis.Int64(r[0], nil); err != nil {
@@ -630,7 +641,9 @@ func (s *Store) Heartbeat(ctx context.Context, hb *PoolHeartbeat, reconcile []in
 		reaped, _ := redis.Int64(r[3], nil)
 		res.Reaped = reaped == 1
 		res.Members, _ = redis.String(r[4], nil)
-		for i := 5; i+2 < len(r); i += 3 {
+		watch, _ := redis.Int64(r[5], nil)
+		res.Watch = watch == 1
+		for i := 6; i+2 < len(r); i += 3 {
 			id, _ := redis.String(r[i], nil)
 			names, _ := redis.String(r[i+1], nil)
 			process, _ := redis.String(r[i+2], nil)

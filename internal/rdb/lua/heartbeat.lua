@@ -8,8 +8,11 @@
 -- KEYS[1].
 --
 -- A pool's dead-after limit is the larger of ARGV[8] and the dead_after its hash declares (the time
--- within which it stops starting jobs while its heartbeats fail); a hash that declares none (a pool of
--- gocraft/work or of an earlier version) gets at least ${legacyDeadAfter} seconds. The other pools
+-- within which it stops starting jobs while its heartbeats fail, longer while it is idle); a hash that
+-- declares none (a pool of gocraft/work or of an earlier version) gets at least ${legacyDeadAfter}
+-- seconds. An idle pool (its field idle is 1: it holds no job) beats less often; the reply says
+-- whether a live-looking pool looked at is not idle, so that the caller keeps beating often while a
+-- pool it watches may hold jobs. The other pools
 -- whose process field says they run on this pool's machine and in its PID namespace (ARGV[17] is
 -- that prefix) are reported too, so that the caller can check whether their processes still exist.
 --
@@ -35,12 +38,14 @@
 --   namespace ("" when unknown); ARGV[18] the pool's epoch (how many times it found itself reaped,
 --   written as the field epoch by the first beat, and plus one by a beat that finds it reaped);
 --   ARGV[19] the digest of the registered pools' IDs that a beat of this pool returned before ("":
---   none); ARGV[19+i] the MaxConcurrency of group i (also written back if its key was overwritten)
+--   none); ARGV[20] the dead-after seconds the pool declares while it is idle ("": it is not idle,
+--   and declares ARGV[8]); ARGV[20+i] the MaxConcurrency of group i (also written back if its key
+--   was overwritten)
 --
 -- Returns {now, earliest late heartbeat (0: none), scan reply, reaped (1: this pool's hash, or its
 -- epoch, was gone, or it holds a later epoch than ARGV[18]: a beat that found it gone lost its
--- reply), the digest of the registered pools' IDs (for ARGV[19] of the next beat), then a
--- triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or its process
+-- reply), the digest of the registered pools' IDs (for ARGV[19] of the next beat), 1 when a
+-- live-looking pool looked at is not idle (else 0), then a triple per pool to report: its ID, its job_names (or ""), and "" when it is stale or its process
 -- field when it is a live-looking pool of this machine}; a pool with a lock_info entry but no
 -- registration is reported as stale with that one job name.
 
@@ -50,12 +55,16 @@ local deadAfter, heartbeatPrefix, lateAfter, fullReconcile =
   tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10]), ARGV[11] == '1'
 local jobsPrefix, scanEnd, periodicJobs = ARGV[12], tonumber(ARGV[13]), ARGV[14]
 local process, wasRegistered, machine, epoch = ARGV[15], ARGV[16] == '1', ARGV[17], tonumber(ARGV[18])
+local idleDeadAfter = ARGV[20]
 local legacyDeadAfter = math.max(deadAfter, ${legacyDeadAfter})
 
 local now = tonumber(redis.call('time')[1])
 local unregistered = {}
 local fields = {'heartbeat_at', now, 'started_at', startedAt, 'job_names', jobNames, 'concurrency', concurrency,
-  'worker_ids', workerIDs, 'host', host, 'pid', pid, 'dead_after', deadAfter}
+  'worker_ids', workerIDs, 'host', host, 'pid', pid, 'dead_after', deadAfter, 'idle', '0'}
+if idleDeadAfter ~= '' then
+  fields[16], fields[18] = idleDeadAfter, '1'
+end
 if process ~= '' then
   fields[#fields + 1] = 'process'
   fields[#fields + 1] = process
@@ -89,11 +98,11 @@ if listed and not registered[pool] then
   registered[pool] = true
   pools[#pools + 1] = pool
 end
--- The groups to square: five keys each after the scan's keys, their MaxConcurrency after ARGV[19].
+-- The groups to square: five keys each after the scan's keys, their MaxConcurrency after ARGV[20].
 for i = 1, (#KEYS - scanEnd) / 5 do
   local k = scanEnd + 5 * (i - 1)
   local inprogress, keyedInprogress, lock, lockInfo, maxKey = KEYS[k+1], KEYS[k+2], KEYS[k+3], KEYS[k+4], KEYS[k+5]
-  local max = tonumber(ARGV[19 + i])
+  local max = tonumber(ARGV[20 + i])
   -- Derived counters of the wrong type are repaired: other pools re-add their lock_info entries
   -- with their own heartbeats.
   local repaired = false
@@ -135,7 +144,7 @@ for i = 1, (#KEYS - scanEnd) / 5 do
     end
   end
 end
-local out = {now, 0, scan(3, scanEnd, now), reaped, ''}
+local out = {now, 0, scan(3, scanEnd, now), reaped, '', 0}
 for j = 1, #unregistered, 2 do
   out[#out + 1] = unregistered[j]
   out[#out + 1] = unregistered[j + 1]
@@ -157,8 +166,8 @@ for i, id in ipairs(order) do
 end
 -- Reads a pool's heartbeat, reports it (dead, or of this machine) and says whether it looks alive.
 local function look(id)
-  local hb = redis.pcall('hmget', heartbeatPrefix .. id, 'heartbeat_at', 'job_names', 'dead_after', 'process')
-  if hb.err then hb = {false, false, false, false} end
+  local hb = redis.pcall('hmget', heartbeatPrefix .. id, 'heartbeat_at', 'job_names', 'dead_after', 'process', 'idle')
+  if hb.err then hb = {false, false, false, false, false} end
   local at = tonumber(hb[1] or '')
   local limit = math.max(deadAfter, tonumber(hb[3] or '') or legacyDeadAfter)
   if not at or now - at > limit then
@@ -180,6 +189,7 @@ local function look(id)
     end
     return false
   end
+  if hb[5] ~= '1' then out[6] = 1 end
   return true
 end
 if members ~= ARGV[19] or not from then
