@@ -51,8 +51,8 @@ type WorkerPoolHeartbeat struct {
 	// gocraft/work pool, or one of an earlier version), which its peers wait LegacyDeadAfter for.
 	DeadAfter int64 `json:"dead_after,omitempty"`
 
-	// Idle says the pool held no job at its last heartbeat, nor did the pools it watches: it beats
-	// less often (see WorkerPoolOptions.HeartbeatInterval).
+	// Idle says the pool held no job at its last heartbeat: it may beat less often (see
+	// WorkerPoolOptions.HeartbeatInterval).
 	Idle bool `json:"idle,omitempty"`
 }
 

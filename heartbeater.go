@@ -22,12 +22,11 @@ import (
 // ones before it, and a beat's cost does not grow with the number of pools. The pools of this
 // machine it has seen it keeps, to check their processes at each beat.
 //
-// A pool that holds no job, and whose watched peers say they hold none either, is idle: it beats
-// every idleEvery instead of every HeartbeatInterval and declares a dead-after limit longer by the
-// difference (its peers take it for dead no sooner than its beats allow). Its recovery has nothing
-// to wait for; taking a job asks for a beat at once (lease.holding), which declares the pool busy
-// again. A pool that watches a busy peer stays busy, so that the peer's jobs come back as soon as
-// if every pool beat every HeartbeatInterval.
+// A pool that holds no job is idle: its heartbeat says so and declares a dead-after limit longer by
+// what a slower beat adds (its recovery has nothing to wait for), and taking a job asks for a beat at
+// once (lease.holding), which declares the pool busy again. An idle pool beats every idleEvery
+// instead of every HeartbeatInterval, unless a pool it watches is busy (or late, or dead): that
+// pool's jobs come back as soon as if every pool beat every HeartbeatInterval.
 type heartbeater struct {
 	heartbeaterParams
 	hb    rdb.PoolHeartbeat
@@ -38,7 +37,7 @@ type heartbeater struct {
 	idleEvery time.Duration // the beat of an idle pool; no longer than interval: never idle
 	watch     bool          // the last beat found a watched pool busy, late or dead, or it failed
 	holds     uint64        // lease.holds at the last beat
-	wasIdle   bool          // the last beat declared the pool idle
+	slow      atomic.Bool   // the last beat set the next one idleEvery after it
 
 	mu      sync.Mutex              // one beat at a time: the loop's, or start's first
 	written map[string]registration // what registerNames last wrote of each job name
@@ -172,7 +171,7 @@ func (h *heartbeater) start(wg *sync.WaitGroup) {
 }
 
 // beat sends one heartbeat, reaps what it reports dead and returns how long after its start the next
-// one is due: HeartbeatInterval, idleEvery when the pool and the pools it watched are idle, or, when
+// one is due: HeartbeatInterval, idleEvery when the pool and the pools it watches are idle, or, when
 // another pool is late, the time until that pool would be dead, so that the next look comes then
 // rather than at the next tick (recovery near DeadPoolTimeout instead of DeadPoolTimeout plus an
 // interval). A heartbeat that names job names the pool does not serve yet makes the pool serve them.
@@ -211,8 +210,7 @@ func (h *heartbeater) beat() time.Duration {
 	sent := time.Now()
 	h.hb.Epoch = h.lease.epoch.Load()
 	res, err := h.store.Heartbeat(ctx, &h.hb, reconcile, deadAfter, lateAfter, fullReconcile)
-	afterIdle := h.wasIdle
-	h.wasIdle = false
+	afterIdle := h.slow.Swap(false)
 	if err != nil {
 		if h.ctx.Err() == nil {
 			h.logger.Error("work: heartbeat", "err", err)
@@ -238,7 +236,7 @@ func (h *heartbeater) beat() time.Duration {
 	h.reap.gone(ctx, h.localPeers(res))
 	h.watch = res.Watch || len(res.Stale) > 0 || res.LateAt != 0
 	if idle && !h.watch {
-		h.wasIdle = true
+		h.slow.Store(true)
 		return h.idleEvery
 	}
 	if res.LateAt != 0 {
@@ -249,11 +247,11 @@ func (h *heartbeater) beat() time.Duration {
 	return h.interval
 }
 
-// idleNow reports whether this beat declares the pool idle: it holds no job, took none since the
-// last beat, and the last beat found every pool it watched idle. It marks the lease idle before it
-// reads what the pool took, so that a job taken meanwhile asks for the next beat (lease.holding).
+// idleNow reports whether this beat declares the pool idle: it holds no job and took none since the
+// last beat. It marks the lease idle before it reads what the pool took, so that a job taken
+// meanwhile asks for the next beat (lease.holding).
 func (h *heartbeater) idleNow() bool {
-	if h.idleEvery <= h.interval || h.watch {
+	if h.idleEvery <= h.interval {
 		h.lease.idle.Store(false)
 		h.holds = h.lease.holds.Load()
 		return false

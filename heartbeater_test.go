@@ -49,9 +49,10 @@ func TestIdlePoolDeclaresALongerLimitUntilItHoldsAJob(t *testing.T) {
 	})
 }
 
-// A pool with nothing to do is not idle while a pool it watches declares itself busy (or declares
-// nothing, as a gocraft/work pool): should that pool die, its jobs wait for this one's beat.
-func TestPoolWatchingABusyPoolIsNotIdle(t *testing.T) {
+// An idle pool beats every HeartbeatInterval, not more slowly, while a pool it watches is busy (or
+// declares nothing, as a gocraft/work pool): should that pool die, its jobs wait for this one's beat.
+// Two idle pools that watch each other both beat slowly.
+func TestIdlePoolWatchingABusyPoolBeatsOften(t *testing.T) {
 	t.Parallel()
 	pool := newTestPool(t)
 	ns := newTestNamespace(t, pool)
@@ -59,11 +60,8 @@ func TestPoolWatchingABusyPoolIsNotIdle(t *testing.T) {
 	wp := NewWorkerPoolWithOptions(bhvCtx{}, 2, ns, pool, WorkerPoolOptions{})
 	wp.Job("a", func(*Job) error { return nil })
 	bhvStart(t, wp)
-	isIdle := func() bool {
-		idle, _ := declared(t, pool, ns, wp.workerPoolID)
-		return idle == "1"
-	}
-	eventually(t, 30*time.Second, "the pool to declare itself idle", isIdle)
+	slow := wp.reg.run.heartbeater.slow.Load
+	eventually(t, 30*time.Second, "the pool to beat slowly", slow)
 	// A peer that heartbeats as long as the test runs, declaring idle as the test says.
 	peerIdle := make(chan string, 1)
 	peerIdle <- "0"
@@ -93,11 +91,26 @@ func TestPoolWatchingABusyPoolIsNotIdle(t *testing.T) {
 			c.Close()
 		}
 	}()
-	eventually(t, 30*time.Second, "the pool to see its busy peer", func() bool { return !isIdle() })
+	eventually(t, 30*time.Second, "the pool to see its busy peer", func() bool { return !slow() })
+	if idle, _ := declared(t, pool, ns, wp.workerPoolID); idle != "1" {
+		t.Errorf("the pool that holds no job declares idle %q beside a busy peer, want 1", idle)
+	}
 	peerIdle <- "1"
-	eventually(t, 30*time.Second, "the pool to be idle beside its idle peer", isIdle)
+	eventually(t, 30*time.Second, "the pool to beat slowly beside its idle peer", slow)
 	peerIdle <- ""
-	eventually(t, 30*time.Second, "the pool to see a peer that declares nothing", func() bool { return !isIdle() })
+	eventually(t, 30*time.Second, "the pool to see a peer that declares nothing", func() bool { return !slow() })
+
+	// A second pool: each reads the other's heartbeat, idle.
+	cancel()
+	<-done
+	rdo(t, pool, "SREM", ks.WorkerPools(), "peer")
+	rdo(t, pool, "DEL", ks.Heartbeat("peer"))
+	wp2 := NewWorkerPoolWithOptions(bhvCtx{}, 2, ns, pool, WorkerPoolOptions{})
+	wp2.Job("a", func(*Job) error { return nil })
+	bhvStart(t, wp2)
+	eventually(t, 30*time.Second, "two idle pools to beat slowly", func() bool {
+		return slow() && wp2.reg.run.heartbeater.slow.Load()
+	})
 }
 
 // After a heartbeat that declared the pool idle, taking a job asks for the next heartbeat at once,

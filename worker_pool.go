@@ -114,13 +114,13 @@ type WorkerPoolOptions struct {
 	// DeadPoolTimeout's default became 6s). Each heartbeat is one command, which also looks for
 	// waiting jobs and reads the heartbeats of two other pools.
 	//
-	// An idle pool, one that holds no job while the pools whose heartbeats it reads hold none either,
-	// beats 2.5 times less often, at most every 5s (every 5s at the default), and tells its peers to
+	// An idle pool, one that holds no job, beats 2.5 times less often, at most every 5s (every 5s at
+	// the default), while the pools whose heartbeats it reads are idle too, and tells its peers to
 	// wait that much longer before they take it for dead: it has no job to give back. Taking a job
-	// makes it send a heartbeat at once and beat every HeartbeatInterval again, and so does a pool
-	// that reads a busy peer's heartbeat: a crashed pool's jobs come back as soon as if every pool
-	// beat every HeartbeatInterval (3s later if it crashes between taking a job while idle and the
-	// heartbeat that taking it sends).
+	// makes it send a heartbeat at once and beat every HeartbeatInterval again; a pool that reads a
+	// busy peer's heartbeat beats that often too. A crashed pool's jobs come back as soon as if every
+	// pool beat every HeartbeatInterval (3s later if it crashes between taking a job while idle and
+	// the heartbeat that taking it sends).
 	HeartbeatInterval time.Duration
 
 	// OnOutcome, when set, is called after every run of a job with what became of it: done, retry,
