@@ -369,7 +369,8 @@ func TestClientPeriodicJobsListsWhatLivePoolsDeclare(t *testing.T) {
 }
 
 // A heartbeat reads the dead-after limit its pool declared, and Stale applies it (or the legacy
-// limit to a pool that declares none); a pool's real heartbeat declares its DeadPoolTimeout.
+// limit to a pool that declares none); a pool's real heartbeat declares its DeadPoolTimeout as it
+// starts, and 3s more once it is idle.
 func TestWorkerPoolHeartbeatStaleAfterItsDeclaredLimit(t *testing.T) {
 	t.Parallel()
 	c, pool, ks := newTestClient(t)
@@ -405,7 +406,11 @@ func TestWorkerPoolHeartbeatStaleAfterItsDeclaredLimit(t *testing.T) {
 	wp.Start()
 	defer wp.Stop()
 	hbs, err = NewClient(ns, pool).WorkerPoolHeartbeats()
-	if err != nil || len(hbs) != 1 || hbs[0].DeadAfter != 42 {
-		t.Fatalf("a running pool's heartbeats %+v (%v), want one declaring 42 s", hbs, err)
+	if err != nil || len(hbs) != 1 || hbs[0].DeadAfter != 42 || hbs[0].Idle {
+		t.Fatalf("a running pool's heartbeats %+v (%v), want one declaring 42 s, not idle", hbs, err)
 	}
+	eventually(t, 30*time.Second, "the idle pool to declare 45 s", func() bool {
+		hbs, err = NewClient(ns, pool).WorkerPoolHeartbeats()
+		return err == nil && len(hbs) == 1 && hbs[0].DeadAfter == 45 && hbs[0].Idle
+	})
 }

@@ -248,10 +248,11 @@ func (h *heartbeater) beat() time.Duration {
 }
 
 // idleNow reports whether this beat declares the pool idle: it holds no job and took none since the
-// last beat. It marks the lease idle before it reads what the pool took, so that a job taken
-// meanwhile asks for the next beat (lease.holding).
+// last beat (the first beat, which the pool sends as it starts to fetch, never is). It marks the
+// lease idle before it reads what the pool took, so that a job taken meanwhile asks for the next
+// beat (lease.holding).
 func (h *heartbeater) idleNow() bool {
-	if h.idleEvery <= h.interval {
+	if h.idleEvery <= h.interval || h.beats <= 1 {
 		h.lease.idle.Store(false)
 		h.holds = h.lease.holds.Load()
 		return false

@@ -119,7 +119,7 @@ func TestAnIdlePoolThatTakesAJobAsksForAHeartbeat(t *testing.T) {
 	for _, takeFirst := range []bool{false, true} {
 		l := newLease(6 * time.Second)
 		h := &heartbeater{heartbeaterParams: heartbeaterParams{interval: 2 * time.Second, lease: l,
-			holding: func() bool { return false }}, idleEvery: 5 * time.Second}
+			holding: func() bool { return false }}, idleEvery: 5 * time.Second, beats: 2}
 		if takeFirst {
 			l.holding() // before the beat: the beat counts it
 			if h.idleNow() {
