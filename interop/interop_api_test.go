@@ -339,19 +339,20 @@ func TestSameEdgesOfWorkerPools(t *testing.T) {
 		h := rStringMap(t, pool, "HGETALL", ns+":worker_pools:"+id)
 		delete(h, "heartbeat_at")
 		delete(h, "started_at")
-		// The fields this library adds: its dead-pool timeout, its lease epoch (with epoch_seen)
-		// and, where /proc tells, its process.
-		if h["dead_after"] != "" && h["epoch"] == "0" {
+		// The fields this library adds: its dead-pool timeout, whether it is idle, its lease epoch
+		// (with epoch_seen) and, where /proc tells, its process.
+		if h["dead_after"] != "" && h["idle"] != "" && h["epoch"] == "0" {
 			added++
 		}
 		delete(h, "dead_after")
+		delete(h, "idle")
 		delete(h, "epoch")
 		delete(h, "epoch_seen")
 		delete(h, "process")
 		hbs = append(hbs, h)
 	}
 	if added != 1 {
-		t.Errorf("%d heartbeats declare dead_after and epoch 0, want 1 (work's)", added)
+		t.Errorf("%d heartbeats declare dead_after, idle and epoch 0, want 1 (work's)", added)
 	}
 	if !reflect.DeepEqual(hbs[0], hbs[1]) || hbs[0]["concurrency"] != "0" || hbs[0]["worker_ids"] != "" {
 		t.Errorf("heartbeats of pools of concurrency 0 differ or are wrong: %v", hbs)
