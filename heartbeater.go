@@ -36,7 +36,6 @@ type heartbeater struct {
 
 	idleEvery time.Duration // the beat of an idle pool; no longer than interval: never idle
 	watch     bool          // the last beat found a watched pool busy, late or dead, or it failed
-	holds     uint64        // lease.holds at the last beat
 	slow      atomic.Bool   // the last beat set the next one idleEvery after it
 
 	mu      sync.Mutex              // one beat at a time: the loop's, or start's first
@@ -247,20 +246,17 @@ func (h *heartbeater) beat() time.Duration {
 	return h.interval
 }
 
-// idleNow reports whether this beat declares the pool idle: it holds no job and took none since the
-// last beat (the first beat, which the pool sends as it starts to fetch, never is). It marks the
-// lease idle before it reads what the pool took, so that a job taken meanwhile asks for the next
+// idleNow reports whether this beat declares the pool idle: it holds no job, and none since its
+// last sweep (the first beat, which the pool sends as it starts to fetch, never is). It marks the
+// lease idle before it reads what the pool holds, so that a job taken meanwhile asks for the next
 // beat (lease.holding).
 func (h *heartbeater) idleNow() bool {
 	if h.idleEvery <= h.interval || h.beats <= 1 {
 		h.lease.idle.Store(false)
-		h.holds = h.lease.holds.Load()
 		return false
 	}
 	h.lease.idle.Store(true)
-	holds := h.lease.holds.Load()
-	idle := holds == h.holds && !h.holding()
-	h.holds = holds
+	idle := !h.holding()
 	if !idle {
 		h.lease.idle.Store(false)
 	}

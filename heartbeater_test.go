@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -114,14 +115,17 @@ func TestIdlePoolWatchingABusyPoolBeatsOften(t *testing.T) {
 }
 
 // After a heartbeat that declared the pool idle, taking a job asks for the next heartbeat at once,
-// whichever comes first of the take and the heartbeat's look at what the pool took.
+// whichever comes first of the take and the heartbeat's look at what the pool holds.
 func TestAnIdlePoolThatTakesAJobAsksForAHeartbeat(t *testing.T) {
 	for _, takeFirst := range []bool{false, true} {
 		l := newLease(6 * time.Second)
+		out := newOutcomeQueue(slog.Default(), nil)
 		h := &heartbeater{heartbeaterParams: heartbeaterParams{interval: 2 * time.Second, lease: l,
-			holding: func() bool { return false }}, idleEvery: 5 * time.Second, beats: 2}
+			holding: func() bool { return out.heldCount() > 0 || out.heldSinceSweep() }},
+			idleEvery: 5 * time.Second, beats: 2}
+		take := func() { out.hold(&Job{}); l.holding() } // as a fetch or a hand-off does
 		if takeFirst {
-			l.holding() // before the beat: the beat counts it
+			take() // before the beat: the beat sees it
 			if h.idleNow() {
 				t.Error("a beat after a take since the last one declared the pool idle")
 			}
@@ -130,7 +134,7 @@ func TestAnIdlePoolThatTakesAJobAsksForAHeartbeat(t *testing.T) {
 		if !h.idleNow() {
 			t.Fatal("a pool that took nothing was not idle")
 		}
-		l.holding()
+		take()
 		select {
 		case <-l.busy:
 		default:

@@ -23,10 +23,8 @@ type lease struct {
 	epoch   atomic.Uint64             // how many times the pool found itself reaped
 
 	// idle says the last heartbeat declared the pool idle (see heartbeater.idleEvery): its peers wait
-	// longer before they take its jobs back. holds counts the fetches and hand-offs that gave the
-	// pool jobs, so that the heartbeater can tell whether it held one since its last beat.
-	idle  atomic.Bool
-	holds atomic.Uint64
+	// longer before they take its jobs back.
+	idle atomic.Bool
 
 	mu      sync.Mutex
 	renewed chan struct{} // closed at the next renewal
@@ -66,12 +64,12 @@ func (l *lease) lost() { l.epoch.Add(1) }
 // current reports whether job was fetched in the current epoch.
 func (l *lease) current(j *Job) bool { return j.epoch == l.epoch.Load() }
 
-// holding records that the pool took jobs. After a heartbeat that declared the pool idle it asks for
-// one at once, which declares it busy: a crash then leaves the jobs for DeadPoolTimeout, not for the
-// longer limit of an idle pool. The heartbeater sets idle before it reads holds, so a job taken
-// during its beat is either counted by that beat or asks for the next one.
+// holding records that the pool took jobs, which the outcome queue holds already. After a heartbeat
+// that declared the pool idle it asks for one at once, which declares it busy: a crash then leaves
+// the jobs for DeadPoolTimeout, not for the longer limit of an idle pool. The heartbeater sets idle
+// before it reads what the outcome queue holds, so a job taken during its beat is either seen by
+// that beat or asks for the next one. A busy pool's fetches only read idle.
 func (l *lease) holding() {
-	l.holds.Add(1)
 	if l.idle.Load() && l.idle.CompareAndSwap(true, false) {
 		select {
 		case l.busy <- struct{}{}:
