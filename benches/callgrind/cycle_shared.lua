@@ -10,10 +10,16 @@
 -- job from its list into the set. With ARGV[1] 4, the same with the bookkeeping the library keeps
 -- beside it (setup_shared.lua "headbook"): a key's lane field marks its slot taken ('r' while its
 -- job runs, the score of its next job in the set, dropped when it has none), and the waiting index
--- holds the jobs in its list (LLEN after each move, the entry dropped at 0).
+-- holds the jobs in its list (LLEN after each move, the entry dropped at 0). With ARGV[1] 5, every
+-- job stays in the set (as in modes 0 to 2) and a limit of one is kept by mode 2's counts, in a
+-- running hash made a hashtable once (a member too long to be a key stays in it): a job whose key
+-- runs would wait in a list of its key, which this shape (a key's jobs a turn apart) never needs.
+-- With ARGV[1] 6, the same with the waiting index lowered for each job taken (ZINCRBY, a call per
+-- job; setup_shared.lua "waiting" writes the index), as Client.Keys reads it.
 --
--- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job), 2 (calls per take), 3 (next job only) or 4
--- (next job only, with its bookkeeping),
+-- keys: 0; ARGV[1] 0 (no counts), 1 (a call per job), 2 (calls per take), 3 (next job only), 4
+-- (next job only, with its bookkeeping), 5 (every job in the set, counts per take) or 6 (5 with the
+-- waiting index),
 -- ARGV[2] jobs per take, ARGV[3] takes. Returns the jobs taken.
 local p = 'cg:keyed:a:'
 local mode, n, rounds = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -47,6 +53,7 @@ local function counts(keys, no, d)
   if ns > 0 then redis.call('hset', running, unpack(set, 1, ns)) end
   if nd > 0 then redis.call('hdel', running, unpack(del, 1, nd)) end
 end
+if mode >= 5 then redis.call('hset', running, '{' .. string.rep('-', 78) .. '}', '0') end
 for _ = 1, rounds do
   local popped = redis.call('zpopmin', p .. 'shared', n)
   if #popped == 0 then break end
@@ -61,7 +68,10 @@ for _ = 1, rounds do
       if mode == 1 then redis.call('hincrby', running, K, '1') end
     end
   end
-  if mode == 2 then counts(keys, no, 1) end
+  if mode == 2 or mode >= 5 then counts(keys, no, 1) end
+  if mode == 6 then
+    for i = 1, no do redis.call('zincrby', p .. 'waiting', '-1', keys[i]) end
+  end
   if mode == 4 then
     local set = {}
     for i = 1, no do set[2 * i - 1], set[2 * i] = keys[i], 'r' end
@@ -75,7 +85,7 @@ for _ = 1, rounds do
       redis.call('hdel', running, keys[i])
     end
   end
-  if mode == 2 then counts(keys, no, -1) end
+  if mode == 2 or mode >= 5 then counts(keys, no, -1) end
   if mode == 4 then
     -- The key's next job joins the set in its slot (the lane field reads 'r' for each key here: the
     -- ack reads it to know the key's slot is its own).

@@ -4,8 +4,10 @@
 # and release (cycle_keyed.lua), the least dispatch that keeps the same state
 # (cycle_limit1_floor.lua, with and without the keys' scores), and a limit of one kept without
 # running counts, only each key's next job in one sorted set (cycle_shared.lua mode 3), alone and
-# with the bookkeeping the library would keep beside it (mode 4). As in run.sh, the Lua runs
-# directly, each script loaded before its count starts.
+# with the bookkeeping the library would keep beside it (mode 4); and every job of every key kept in
+# that set (issue #38's proposal for keys without limits) with the limit kept by running counts
+# written once a take and once a release (mode 5), and with the waiting index too (mode 6). As in
+# run.sh, the Lua runs directly, each script loaded before its count starts.
 #
 #   benches/callgrind/limit1.sh [jobs per take] [takes]    # defaults 50 and 36
 #
@@ -29,3 +31,7 @@ redis-cli -p "$port" --eval setup_shared.lua , 10000 10 head >/dev/null
 measure "shared set, next job only" cycle_shared.lua 3 "$n" "$takes"
 redis-cli -p "$port" --eval setup_shared.lua , 10000 10 headbook >/dev/null
 measure "shared set, next job only, with bookkeeping" cycle_shared.lua 4 "$n" "$takes"
+redis-cli -p "$port" --eval setup_shared.lua , 10000 10 "" >/dev/null
+measure "every job in the set, counts a take" cycle_shared.lua 5 "$n" "$takes"
+redis-cli -p "$port" --eval setup_shared.lua , 10000 10 waiting >/dev/null
+measure "every job in the set, counts a take, waiting index" cycle_shared.lua 6 "$n" "$takes"

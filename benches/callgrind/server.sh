@@ -9,10 +9,18 @@
 #                       loads SCRIPT, runs it with ARGS while callgrind counts (it returns the jobs
 #                       it took) and prints the instructions per job
 # Needs valgrind (apt-get install valgrind), redis-server, redis-cli and python3 (for a free port).
+#
+# Two variables say more of where the instructions go:
+#   REDIS_SERVER=PATH   the server to run (default: redis-server on PATH). Debian's is stripped, so
+#                       callgrind_annotate names few of its functions; a build of the same release
+#                       from its source (make in the tarball keeps symbols) names them all, Lua's
+#                       interpreter included.
+#   CG_KEEP=DIR         keeps each measure's counts as DIR/<label>.out, for
+#                       callgrind_annotate --inclusive=yes DIR/<label>.out
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 tmp=$(mktemp -d)
 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
-  redis-server --port "$port" --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
+  "${REDIS_SERVER:-redis-server}" --port "$port" --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
 vg=$!
 trap 'kill $vg 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
@@ -35,6 +43,10 @@ measure() {
   jobs=$(redis-cli -p "$port" evalsha "$sha" 0 "$@")
   [ "$jobs" -gt 0 ] || { echo "$label: the script took no job" >&2; exit 1; }
   counted
+  if [ -n "${CG_KEEP:-}" ]; then
+    mkdir -p "$CG_KEEP"
+    cp "$tmp/cg.out.$dumps" "$CG_KEEP/$(printf '%s' "$label" | tr -c 'A-Za-z0-9.-' '_').out"
+  fi
   printf '%-58s %6d jobs  %9d instructions a job\n' "$label" "$jobs" $((ir / jobs))
 }
 

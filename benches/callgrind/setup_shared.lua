@@ -5,10 +5,11 @@
 -- is in the set and the others wait in the key's list (<prefix>{<key>}, the next at the tail): a
 -- limit of one job a key kept without a count (cycle_shared.lua, mode 3). "headbook" does the same and
 -- also writes what mode 4 keeps: each key's lane field (the score of its job in the set) and its
--- entry in the waiting index (its jobs in its list).
+-- entry in the waiting index (its jobs in its list). "waiting" keeps every job in the set and writes
+-- each key's entry in the waiting index (its jobs), for cycle_shared.lua mode 6.
 --
--- keys: 0; ARGV[1] keys, ARGV[2] jobs per key, ARGV[3] "head", "headbook" or "". Returns the number
--- of jobs.
+-- keys: 0; ARGV[1] keys, ARGV[2] jobs per key, ARGV[3] "head", "headbook", "waiting" or "". Returns
+-- the number of jobs.
 local p = 'cg:keyed:a:'
 redis.call('del', p .. 'shared', p .. 'running', p .. 'meta', p .. 'pool:inprogress', p .. 'lane', p .. 'waiting')
 local book = ARGV[3] == 'headbook'
@@ -19,6 +20,7 @@ for k = 0, keys - 1 do
   redis.call('del', p .. '{' .. k .. '}')
   for i = 1, per do
     local job = k .. '\n{"name":"a","id":"' .. k .. '-' .. i .. '","t":1,"args":null,"key":"' .. k .. '"}'
+    if ARGV[3] == 'waiting' and i == 1 then redis.call('zadd', p .. 'waiting', per, k) end
     if book and i == 1 then
       redis.call('hset', p .. 'lane', k, '0')
       if per > 1 then redis.call('zadd', p .. 'waiting', per - 1, k) end
