@@ -210,14 +210,23 @@ func run() error {
 	return newerFeatures(enq, client, r)
 }
 
-// newerFeatures enqueues a keyed job and sets a schedule: each must run, or be refused with an
+// newerFeatures enqueues keyed jobs and sets a schedule: each must run, or be refused with an
 // error that names what the server lacks.
 func newerFeatures(enq *work.Enqueuer, client *work.Client, r *ran) error {
 	want := map[string]int{}
 	_, err := enq.EnqueueWith("keyed", nil, work.EnqueueOptions{Key: "k"})
 	switch {
 	case err == nil:
-		want["keyed"] = 1
+		// And two jobs each for more keys than the pool has workers: keys with queues of their
+		// own, taken a job a key in the pools' first rounds (the script runs in miniredis's Lua).
+		var batch []work.BatchJob
+		for i := 0; i < 16; i++ {
+			batch = append(batch, work.BatchJob{Name: "keyed", Key: fmt.Sprintf("q%d", i%8)})
+		}
+		if _, err := enq.EnqueueBatch(batch); err != nil {
+			return fmt.Errorf("keyed jobs of eight keys: %v", err)
+		}
+		want["keyed"] = 1 + len(batch)
 	case strings.Contains(err.Error(), "ZMSCORE"):
 		fmt.Println("refused: keyed jobs")
 	default:
