@@ -13,18 +13,6 @@ import (
 // freeDriver is keyedDriver for a name whose keys have no limit (KeyConcurrency 0).
 var freeDriver = strings.Replace(keyedDriver, "limit = 1,", "limit = 0,", 1)
 
-// freeTake runs freeDriver's take or release on the keyed state under prefix p.
-func freeTake(t *testing.T, pool *redis.Pool, script *redis.Script, p string, args ...interface{}) []string {
-	t.Helper()
-	conn := pool.Get()
-	defer conn.Close()
-	out, err := redis.Strings(script.Do(conn, append([]interface{}{p}, args...)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // A take's first round over n queue keys or more of a name without limits gives one job a key and
 // reads what each has left from the waiting index; it must leave Redis as the general round does.
 // Two namespaces get the same keyed state, one of them also an override of a key no take reaches
@@ -43,31 +31,8 @@ func TestKeyedTakeOfFreeKeysOneJobEachMatchesTheGeneralRound(t *testing.T) {
 	}
 	redistest.Do(t, pool, "HSET", general+"keyed:a:conf", "w:no-such-key", "2")
 
-	var held []string // the entries taken and not yet released (the same in both)
-	taken := 0
-	for step := 0; step < 30; step++ {
-		if step%3 == 2 && len(held) > 0 {
-			args := []interface{}{"release"}
-			for _, e := range held {
-				args = append(args, e)
-			}
-			freeTake(t, pool, script, free, args...)
-			freeTake(t, pool, script, general, args...)
-			held = nil
-		} else {
-			n := 3 + step%7
-			a, b := freeTake(t, pool, script, free, "take", n), freeTake(t, pool, script, general, "take", n)
-			if strings.Join(a, "|") != strings.Join(b, "|") {
-				t.Fatalf("step %d: the take of %d gave %q, the general round %q", step, n, a, b)
-			}
-			held = append(held, a...)
-			taken += len(a)
-		}
-		if sa, sb := keyedStateDump(t, pool, free), keyedStateDump(t, pool, general); sa != sb {
-			t.Fatalf("step %d: the keyed state after the round of one job a key:\n%s\n"+
-				"after the general round:\n%s", step, sa, sb)
-		}
-	}
+	// Enough steps that every job is taken: the keys have four jobs at most.
+	taken := takeInSteps(t, pool, script, free, general, 40)
 	if taken != jobs {
 		t.Fatalf("%d jobs taken in all, want every one of the state's %d", taken, jobs)
 	}
@@ -152,7 +117,7 @@ func TestKeyedTakeOfFreeKeysReadsBacklogsFromTheWaitingIndex(t *testing.T) {
 		return v
 	}
 
-	if got := freeTake(t, pool, script, p, "take", 4); len(got) != 4 {
+	if got := runDriver(t, pool, script, p, "take", 4); len(got) != 4 {
 		t.Fatalf("the first take gave %q, want one job of each of the four keys", got)
 	}
 	if r, w := score("ready", "high"), score("waiting", "high"); r != "1" || w != "4" {
@@ -163,7 +128,7 @@ func TestKeyedTakeOfFreeKeysReadsBacklogsFromTheWaitingIndex(t *testing.T) {
 	}
 	// A take of one job pops high first (the earliest turn): its queue is empty, so the take's
 	// next round pops low.
-	got := freeTake(t, pool, script, p, "take", 1)
+	got := runDriver(t, pool, script, p, "take", 1)
 	if len(got) != 1 || !strings.HasPrefix(got[0], "low\n") {
 		t.Fatalf("the second take gave %q, want one job of low", got)
 	}

@@ -69,20 +69,34 @@ func TestKeyedTakeOfOneJobAKeyMatchesTheGeneralRound(t *testing.T) {
 	}
 	redistest.Do(t, pool, "HSET", general+"keyed:a:conf", "w:no-such-key", "2")
 
-	run := func(p string, args ...interface{}) []string {
-		t.Helper()
-		conn := pool.Get()
-		defer conn.Close()
-		out, err := redis.Strings(script.Do(conn, append([]interface{}{p}, args...)...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+	taken := takeInSteps(t, pool, script, one, general, 40)
+	if taken < 40 {
+		t.Fatalf("%d jobs taken in all, want 40 at least", taken)
 	}
+}
+
+// runDriver runs script, a driver as keyedDriver, on the keyed state under prefix p, and returns
+// the entries it answers.
+func runDriver(t *testing.T, pool *redis.Pool, script *redis.Script, p string, args ...interface{}) []string {
+	t.Helper()
+	conn := pool.Get()
+	defer conn.Close()
+	out, err := redis.Strings(script.Do(conn, append([]interface{}{p}, args...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// takeInSteps runs the same steps on the keyed states under prefixes a and b with script (a driver
+// as keyedDriver): every third step releases the older half of the jobs taken, the others take 3 to
+// 9 jobs. It fails when a take gives the two different jobs or their states differ after a step, and
+// returns the jobs taken.
+func takeInSteps(t *testing.T, pool *redis.Pool, script *redis.Script, a, b string, steps int) int {
+	t.Helper()
 	var held []string // the entries taken and not yet released (the same in both)
 	taken := 0
-	for step := 0; step < 40; step++ {
-		var a, b []string
+	for step := 0; step < steps; step++ {
 		if step%3 == 2 && len(held) > 0 {
 			// Release the older half of what runs, so that keys get turns again.
 			end := held[:(len(held)+1)/2]
@@ -90,26 +104,24 @@ func TestKeyedTakeOfOneJobAKeyMatchesTheGeneralRound(t *testing.T) {
 			for _, e := range end {
 				args = append(args, e)
 			}
-			run(one, args...)
-			run(general, args...)
+			runDriver(t, pool, script, a, args...)
+			runDriver(t, pool, script, b, args...)
 			held = append([]string(nil), held[len(end):]...)
 		} else {
 			n := 3 + step%7
-			a, b = run(one, "take", n), run(general, "take", n)
-			if strings.Join(a, "|") != strings.Join(b, "|") {
-				t.Fatalf("step %d: the take of %d gave %q, the general round %q", step, n, a, b)
+			ga, gb := runDriver(t, pool, script, a, "take", n), runDriver(t, pool, script, b, "take", n)
+			if strings.Join(ga, "|") != strings.Join(gb, "|") {
+				t.Fatalf("step %d: the take of %d gave %q, the general round %q", step, n, ga, gb)
 			}
-			held = append(held, a...)
-			taken += len(a)
+			held = append(held, ga...)
+			taken += len(ga)
 		}
-		if sa, sb := keyedStateDump(t, pool, one), keyedStateDump(t, pool, general); sa != sb {
-			t.Fatalf("step %d: the keyed state after the round of one job a key:\n%s\n"+
+		if sa, sb := keyedStateDump(t, pool, a), keyedStateDump(t, pool, b); sa != sb {
+			t.Fatalf("step %d: the keyed state after the take's own round:\n%s\n"+
 				"after the general round:\n%s", step, sa, sb)
 		}
 	}
-	if taken < 40 {
-		t.Fatalf("%d jobs taken in all, want 40 at least", taken)
-	}
+	return taken
 }
 
 // A take that cannot write its in-progress list (another type there) puts every job it popped
