@@ -771,7 +771,7 @@ local function keyedTake(k, n, inprogress, d, nowMs, out)
         -- index counts none left or does not list the key), rather than from a second job popped
         -- and pushed back as the general round does: that push was about a quarter of such a job's
         -- Redis time, and asking for two only where the index counts one cost more than the LLEN
-        -- (callgrind/run.sh). A count the index holds too high (a job deleted by hand) gives the
+        -- (benches/callgrind). A count the index holds too high (a job deleted by hand) gives the
         -- key a turn that finds it empty, which drops it. Its keys served go to oneKeys and
         -- oneLeft; a later round of the take goes the general way.
         local keys = {}
