@@ -174,6 +174,7 @@ func (a *acker) write(x *rdb.Exchange, batch []rdb.FinishOp) error {
 	a.out.mu.Unlock()
 	a.out.regGate.RLock()
 	x.NoWait = a.out.noHandOffs()
+	a.out.setHandOffRoom(x)
 	err := a.store.RunExchange(context.Background(), a.boxedPoolID, x)
 	a.out.regGate.RUnlock()
 	if err != nil {

@@ -153,6 +153,7 @@ func newFetcher(p fetcherParams) *fetcher {
 		done:          make(chan struct{}),
 		marks:         make(map[string]chan struct{}),
 	}
+	p.out.handOffRoom = f.handOffRoom
 	f.sweeper = newSweeper(f.p, f.flush, func() bool { return f.ready.subscribed.Load() }, f.swept)
 	f.ready = newReadiness(f.p, f.fetchNow, f.handOff, f.flush)
 	return f
@@ -418,6 +419,13 @@ func (f *fetcher) fetchNow() {
 	}
 }
 
+// handOffRoom returns the hand-offs the pool has read and then its room, for a write of outcomes:
+// read in that order, a hand-off read between them makes the room one less, never one more.
+func (f *fetcher) handOffRoom() (int64, int) {
+	h := f.ready.handedIn.Load()
+	return h, f.room.free()
+}
+
 // finished ends a job's hold on the pool's room without an outcome (a worker's, when the pool was
 // abandoned), waking the loop if it waits for room.
 func (f *fetcher) finished() { f.room.release() }
@@ -519,6 +527,7 @@ func (f *fetcher) exchange(n int) error {
 	f.batchMu.Lock()
 	defer f.batchMu.Unlock()
 	x.HandedIn = f.ready.handedIn.Load()
+	x.Room = f.room.free()
 	err := p.store.RunExchange(p.ctx, p.boxedPoolID, x)
 	if batch != nil {
 		p.out.carried(batch, x, err)

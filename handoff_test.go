@@ -123,6 +123,35 @@ func TestAJobEnqueuedToAnIdlePoolIsHandedToIt(t *testing.T) {
 	})
 }
 
+// A pool with room for more stays waiting through a hand-off, so that the next job of the name is
+// handed too, not pushed for a fetch; it stops waiting once the hand-offs it has not read fill its
+// room (a fresh pool of two workers fetches nothing ahead: room for two), and every job runs once.
+func TestAPoolWithRoomIsHandedJobsUntilItsRoomIsFull(t *testing.T) {
+	wp, pool, ns, runs := handOffPool(t)
+	release := holdHandOffs(wp)
+	inProgress := bhvKey(ns, "jobs", "a", wp.reg.run.poolID, "inprogress")
+	e := handingEnqueuer(ns, pool)
+	for i := 1; i <= 3; i++ {
+		if _, err := e.Enqueue("a", nil); err != nil {
+			t.Fatal(err)
+		}
+		handed, queued := llen(t, pool, inProgress), llen(t, pool, bhvKey(ns, "jobs", "a"))
+		waiting := sismember(t, pool, bhvKey(ns, "idle_pools", "a"), wp.reg.run.poolID)
+		wantHanded, wantQueued := min(i, 2), max(0, i-2)
+		if handed != wantHanded || queued != wantQueued || waiting != (i < 2) {
+			t.Fatalf("after %d enqueues: %d handed, %d queued, pool waiting %v; want %d, %d, %v",
+				i, handed, queued, waiting, wantHanded, wantQueued, i < 2)
+		}
+	}
+	release()
+	eventually(t, 10*time.Second, "the jobs to run", func() bool { return runs.Load() >= 3 })
+	wp.Drain()
+	time.Sleep(200 * time.Millisecond) // a second run would have started by now
+	if n := runs.Load(); n != 3 {
+		t.Errorf("%d runs of 3 jobs, want 3", n)
+	}
+}
+
 func TestASweepLeavesAHandOffOnItsWay(t *testing.T) {
 	wp, _, _, runs, release := handOneHeld(t)
 	f := wp.reg.run.fetcher

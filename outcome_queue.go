@@ -48,6 +48,8 @@ type outcomeQueue struct {
 	regGate   sync.RWMutex
 	leaving   atomic.Bool
 	listening atomic.Bool
+	// handOffRoom gives a write's HandedIn and Room (the fetcher's; set before the pool starts).
+	handOffRoom func() (handedIn int64, room int)
 
 	heldMu    sync.Mutex // guards held and heldSince apart from mu: a fetch holds jobs one by one
 	held      map[*Job]struct{}
@@ -165,6 +167,14 @@ func (o *outcomeQueue) turnToAckerLocked() bool {
 	o.beginLocked()
 	o.handed = true
 	return true
+}
+
+// setHandOffRoom sets x's HandedIn and Room for a write of outcomes, which may register the pool
+// for hand-offs.
+func (o *outcomeQueue) setHandOffRoom(x *rdb.Exchange) {
+	if o.handOffRoom != nil {
+		x.HandedIn, x.Room = o.handOffRoom()
+	}
 }
 
 // noHandOffs reports that a write must not register the pool for hand-offs.

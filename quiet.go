@@ -88,6 +88,7 @@ func (w *quietWriter) write(batch []rdb.FinishOp) bool {
 	x := &w.x
 	x.Reset()
 	x.Ops = batch
+	o.setHandOffRoom(x)
 	if err := w.store.SendQuiet(w.conn, w.boxed, x); err != nil {
 		w.logger.Debug("work: a quiet write failed; writing with replies", "err", err)
 		w.brokenLocked()

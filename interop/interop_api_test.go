@@ -340,7 +340,8 @@ func TestSameEdgesOfWorkerPools(t *testing.T) {
 		delete(h, "heartbeat_at")
 		delete(h, "started_at")
 		// The fields this library adds: its dead-pool timeout, whether it is idle, its lease epoch
-		// (with epoch_seen) and, where /proc tells, its process.
+		// (with epoch_seen), the hand-offs it has room for once it waits for some and, where /proc
+		// tells, its process.
 		if h["dead_after"] != "" && h["idle"] != "" && h["epoch"] == "0" {
 			added++
 		}
@@ -348,6 +349,7 @@ func TestSameEdgesOfWorkerPools(t *testing.T) {
 		delete(h, "idle")
 		delete(h, "epoch")
 		delete(h, "epoch_seen")
+		delete(h, "handoff_to")
 		delete(h, "process")
 		hbs = append(hbs, h)
 	}

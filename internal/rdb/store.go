@@ -285,6 +285,11 @@ type Exchange struct {
 	NoWait bool
 	// HandedIn is the hand-offs the pool has read; the reply's Handed those made to it so far.
 	HandedIn int64
+	// Room is how many more jobs the pool would hold than it holds (read after HandedIn): while
+	// the hand-offs made to it stay below HandedIn plus Room, less the jobs the call fetches, a
+	// hand-off leaves the pool waiting for more (exchange.lua, hand_off.lua). With 0 the pool
+	// waits for one hand-off a registration.
+	Room int
 	// Count, set by SendQuiet, names the counter of the pool's quiet writes (see QuietConn).
 	Count interface{}
 
@@ -305,6 +310,7 @@ type Exchange struct {
 func (x *Exchange) Reset() {
 	x.Fetch, x.Ops, x.Stats, x.groups = x.Fetch[:0], x.Ops[:0], x.Stats[:0], x.groups[:0]
 	x.Done, x.Status, x.Counts, x.Jobs, x.Count = "", nil, nil, nil, nil
+	x.HandedIn, x.Room = 0, 0
 }
 
 // group returns q's group index (1-based), adding it (with no share) if it is not in yet. A queue
@@ -399,7 +405,7 @@ func (s *Store) exchangeArgs(poolID interface{}, x *Exchange) []interface{} {
 	for _, q := range x.groups {
 		args = append(args, q.Keys[:]...)
 	}
-	args = append(args, poolID, s.boxed.wake, len(x.groups), x.kinds(), x.HandedIn)
+	args = append(args, poolID, s.boxed.wake, len(x.groups), x.kinds(), x.HandedIn, x.Room)
 	for i, q := range x.groups {
 		var share interface{} = boxedNoShare
 		if i < cands {

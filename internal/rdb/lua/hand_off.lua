@@ -5,7 +5,10 @@
 -- name>:<name><payload>"), so that the pool runs it without a fetch. The keys of the pool (its heartbeat
 -- <ns>:worker_pools:<pool>, which holds its epoch, the name's in-progress list of the pool, and
 -- <ns>:handoffs:<pool>, the count of hand-offs made to it, 24 h TTL) are derived from the pool ID it
--- takes from the set.
+-- picks from the set. The pool stays in the set while the hand-offs made to it stay below the
+-- handoff_to its heartbeat hash holds (exchange.lua writes it from the pool's room); the hand-off
+-- that reaches it, or finds none, takes the pool off, as does one that finds no heartbeat for it
+-- or that the pool does not receive.
 --
 -- keys: 6
 -- uses: none
@@ -23,11 +26,12 @@ if redis.call('llen', jobs) == 0 then
   local m = redis.call('mget', KEYS[4], KEYS[5], KEYS[6])
   if not m[1] and not m[3] and (tonumber(m[2] or '0') or 1) <= 0 then
     for _ = 1, 3 do
-      local pool = redis.pcall('spop', KEYS[3])
+      local pool = redis.pcall('srandmember', KEYS[3])
       if type(pool) ~= 'string' then break end
       -- The pool's epoch, from its heartbeat: a pool that reads the hand-off after finding itself
       -- reaped since (its epoch moved on) leaves the job, which the reaper put back.
-      local epoch = redis.pcall('hget', prefix .. 'worker_pools:' .. pool, 'epoch')
+      local hb = redis.pcall('hmget', prefix .. 'worker_pools:' .. pool, 'epoch', 'handoff_to')
+      local epoch = hb[1]
       if type(epoch) == 'string' then
         -- Counted before it is sent, the count its number: the pool's fetches leave room for the
         -- hand-offs it has not read (exchange.lua), and a sweep tells it which it put back (sweep.lua).
@@ -38,12 +42,16 @@ if redis.call('llen', jobs) == 0 then
           local inprogress = jobs .. ':' .. pool .. ':inprogress'
           if type(redis.pcall('lpush', inprogress, payload)) == 'number' then
             local msg = epoch .. ':' .. seq .. ':' .. #name .. ':' .. name .. payload
-            if redis.call('publish', prefix .. 'handoff:' .. pool, msg) > 0 then return 0 end
+            if redis.call('publish', prefix .. 'handoff:' .. pool, msg) > 0 then
+              if seq >= (tonumber(hb[2] or '') or 0) then redis.call('srem', KEYS[3], pool) end
+              return 0
+            end
             redis.call('lrem', inprogress, 1, payload)
           end
           redis.call('decr', count)
         end
       end
+      redis.call('srem', KEYS[3], pool)
     end
   end
 end
