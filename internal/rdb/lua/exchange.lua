@@ -70,6 +70,8 @@
 -- taken from it; jobs the payloads, grouped by group in order (oldest first).
 
 local pool, channel, G = ARGV[1], ARGV[2], tonumber(ARGV[3])
+-- The namespace's prefix ("<ns>:"), read off the wake-up channel ("<ns>:wake").
+local nsPrefix = string.sub(channel, 1, #channel - 4)
 local NOW
 local function serverNow()
   if not NOW then NOW = tonumber(redis.call('time')[1]) end
@@ -266,7 +268,7 @@ end
 
 -- waitFor registers the pool as one that waits for group g's jobs (hand_off.lua may then give it the
 -- next job of an empty queue straight away): for a queue marked 'h' (no limit, no rate).
-local idlePrefix = string.sub(channel, 1, #channel - 4) .. 'idle_pools:'
+local idlePrefix = nsPrefix .. 'idle_pools:'
 local registered = false -- whether this call added the pool to a name's idle set
 local function waitFor(g)
   if ARGV[argAt[g] + LIMITED] == 'h' and not keyed[g] then
@@ -290,7 +292,7 @@ end
 local function handoffTo(took)
   local room = tonumber(ARGV[6]) or 0
   if registered or (took > 0 and room > 0) then
-    local heartbeat = string.sub(channel, 1, #channel - 4) .. 'worker_pools:' .. pool
+    local heartbeat = nsPrefix .. 'worker_pools:' .. pool
     redis.pcall('hset', heartbeat, 'handoff_to', (tonumber(ARGV[5]) or 0) + room - took)
   end
 end
@@ -440,7 +442,7 @@ end
 -- Candidates keep their order in jobs: a second pass, for what the first could not get, appends
 -- to a group's jobs only when it is the last group that gave any.
 if waits then
-  local handedKey = string.sub(channel, 1, #channel - 4) .. 'handoffs:' .. pool
+  local handedKey = nsPrefix .. 'handoffs:' .. pool
   local handedText = redis.call('get', handedKey)
   handed = tonumber(handedText or '') or 0
 end
