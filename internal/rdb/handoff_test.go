@@ -11,9 +11,10 @@ import (
 )
 
 // A pool stays in a name's idle set through hand-offs while they stay below the handoff_to written
-// by its calls that add it to an idle set or fetch (what it has read plus its room, less what the
-// call fetched), and leaves it with the hand-off that reaches that number; with no room declared
-// (or none written), one hand-off takes it off, as does a message it does not receive.
+// by its calls that add it to an idle set, or fetch and find it in one (what it has read plus its
+// room, less what the call fetched), and leaves it with the hand-off that reaches that number; with
+// no room declared (or none written), one hand-off takes it off, as does a message it does not
+// receive.
 func TestAHandOffKeepsThePoolWaitingWhileItHasRoom(t *testing.T) {
 	pool := newTestPool(t)
 	s := NewStore(redistest.Namespace(t, pool, "rdb-handoff"), PoolBackend(pool))
@@ -135,5 +136,25 @@ func TestAHandOffKeepsThePoolWaitingWhileItHasRoom(t *testing.T) {
 	}
 	if after, _ := redis.Int(rdo(t, pool, "LLEN", queue), nil); after != before+1 {
 		t.Fatalf("queue length %d after a push no pool took, want %d", after, before+1)
+	}
+
+	// A fetch that leaves jobs in the queue adds the pool to no idle set and leaves the count as it
+	// is; one that empties the queue and finds the pool in the set already (the job was pushed by
+	// another program) writes it.
+	rdo(t, pool, "HSET", s.Ks.Heartbeat("pool1"), "handoff_to", "7")
+	rdo(t, pool, "DEL", queue)
+	rdo(t, pool, "LPUSH", queue, "k1", "k2")
+	if x := exchange(1, 6, 50); len(x.Jobs) != 1 {
+		t.Fatalf("the fetch took %d jobs, want 1", len(x.Jobs))
+	}
+	if got := handoffTo(); got != "7" || waiting() {
+		t.Fatalf("after a fetch that left a job: handoff_to %q, waiting %v; want 7, false", got, waiting())
+	}
+	rdo(t, pool, "SADD", idle, "pool1")
+	if x := exchange(5, 6, 50); len(x.Jobs) != 1 {
+		t.Fatalf("the fetch took %d jobs, want 1", len(x.Jobs))
+	}
+	if got := handoffTo(); got != "55" || !waiting() {
+		t.Fatalf("after a fetch that emptied the queue of a registered pool: handoff_to %q, waiting %v; want 55, true", got, waiting())
 	}
 }
